@@ -1,0 +1,271 @@
+/**
+ * The one call path every entry point uses:
+ * lookup → policy → validate → run → stream events → exactly one terminal event.
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import {
+  DEFAULT_POLICY_DEFAULTS,
+  parseExecutionPolicy,
+  wallDeadline,
+  type ExecutionPolicy,
+  type ExecutionPolicyInput,
+  type PolicyDefaults,
+} from '../policy/execution-policy.js';
+import type { CallTracker } from './call-tracker.js';
+import type { ToolContext } from './context.js';
+import { ToolhostError, toErrorData, type CancelOutcome, type ToolErrorData } from './errors.js';
+import { EventChannel } from './event-channel.js';
+import type { ErrorEvent, ToolEvent, ToolEventSink } from './events.js';
+import { Extensions } from './extensions.js';
+import type { Logger } from './logger.js';
+import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from './result.js';
+import type { ArgsValidator } from './schema.js';
+import { ConversationState, InMemoryStateStore, type StateStore } from './state.js';
+import type { Tool, ToolRun } from './tool.js';
+
+/** What a caller may say about one call. */
+export interface CallOptions {
+  /** The call's id (a UUID is made when absent); unique among calls in flight. */
+  callId?: string;
+  conversationId?: string;
+  sessionId?: string;
+  agentName?: string;
+  /** The worktree bound to the call. */
+  workingDir?: string;
+  /** Environment values offered to the call (a tool sees only what its grant allows). */
+  env?: Record<string, string>;
+  /** Aborting it cancels the call (cooperatively first, then hard after the grace). */
+  signal?: AbortSignal;
+  /** The requested ExecutionPolicy, in the proto's field names (see `parseExecutionPolicy`). */
+  policy?: ExecutionPolicyInput;
+  /** Typed values for native tools. */
+  extensions?: Extensions;
+}
+
+/** One call's events, with its id and a way to cancel it. */
+export interface CallStream extends AsyncIterable<ToolEvent> {
+  readonly callId: string;
+  cancel(): CancelOutcome;
+}
+
+export interface RegisteredTool {
+  tool: Tool;
+  validate: ArgsValidator;
+}
+
+export interface CallPathDeps {
+  lookup(name: string): RegisteredTool | undefined;
+  suggest(name: string): string[];
+  stateStore: StateStore;
+  logger: Logger;
+  defaults: PolicyDefaults;
+  cancelGraceMs: number;
+  tracker: CallTracker;
+}
+
+export const DEFAULT_CANCEL_GRACE_MS = 500;
+export { DEFAULT_POLICY_DEFAULTS };
+
+/** Start a call now; its events can be iterated once. */
+export function startCall(deps: CallPathDeps, name: string, args: unknown, options: CallOptions = {}): CallStream {
+  const callId = options.callId ?? randomUUID();
+  const channel = new EventChannel<ToolEvent>();
+  const stream: CallStream = {
+    callId,
+    cancel: () => deps.tracker.cancel(callId),
+    [Symbol.asyncIterator]: () => channel[Symbol.asyncIterator](),
+  };
+  const startedAt = performance.now();
+  const rejected = (error: unknown): CallStream => {
+    const data = toErrorData(error, callId);
+    channel.push(errorEvent(callId, data, 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 }));
+    channel.close();
+    return stream;
+  };
+
+  const registered = deps.lookup(name);
+  if (!registered) {
+    const suggestions = deps.suggest(name);
+    const hint = suggestions.length > 0 ? `; did you mean ${suggestions.map((s) => `"${s}"`).join(' or ')}?` : '';
+    return rejected(new ToolhostError('TOOL_NOT_FOUND', `no tool named "${name}"${hint}`, { details: { name } }));
+  }
+  let policy: ExecutionPolicy;
+  try {
+    policy = parseExecutionPolicy(options.policy);
+    registered.validate(args, callId);
+  } catch (error) {
+    return rejected(error);
+  }
+  if (typeof options.callId === 'string' && options.callId.length === 0) {
+    return rejected(new ToolhostError('INVALID_INPUT', 'callId must not be empty'));
+  }
+
+  const soft = new AbortController();
+  const hard = new AbortController();
+  let cancelRequested = false;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const requestCancel = (): void => {
+    if (cancelRequested || hard.signal.aborted) return;
+    cancelRequested = true;
+    const reason = new ToolhostError('CANCELLED', 'the call was cancelled by its caller', { callId });
+    soft.abort(reason);
+    graceTimer = setTimeout(() => hard.abort(reason), deps.cancelGraceMs);
+    graceTimer.unref?.();
+  };
+  if (!deps.tracker.begin(callId, requestCancel)) {
+    return rejected(new ToolhostError('INVALID_INPUT', `call id "${callId}" is already in flight`));
+  }
+  const onCallerAbort = (): void => requestCancel();
+  if (options.signal?.aborted) requestCancel();
+  options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+
+  const deadline = wallDeadline(policy, deps.defaults);
+  const wallTimer = setTimeout(() => {
+    const what = deadline.code === 'WALL_TIMEOUT' ? 'wall-clock budget' : 'timeout';
+    const reason = new ToolhostError(deadline.code, `the call ran past its ${what} of ${deadline.ms} ms`, { callId });
+    soft.abort(reason);
+    hard.abort(reason);
+  }, deadline.ms);
+  wallTimer.unref?.();
+
+  const tool = registered.tool;
+  let events = 0;
+  let deltas = 0;
+  let runner: Partial<CallAccounting> = {};
+  let finished = false;
+  const accounting = (): CallAccounting => ({
+    queuedMs: 0,
+    ...runner,
+    wallMs: elapsed(startedAt),
+    attempts: 1,
+    events,
+  });
+  const emit = (event: ToolEvent): void => {
+    if (finished) return;
+    events += 1;
+    channel.push(event);
+  };
+  const sink: ToolEventSink = {
+    progress(pct, message) {
+      const event: ToolEvent = { type: 'progress', callId };
+      if (typeof pct === 'number' && Number.isFinite(pct)) event.pct = Math.min(100, Math.max(0, pct));
+      if (message !== undefined) event.message = message;
+      emit(event);
+    },
+    delta(data) {
+      deltas += 1;
+      emit({ type: 'delta', callId, data });
+    },
+    log(level, message, source = tool.executionMode === 'native' ? 'native' : 'guest') {
+      emit({ type: 'log', callId, level, message, source });
+    },
+    account(partial) {
+      runner = { ...runner, ...partial };
+    },
+    hardSignal: hard.signal,
+  };
+  const state = options.conversationId
+    ? new ConversationState(deps.stateStore, options.conversationId, deps.logger)
+    : new ConversationState(new InMemoryStateStore(), callId, deps.logger);
+  const ctx: ToolContext = {
+    callId,
+    ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
+    ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+    ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+    ...(options.workingDir === undefined ? {} : { workingDir: options.workingDir }),
+    env: Object.freeze({}),
+    signal: soft.signal,
+    state,
+    extensions: options.extensions ?? new Extensions(),
+    policy,
+    getState: (key, fallback) => state.getState(key, fallback),
+    setState: (key, value) => state.setState(key, value),
+  };
+
+  const metadata: ToolEvent & { type: 'start' } = {
+    type: 'start',
+    callId,
+    toolId: tool.name,
+    metadata: {
+      executionMode: tool.executionMode,
+      ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
+      ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+      ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+    },
+  };
+  channel.push(metadata);
+
+  const finish = (event: ToolEvent): void => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(wallTimer);
+    clearTimeout(graceTimer);
+    options.signal?.removeEventListener('abort', onCallerAbort);
+    deps.tracker.end(callId);
+    channel.push(event);
+    channel.close();
+    // Anything still listening (a native tool ignoring its signal) learns the call is over.
+    if (!soft.signal.aborted) soft.abort(new ToolhostError('CANCELLED', 'the call is over', { callId }));
+  };
+
+  void runTool(tool, args, ctx, sink).then(
+    (run) => {
+      const result = toResult(run);
+      const acc = accounting();
+      result.accounting = acc;
+      finish({ type: 'result', callId, data: result.structuredContent ?? null, result, accounting: acc });
+    },
+    (error: unknown) => {
+      let data: ToolErrorData;
+      if (hard.signal.aborted) {
+        data = toErrorData(hard.signal.reason, callId);
+      } else if (cancelRequested) {
+        data = toErrorData(new ToolhostError('CANCELLED', 'the call was cancelled by its caller'), callId);
+      } else if (error instanceof ToolhostError) {
+        data = error.withCallId(callId).toData();
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        data = { code: 'TOOL_CRASHED', message: `tool "${tool.name}" threw: ${message}`, callId };
+      }
+      if (data.code === 'CANCELLED') data.details = { partial: deltas > 0, deltas };
+      finish(errorEvent(callId, data, 'run', accounting()));
+    },
+  );
+  return stream;
+}
+
+async function runTool(tool: Tool, args: unknown, ctx: ToolContext, sink: ToolEventSink): Promise<ToolRun> {
+  const hardSignal = sink.hardSignal;
+  if (hardSignal.aborted) throw hardSignal.reason;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(hardSignal.reason);
+    hardSignal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([tool.invoke(args, ctx, sink), aborted]);
+  } finally {
+    if (onAbort) hardSignal.removeEventListener('abort', onAbort);
+  }
+}
+
+function toResult(run: ToolRun): ToolResult {
+  const output = run.output;
+  if (isRichResult(output)) {
+    const result: ToolResult = { content: output.content, isError: false };
+    if (output.structuredContent !== undefined) result.structuredContent = output.structuredContent;
+    return result;
+  }
+  return jsonResult(output === undefined ? null : output, run.text);
+}
+
+function errorEvent(callId: string, data: ToolErrorData, stage: ErrorEvent['stage'], accounting: CallAccounting): ErrorEvent {
+  const event: ErrorEvent = { type: 'error', callId, code: data.code, message: data.message, stage, accounting };
+  if (data.details !== undefined) event.details = data.details;
+  return event;
+}
+
+function elapsed(since: number): number {
+  return Math.round((performance.now() - since) * 1000) / 1000;
+}

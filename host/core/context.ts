@@ -1,0 +1,27 @@
+/** What a running tool knows about its call. */
+import type { ExecutionPolicy } from '../policy/execution-policy.js';
+import type { Extensions } from './extensions.js';
+import type { ConversationState } from './state.js';
+
+export interface ToolContext {
+  readonly callId: string;
+  readonly conversationId?: string;
+  readonly sessionId?: string;
+  readonly agentName?: string;
+  /** The worktree bound to this call, if any. */
+  readonly workingDir?: string;
+  /** Environment values granted to the call (empty unless granted). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Aborts when the caller cancels or a budget ends the call; tools should stop promptly. */
+  readonly signal: AbortSignal;
+  /** The conversation's state (a scratch scope when the call has no conversation). */
+  readonly state: ConversationState;
+  /** Typed values the host hands to native tools. */
+  readonly extensions: Extensions;
+  /** The call's resolved execution policy. */
+  readonly policy: ExecutionPolicy;
+  /** Shorthand for `state.getState`: never throws. */
+  getState<T>(key: string, fallback: T): Promise<T>;
+  /** Shorthand for `state.setState`: throws a ToolhostError on failure. */
+  setState(key: string, value: unknown): Promise<void>;
+}

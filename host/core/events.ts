@@ -1,0 +1,85 @@
+/**
+ * The events of one call. An accepted call emits `start`, then any number of
+ * `progress`, `delta` and `log` events, then exactly one terminal event
+ * (`result` or `error`), then nothing. A rejected call (unknown tool, invalid
+ * input, refused policy) emits only its `error`, with `stage: 'rejected'`.
+ */
+import type { ErrorCode } from './errors.js';
+import type { CallAccounting, ToolResult } from './result.js';
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error'];
+
+export interface StartEvent {
+  type: 'start';
+  callId: string;
+  toolId: string;
+  metadata: { executionMode: 'native' | 'sandboxed'; conversationId?: string; sessionId?: string; agentName?: string };
+}
+
+export interface ProgressEvent {
+  type: 'progress';
+  callId: string;
+  /** Percent complete, 0..100, when known. */
+  pct?: number;
+  message?: string;
+}
+
+export interface DeltaEvent {
+  type: 'delta';
+  callId: string;
+  /** A piece of partial output (parsed JSON when the tool sent JSON text). */
+  data: unknown;
+}
+
+export interface LogEvent {
+  type: 'log';
+  callId: string;
+  level: LogLevel;
+  message: string;
+  /** `guest` for the tool's own log calls, `stdout`/`stderr` for captured guest output. */
+  source: 'guest' | 'stdout' | 'stderr' | 'native';
+}
+
+export interface ResultEvent {
+  type: 'result';
+  callId: string;
+  /** The tool's output (structured JSON when it produced JSON). */
+  data: unknown;
+  result: ToolResult;
+  accounting: CallAccounting;
+}
+
+export interface ErrorEvent {
+  type: 'error';
+  callId: string;
+  code: ErrorCode;
+  message: string;
+  details?: unknown;
+  /** `rejected`: the call never started; `run`: it started and failed. */
+  stage: 'rejected' | 'run';
+  accounting: CallAccounting;
+}
+
+export type ToolEvent = StartEvent | ProgressEvent | DeltaEvent | LogEvent | ResultEvent | ErrorEvent;
+export type TerminalEvent = ResultEvent | ErrorEvent;
+
+export function isTerminal(event: ToolEvent): event is TerminalEvent {
+  return event.type === 'result' || event.type === 'error';
+}
+
+/** How a running tool reports non-terminal events, and learns that its call is over. */
+export interface ToolEventSink {
+  progress(pct?: number, message?: string): void;
+  delta(data: unknown): void;
+  log(level: LogLevel, message: string, source?: LogEvent['source']): void;
+  /** Add what the runner measured (queue time, CPU time, instance reuse) to the call's accounting. */
+  account(accounting: Partial<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>): void;
+  /**
+   * Aborts when the call is over regardless of the tool (a budget was hit, or
+   * a cancel's grace ran out). Runners stop the tool at once; `ctx.signal` is
+   * the cooperative signal that precedes it.
+   */
+  readonly hardSignal: AbortSignal;
+}

@@ -1,0 +1,257 @@
+/**
+ * The registry: native and sandboxed tools under one namespace, and the one
+ * call path (`stream`, `execute`) every entry point goes through.
+ */
+import { DEFAULT_POLICY_DEFAULTS, type PolicyDefaults } from '../policy/execution-policy.js';
+import { startCall, DEFAULT_CANCEL_GRACE_MS, type CallOptions, type CallPathDeps, type CallStream, type RegisteredTool } from './call-path.js';
+import { CallTracker } from './call-tracker.js';
+import { toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
+import { ToolhostError, type CancelOutcome } from './errors.js';
+import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
+import { createDefaultLogger, type Logger } from './logger.js';
+import type { ToolResult } from './result.js';
+import { SchemaCompiler } from './schema.js';
+import { InMemoryStateStore, type StateStore } from './state.js';
+import type { Tool } from './tool.js';
+
+/** Tool names: what MCP allows, kept to 64 characters. */
+const TOOL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
+
+/** One component's tools, as a loader hands them to the registry. */
+export interface LoadedComponentTools {
+  /** The component's name (its file name without `.wasm`). */
+  component: string;
+  path?: string;
+  /** The component's content hash. */
+  id: string;
+  /** Whether the transpiled form came from the on-disk cache. */
+  cache: 'hit' | 'miss';
+  tools: Tool[];
+}
+
+/** What `registerWasmTools` registered, and under which names. */
+export interface WasmLoadReport {
+  components: Array<Omit<LoadedComponentTools, 'tools'> & { tools: string[] }>;
+  /** Tools whose plain name was taken, registered as `<component>.<tool>`. */
+  renamed: Array<{ component: string; tool: string; registeredAs: string }>;
+}
+
+export interface WasmLoadOptions {
+  /** Instance isolation for these tools: a fresh instance per call (default) or one reused per worker. */
+  isolation?: 'call' | 'worker';
+}
+
+/** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
+export interface WasmToolLoader {
+  load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]>;
+  close(): Promise<void>;
+}
+
+export interface ToolRegistryOptions {
+  /** Conversation state (default: in memory, in this thread). */
+  stateStore?: StateStore;
+  /** Structured log (default: pino JSON on stderr, level from TOOLHOST_LOG). */
+  logger?: Logger;
+  /** Host policy defaults (wall-clock limit, labels). */
+  defaults?: Partial<PolicyDefaults>;
+  /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
+  cancelGraceMs?: number;
+  /** Makes the loader behind `registerWasmTools`; the package's `ToolRegistry` supplies the sandbox's. */
+  wasmLoader?: (registry: { logger: Logger }) => WasmToolLoader;
+}
+
+export class ToolRegistry {
+  readonly #tools = new Map<string, RegisteredTool>();
+  readonly #schemas = new SchemaCompiler();
+  readonly #tracker = new CallTracker();
+  readonly #deps: CallPathDeps;
+  readonly #makeLoader: ToolRegistryOptions['wasmLoader'];
+  #loader: WasmToolLoader | undefined;
+  #closed = false;
+
+  constructor(options: ToolRegistryOptions = {}) {
+    const cancelGraceMs = options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
+    if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
+      throw new TypeError('options.cancelGraceMs must be a non-negative number');
+    }
+    const defaults = { ...DEFAULT_POLICY_DEFAULTS, ...options.defaults };
+    if (!Number.isFinite(defaults.wallMs) || defaults.wallMs <= 0) {
+      throw new TypeError('options.defaults.wallMs must be a positive number');
+    }
+    this.#deps = {
+      lookup: (name) => this.#tools.get(name),
+      suggest: (name) => this.#suggest(name),
+      stateStore: options.stateStore ?? new InMemoryStateStore(),
+      logger: options.logger ?? createDefaultLogger(),
+      defaults,
+      cancelGraceMs,
+      tracker: this.#tracker,
+    };
+    this.#makeLoader = options.wasmLoader;
+  }
+
+  get logger(): Logger {
+    return this.#deps.logger;
+  }
+
+  /** Calls in flight. */
+  get inFlight(): number {
+    return this.#tracker.size;
+  }
+
+  /**
+   * Register a tool. Its input schema is compiled now; a bad schema, a bad
+   * name or a name already taken throws a ToolhostError.
+   */
+  register(tool: Tool): void {
+    this.#assertOpen();
+    if (!TOOL_NAME.test(tool.name)) {
+      throw new ToolhostError('INVALID_INPUT', `tool name "${tool.name}" must match ${TOOL_NAME.source}`);
+    }
+    if (this.#tools.has(tool.name)) {
+      throw new ToolhostError('INVALID_INPUT', `a tool named "${tool.name}" is already registered`);
+    }
+    const validate = this.#schemas.compile(tool.name, tool.inputSchema);
+    this.#tools.set(tool.name, { tool, validate });
+  }
+
+  get(name: string): Tool | undefined {
+    return this.#tools.get(name)?.tool;
+  }
+
+  has(name: string): boolean {
+    return this.#tools.has(name);
+  }
+
+  names(): string[] {
+    return [...this.#tools.keys()].sort();
+  }
+
+  /** Every tool's definition, in toolhost's shape or an agent API's. */
+  definitions<F extends DefinitionFormat = 'toolhost'>(format?: F): Array<DefinitionsByFormat[F]> {
+    const chosen = (format ?? 'toolhost') as F;
+    return this.names().map((name) => toDefinition(this.#tools.get(name)!.tool, chosen));
+  }
+
+  unregister(name: string): boolean {
+    return this.#tools.delete(name);
+  }
+
+  /** Keep only the tools `predicate` accepts; returns the names removed. */
+  retain(predicate: (tool: Tool) => boolean): string[] {
+    const removed: string[] = [];
+    for (const [name, { tool }] of this.#tools) {
+      if (!predicate(tool)) {
+        this.#tools.delete(name);
+        removed.push(name);
+      }
+    }
+    return removed;
+  }
+
+  /**
+   * Load component files (or every `.wasm` file in the given directories) and
+   * register their tools. All components load before any tool is registered,
+   * so a bad component registers nothing. A tool whose name is taken is
+   * registered as `<component>.<tool>` and reported in `renamed` (and logged).
+   */
+  async registerWasmTools(paths: string | string[], options: WasmLoadOptions = {}): Promise<WasmLoadReport> {
+    this.#assertOpen();
+    const loader = this.#wasmLoader();
+    const loaded = await loader.load(Array.isArray(paths) ? paths : [paths], options);
+    const plan: Array<{ name: string; tool: Tool }> = [];
+    const report: WasmLoadReport = { components: [], renamed: [] };
+    const taken = new Set(this.#tools.keys());
+    for (const component of loaded) {
+      const names: string[] = [];
+      for (const tool of component.tools) {
+        let name = tool.name;
+        if (taken.has(name)) {
+          name = `${component.component}.${tool.name}`;
+          if (taken.has(name)) {
+            throw new ToolhostError('COMPONENT_INVALID', `component "${component.component}": tool "${tool.name}" collides with "${name}", which is already registered`);
+          }
+          report.renamed.push({ component: component.component, tool: tool.name, registeredAs: name });
+          this.logger.warn({ component: component.component, tool: tool.name, registeredAs: name }, 'tool name collision: registered under a namespaced name');
+        }
+        taken.add(name);
+        names.push(name);
+        plan.push({ name, tool: name === tool.name ? tool : { ...tool, name, invoke: tool.invoke.bind(tool) } });
+      }
+      const { tools: _tools, ...rest } = component;
+      report.components.push({ ...rest, tools: names });
+    }
+    const compiled = plan.map(({ name, tool }) => ({ name, tool, validate: this.#schemas.compile(name, tool.inputSchema) }));
+    for (const entry of compiled) this.#tools.set(entry.name, { tool: entry.tool, validate: entry.validate });
+    return report;
+  }
+
+  /** Start a call and stream its events: `start`, progress/delta/log, then one `result` or `error`. */
+  stream(name: string, args: unknown, options?: CallOptions): CallStream {
+    if (this.#closed) {
+      return startCall({ ...this.#deps, lookup: () => undefined, suggest: () => [] }, name, args, options);
+    }
+    return startCall(this.#deps, name, args, options);
+  }
+
+  /**
+   * Run a call to completion. A call that was rejected before it ran (unknown
+   * tool, invalid input, refused policy) throws a ToolhostError; a call that
+   * ran and failed resolves to a result with `isError: true`.
+   */
+  async execute(name: string, args: unknown, options?: CallOptions): Promise<ToolResult> {
+    const terminal = await lastEvent(this.stream(name, args, options), options);
+    if (terminal.type === 'result') return terminal.result;
+    const error = new ToolhostError(terminal.code, terminal.message, { details: terminal.details, callId: terminal.callId });
+    if (terminal.stage === 'rejected') throw error;
+    return {
+      content: [{ type: 'text', text: `${terminal.code}: ${terminal.message}` }],
+      isError: true,
+      error: error.toData(),
+      accounting: terminal.accounting,
+    };
+  }
+
+  /** Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED. */
+  cancel(callId: string): CancelOutcome {
+    return this.#tracker.cancel(callId);
+  }
+
+  /** Cancel what is in flight and release the worker pool. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#tracker.cancelAll();
+    await this.#loader?.close();
+  }
+
+  #wasmLoader(): WasmToolLoader {
+    if (!this.#loader) {
+      if (!this.#makeLoader) {
+        throw new ToolhostError('INTERNAL', 'this registry has no Wasm loader; use the ToolRegistry exported by the toolhost package');
+      }
+      this.#loader = this.#makeLoader({ logger: this.logger });
+    }
+    return this.#loader;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new ToolhostError('INTERNAL', 'the registry is closed');
+  }
+
+  #suggest(name: string): string[] {
+    const wanted = name.toLowerCase();
+    return this.names().filter((candidate) => {
+      const lower = candidate.toLowerCase();
+      return lower.endsWith(`.${wanted}`) || lower.includes(wanted) || (wanted.length > 3 && wanted.includes(lower));
+    }).slice(0, 3);
+  }
+}
+
+async function lastEvent(events: AsyncIterable<ToolEvent>, options: CallOptions | undefined): Promise<TerminalEvent> {
+  void options;
+  for await (const event of events) {
+    if (isTerminal(event)) return event;
+  }
+  throw new ToolhostError('INTERNAL', 'the call ended without a terminal event');
+}

@@ -1,0 +1,77 @@
+/** What a call returns: content blocks for people and models, structured JSON for programs. */
+
+/** A block of text. */
+export interface TextContent {
+  type: 'text';
+  text: string;
+}
+
+/** An image, base64-encoded, with its media type (e.g. `image/png`). */
+export interface ImageContent {
+  type: 'image';
+  data: string;
+  mimeType: string;
+}
+
+export type ContentBlock = TextContent | ImageContent;
+
+/** What a call measured about itself; present on every terminal event. */
+export interface CallAccounting {
+  /** Time from acceptance to the terminal event. */
+  wallMs: number;
+  /** Time spent waiting for a worker. */
+  queuedMs: number;
+  /** CPU time of the thread that ran the guest, when measured. */
+  cpuMs?: number;
+  /** How `cpuMs` was measured (`thread` on Linux; otherwise an approximation). */
+  cpuClock?: 'thread' | 'process' | 'none';
+  /** Where the instance came from: created for the call, prepared while idle, or kept from an earlier call. */
+  instance?: 'fresh' | 'prewarmed' | 'reused';
+  /** The tool's isolation mode. */
+  isolation?: 'call' | 'worker';
+  /** Time spent creating the instance during the call (0 for prewarmed and reused instances). */
+  instantiateMs?: number;
+  /** Attempts made (1 unless retried). */
+  attempts: number;
+  /** Non-terminal events emitted. */
+  events: number;
+}
+
+/** The result of one call. `isError` is true when the call failed after it was accepted. */
+export interface ToolResult {
+  content: ContentBlock[];
+  /** The tool's output as JSON, when it produced JSON. */
+  structuredContent?: unknown;
+  isError: boolean;
+  /** The failure, when `isError` is true. */
+  error?: import('./errors.js').ToolErrorData;
+  accounting?: CallAccounting;
+}
+
+const kRichResult = Symbol.for('toolhost.richResult');
+
+/** A native tool's return value that carries content blocks, not just JSON. */
+export interface RichResult {
+  readonly [kRichResult]: true;
+  content: ContentBlock[];
+  structuredContent?: unknown;
+}
+
+/**
+ * Build a result with content blocks (text, images) for a native tool to return.
+ * A plain value returned by a native tool becomes structured JSON plus a text block.
+ */
+export function richResult(content: ContentBlock[], structuredContent?: unknown): RichResult {
+  const result: RichResult = { [kRichResult]: true, content };
+  if (structuredContent !== undefined) result.structuredContent = structuredContent;
+  return result;
+}
+
+export function isRichResult(value: unknown): value is RichResult {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kRichResult] === true;
+}
+
+/** The successful result for a JSON value: the JSON as structured content and as text. */
+export function jsonResult(value: unknown, text = JSON.stringify(value) ?? 'null'): ToolResult {
+  return { content: [{ type: 'text', text }], structuredContent: value, isError: false };
+}

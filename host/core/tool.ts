@@ -1,0 +1,74 @@
+/** What a tool is, whichever way it runs. */
+import type { ToolContext } from './context.js';
+import type { ToolEventSink } from './events.js';
+import type { RichResult } from './result.js';
+
+export type ExecutionMode = 'native' | 'sandboxed';
+
+/** A JSON Schema document (draft 2020-12 or draft-07 keywords). */
+export type JsonSchema = { [keyword: string]: unknown } | boolean;
+
+/** The part of a tool an agent sees. */
+export interface ToolDescriptor {
+  /** The registered name ([a-zA-Z0-9_.-], at most 64 characters). */
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+  readonly outputSchema?: JsonSchema;
+  readonly executionMode: ExecutionMode;
+  /** Safe to call twice with the same input (enables retries of transient failures). */
+  readonly idempotent: boolean;
+  /** Emits `delta` events while it runs. */
+  readonly streaming: boolean;
+  /** Reads only; changes nothing outside itself (an MCP annotation). */
+  readonly readOnly?: boolean;
+  /** Where the tool came from: a component's name for sandboxed tools, `native` otherwise. */
+  readonly source?: string;
+}
+
+/** How a tool run ends successfully: a JSON value, or content blocks built with `richResult`. */
+export type ToolOutput = unknown | RichResult;
+
+/** What a tool run returns. */
+export interface ToolRun {
+  output: ToolOutput;
+  /** The output as the tool produced it, when it was JSON text (saves a re-serialization). */
+  text?: string;
+}
+
+/**
+ * A registered tool. The registry calls `invoke` after the input passed the
+ * schema and the policy was resolved; `invoke` reports progress through
+ * `events` and returns the output, or throws a ToolhostError.
+ */
+export interface Tool extends ToolDescriptor {
+  invoke(args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolRun>;
+}
+
+/** What a native tool's author writes. */
+export interface NativeToolSpec {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+  outputSchema?: JsonSchema;
+  idempotent?: boolean;
+  streaming?: boolean;
+  readOnly?: boolean;
+  /** Run the tool; return a JSON value or `richResult(...)`; throw `toolError(...)` to report a failure. */
+  run(args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolOutput> | ToolOutput;
+}
+
+/** Make a native (in-process, trusted) tool from its spec. */
+export function defineNativeTool(spec: NativeToolSpec): Tool {
+  const { run, ...rest } = spec;
+  return {
+    ...rest,
+    executionMode: 'native',
+    idempotent: spec.idempotent ?? false,
+    streaming: spec.streaming ?? false,
+    source: 'native',
+    async invoke(args, ctx, events) {
+      return { output: await run(args, ctx, events) };
+    },
+  };
+}

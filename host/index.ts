@@ -1,0 +1,55 @@
+/**
+ * toolhost: run WebAssembly component tools and native tools through one
+ * registry and one call path.
+ *
+ * ```ts
+ * import { ToolRegistry } from 'toolhost';
+ * const registry = new ToolRegistry();
+ * await registry.registerWasmTools('guest-tools/dist');
+ * const result = await registry.execute('sha256', { text: 'abc' });
+ * await registry.close();
+ * ```
+ */
+import { ToolRegistry as CoreToolRegistry, type ToolRegistryOptions as CoreRegistryOptions } from './core/registry.js';
+import { SandboxLoader, type SandboxOptions } from './sandbox/loader.js';
+
+export interface ToolRegistryOptions extends Omit<CoreRegistryOptions, 'wasmLoader'> {
+  /** The sandbox: worker threads, queue bound, transpile cache directory, output caps. */
+  sandbox?: SandboxOptions;
+}
+
+/** The registry with the sandbox wired in: `registerWasmTools` loads components into the worker pool. */
+export class ToolRegistry extends CoreToolRegistry {
+  constructor(options: ToolRegistryOptions = {}) {
+    const { sandbox = {}, ...rest } = options;
+    super({ ...rest, wasmLoader: ({ logger }) => new SandboxLoader(sandbox, logger) });
+  }
+}
+
+export type { CallOptions, CallStream } from './core/call-path.js';
+export type { ToolContext } from './core/context.js';
+export { modelSafeName, toDefinition } from './core/definitions.js';
+export type { AnthropicDefinition, DefinitionFormat, McpDefinition, OpenAIDefinition, ToolhostDefinition } from './core/definitions.js';
+export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, toolError } from './core/errors.js';
+export type { CancelOutcome, ErrorCode, ToolErrorData } from './core/errors.js';
+export { LOG_LEVELS, isTerminal } from './core/events.js';
+export type { ErrorEvent, LogLevel, ProgressEvent, ResultEvent, StartEvent, TerminalEvent, ToolEvent, ToolEventSink, DeltaEvent, LogEvent } from './core/events.js';
+export { Extensions, extensionKey } from './core/extensions.js';
+export type { ExtensionKey } from './core/extensions.js';
+export { createDefaultLogger, silentLogger } from './core/logger.js';
+export type { Logger } from './core/logger.js';
+export { ToolRegistry as CoreToolRegistry } from './core/registry.js';
+export type { LoadedComponentTools, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './core/registry.js';
+export { isRichResult, jsonResult, richResult } from './core/result.js';
+export type { CallAccounting, ContentBlock, ImageContent, RichResult, TextContent, ToolResult } from './core/result.js';
+export { ConversationState, InMemoryStateStore } from './core/state.js';
+export type { StateStore } from './core/state.js';
+export { defineNativeTool } from './core/tool.js';
+export type { ExecutionMode, JsonSchema, NativeToolSpec, Tool, ToolDescriptor } from './core/tool.js';
+export { NETWORK_LABELS, PRIVILEGE_LABELS } from './policy/labels.js';
+export type { NetworkLabel, PrivilegeLabel } from './policy/labels.js';
+export { parseDuration, parseExecutionPolicy } from './policy/execution-policy.js';
+export type { ExecutionPolicy, ExecutionPolicyInput, PolicyDefaults } from './policy/execution-policy.js';
+export { SandboxLoader, TOOL_EXPORT } from './sandbox/loader.js';
+export type { SandboxOptions } from './sandbox/loader.js';
+export { ComponentCache, defaultCacheDir } from './sandbox/component-cache.js';

@@ -1,0 +1,154 @@
+/**
+ * The on-disk cache of transpiled components, keyed by content hash (and by
+ * the transpiler's version): a component is transpiled once, ever, on a
+ * machine; later loads and later processes read the files back.
+ *
+ * Layout: `<dir>/<format>/<sha256>/` holds jco's instantiation-mode glue
+ * (`component.mjs`), the core modules (`component.core*.wasm`) and
+ * `meta.json`, written last, so a directory without it is incomplete.
+ * Entries are built in a temporary directory and renamed into place, so
+ * concurrent processes never see half an entry.
+ */
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { transpileBytes } from '@bytecodealliance/jco-transpile';
+import { ToolhostError } from '../core/errors.js';
+import type { GuestToolInfo } from './protocol.js';
+
+const CACHE_FORMAT = 1;
+const GLUE_FILE = 'component.mjs';
+
+function transpilerVersion(): string {
+  const entry = fileURLToPath(import.meta.resolve('@bytecodealliance/jco-transpile'));
+  const manifest = JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string };
+  return manifest.version;
+}
+
+/** The default cache directory: `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`. */
+export function defaultCacheDir(): string {
+  if (process.env.TOOLHOST_CACHE_DIR) return process.env.TOOLHOST_CACHE_DIR;
+  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(base, 'toolhost');
+}
+
+export interface CacheMeta {
+  format: number;
+  transpiler: string;
+  /** Core module file names, in the order jco's glue asks for them. */
+  coreModules: string[];
+  /** Interfaces the component imports (unversioned, as the glue keys them). */
+  imports: string[];
+  /** Interfaces and functions the component exports. */
+  exports: string[];
+  /** The component's `describe()` output, once a worker has run it. */
+  tools?: GuestToolInfo[];
+}
+
+export interface CachedComponent {
+  dir: string;
+  /** file: URL of the glue module. */
+  moduleUrl: string;
+  meta: CacheMeta;
+  /** `hit`: read from disk; `miss`: transpiled by this call. */
+  cache: 'hit' | 'miss';
+}
+
+export class ComponentCache {
+  readonly #root: string;
+  readonly #transpiler = transpilerVersion();
+  #transpiles = 0;
+
+  constructor(dir: string = defaultCacheDir()) {
+    this.#root = dir;
+  }
+
+  get root(): string {
+    return this.#root;
+  }
+
+  /** Transpilations this cache object performed (a warm cache performs none). */
+  get transpiles(): number {
+    return this.#transpiles;
+  }
+
+  #entryDir(id: string): string {
+    return join(this.#root, `v${CACHE_FORMAT}-jco-transpile-${this.#transpiler}`, id);
+  }
+
+  /** The cached entry for `id`, transpiling `bytes` first when there is none. */
+  async prepare(id: string, bytes: Uint8Array, what: string): Promise<CachedComponent> {
+    const dir = this.#entryDir(id);
+    const existing = await this.#read(dir);
+    if (existing) return { dir, moduleUrl: pathToFileURL(join(dir, GLUE_FILE)).href, meta: existing, cache: 'hit' };
+
+    let files: Record<string, Uint8Array>;
+    let imports: string[];
+    let exports: Array<[string, string]>;
+    try {
+      this.#transpiles += 1;
+      ({ files, imports, exports } = await transpileBytes(bytes, {
+        name: 'component',
+        instantiation: 'sync',
+        emitTypescriptDeclarations: false,
+        validLiftingOptimization: false,
+      }));
+    } catch (error) {
+      const message = (error instanceof Error ? error.message : String(error)).split('\n').filter(Boolean).slice(0, 4).join(': ');
+      throw new ToolhostError('COMPONENT_INVALID', `${what} is not a valid component: ${message}`);
+    }
+    const coreModules = Object.keys(files).filter((name) => name.endsWith('.wasm')).sort(coreModuleOrder);
+    const meta: CacheMeta = {
+      format: CACHE_FORMAT,
+      transpiler: this.#transpiler,
+      coreModules,
+      imports,
+      exports: exports.map(([name]) => name),
+    };
+    const temporary = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    await mkdir(temporary, { recursive: true });
+    try {
+      for (const [name, content] of Object.entries(files)) {
+        if (name.includes('/') || name.includes('..')) continue;
+        // `.mjs`: the cache directory has no package.json to say `.js` is ESM.
+        await writeFile(join(temporary, name === 'component.js' ? GLUE_FILE : name), content);
+      }
+      await writeFile(join(temporary, 'meta.json'), JSON.stringify(meta, null, 2));
+      try {
+        await rename(temporary, dir);
+      } catch (error) {
+        // Another process finished the same entry first: use it.
+        if (!(await this.#read(dir))) throw error;
+      }
+    } finally {
+      await rm(temporary, { recursive: true, force: true });
+    }
+    return { dir, moduleUrl: pathToFileURL(join(dir, GLUE_FILE)).href, meta, cache: 'miss' };
+  }
+
+  /** Remember a component's `describe()` output next to its glue. */
+  async saveTools(entry: CachedComponent, tools: GuestToolInfo[]): Promise<void> {
+    entry.meta.tools = tools;
+    const temporary = join(entry.dir, `meta.json.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+    await writeFile(temporary, JSON.stringify(entry.meta, null, 2));
+    await rename(temporary, join(entry.dir, 'meta.json'));
+  }
+
+  async #read(dir: string): Promise<CacheMeta | undefined> {
+    try {
+      const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as CacheMeta;
+      return meta.format === CACHE_FORMAT && meta.transpiler === this.#transpiler ? meta : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** `component.core.wasm` before `component.core2.wasm` before `component.core10.wasm`. */
+function coreModuleOrder(a: string, b: string): number {
+  const index = (name: string): number => Number(/core(\d*)\.wasm$/.exec(name)?.[1] || 1);
+  return index(a) - index(b);
+}

@@ -1,0 +1,77 @@
+/** Reading component files and telling components from everything else. */
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, extname, join, resolve } from 'node:path';
+import { ToolhostError } from '../core/errors.js';
+
+const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
+
+/** A component's bytes and identity. */
+export interface ComponentSource {
+  /** Name used for namespacing: the file name without `.wasm`, or the caller's. */
+  name: string;
+  path?: string;
+  bytes: Uint8Array;
+  /** sha256 of the bytes, hex. */
+  id: string;
+}
+
+/**
+ * Check the binary header: `\0asm` followed by the component layer's version
+ * (`0d 00 01 00`). A core module (version 1) or anything else is
+ * COMPONENT_INVALID with a message that says what it is.
+ */
+export function checkComponentHeader(bytes: Uint8Array, what: string): void {
+  if (bytes.length < 8 || WASM_MAGIC.some((byte, i) => bytes[i] !== byte)) {
+    throw new ToolhostError('COMPONENT_INVALID', `${what} is not a WebAssembly binary (no \\0asm header)`);
+  }
+  const layer = (bytes[6] ?? 0) | ((bytes[7] ?? 0) << 8);
+  if (layer === 0) {
+    throw new ToolhostError('COMPONENT_INVALID', `${what} is a core WebAssembly module, not a component; wrap it with \`jco new\` (or build it with componentize-js / wasm-tools component new)`);
+  }
+  if (layer !== 1) {
+    throw new ToolhostError('COMPONENT_INVALID', `${what} has an unknown WebAssembly layer ${layer} (expected a component, layer 1)`);
+  }
+}
+
+export function componentId(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Component bytes given directly. */
+export function sourceFromBytes(bytes: Uint8Array, name: string): ComponentSource {
+  checkComponentHeader(bytes, `component "${name}"`);
+  return { name, bytes, id: componentId(bytes) };
+}
+
+/** The component files a path names: the file itself, or a directory's `.wasm` files (sorted). */
+export async function expandComponentPaths(paths: string[]): Promise<string[]> {
+  const files: string[] = [];
+  for (const path of paths) {
+    const absolute = resolve(path);
+    let info;
+    try {
+      info = await stat(absolute);
+    } catch (error) {
+      throw new ToolhostError('COMPONENT_INVALID', `cannot read component path "${path}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+    if (info.isDirectory()) {
+      const entries = (await readdir(absolute)).filter((entry) => extname(entry) === '.wasm').sort();
+      files.push(...entries.map((entry) => join(absolute, entry)));
+    } else {
+      files.push(absolute);
+    }
+  }
+  return [...new Set(files)];
+}
+
+export async function sourceFromFile(path: string): Promise<ComponentSource> {
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(await readFile(path));
+  } catch (error) {
+    throw new ToolhostError('COMPONENT_INVALID', `cannot read component "${path}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  checkComponentHeader(bytes, `"${path}"`);
+  return { name: basename(path, '.wasm'), path, bytes, id: componentId(bytes) };
+}

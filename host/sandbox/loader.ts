@@ -1,0 +1,162 @@
+/**
+ * Loading components into tools: read → check the header → transpile once
+ * per content hash (on-disk cache) → check the world → compile the core
+ * modules once → ask a worker for `describe()` (cached too) → one
+ * SandboxedTool per tool the component carries.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ToolhostError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { LoadedComponentTools, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
+import type { JsonSchema } from '../core/tool.js';
+import { ComponentCache, type CachedComponent } from './component-cache.js';
+import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
+import { SandboxPool, type SandboxPoolOptions } from './pool.js';
+import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
+import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
+import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
+
+/** The interface every tool component must export. */
+export const TOOL_EXPORT = 'toolhost:tool/tool@0.1.0';
+
+export interface SandboxOptions extends SandboxPoolOptions {
+  /** Where transpiled components are cached (default: see `defaultCacheDir`). */
+  cacheDir?: string;
+  /** Caps on captured guest output. */
+  outputLimits?: Partial<GuestOutputLimits>;
+}
+
+/** A component compiled in this process. */
+interface CompiledComponent {
+  handle: ComponentHandle;
+  cached: CachedComponent;
+  tools: GuestToolInfo[];
+}
+
+export class SandboxLoader implements WasmToolLoader {
+  readonly #options: SandboxOptions;
+  readonly #logger: Logger;
+  readonly #cache: ComponentCache;
+  readonly #limits: GuestOutputLimits;
+  readonly #compiled = new Map<string, Promise<CompiledComponent>>();
+  #pool: SandboxPool | undefined;
+
+  constructor(options: SandboxOptions, logger: Logger) {
+    this.#options = options;
+    this.#logger = logger;
+    this.#cache = new ComponentCache(options.cacheDir);
+    this.#limits = { ...DEFAULT_GUEST_OUTPUT_LIMITS, ...options.outputLimits };
+  }
+
+  /** The transpile cache (its `transpiles` count shows whether loads were served from disk). */
+  get cache(): ComponentCache {
+    return this.#cache;
+  }
+
+  /** The worker pool, started on first use. */
+  get pool(): SandboxPool {
+    this.#pool ??= new SandboxPool(this.#options);
+    return this.#pool;
+  }
+
+  async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
+    const files = await expandComponentPaths(paths);
+    const sources = await Promise.all(files.map((file) => sourceFromFile(file)));
+    const loaded: LoadedComponentTools[] = [];
+    for (const source of sources) loaded.push(await this.loadSource(source, options));
+    return loaded;
+  }
+
+  /** Load one component from its bytes. */
+  async loadSource(source: ComponentSource, options: WasmLoadOptions = {}): Promise<LoadedComponentTools> {
+    const isolation = options.isolation ?? 'call';
+    let pending = this.#compiled.get(source.id);
+    if (!pending) {
+      pending = this.#compile(source);
+      this.#compiled.set(source.id, pending);
+      pending.catch(() => this.#compiled.delete(source.id));
+    }
+    const compiled = await pending;
+    const handle: ComponentHandle = { ...compiled.handle, name: source.name };
+    const tools = compiled.tools.map((info) => new SandboxedTool(toolSpec(info, source.name), handle, this.pool, isolation, this.#limits));
+    const result: LoadedComponentTools = { component: source.name, id: source.id, cache: compiled.cached.cache, tools };
+    if (source.path !== undefined) result.path = source.path;
+    return result;
+  }
+
+  async #compile(source: ComponentSource): Promise<CompiledComponent> {
+    const what = source.path === undefined ? `component "${source.name}"` : `"${source.path}"`;
+    const cached = await this.#cache.prepare(source.id, source.bytes, what);
+    const { meta } = cached;
+    if (!meta.exports.includes(TOOL_EXPORT)) {
+      const found = meta.exports.filter((name) => name.includes(':')).join(', ') || 'nothing';
+      throw new ToolhostError('COMPONENT_INVALID', `${what} does not export ${TOOL_EXPORT} (it exports ${found}); build it against the tool-provider world in wit/`);
+    }
+    const unsupported = meta.imports.filter((name) => !SUPPORTED_HOST_IMPORTS.has(name));
+    if (unsupported.length > 0) {
+      throw new ToolhostError('COMPONENT_INVALID', `${what} imports interfaces toolhost does not provide: ${unsupported.join(', ')}`);
+    }
+    const modules: CoreModules = await Promise.all(
+      meta.coreModules.map(async (name): Promise<[string, WebAssembly.Module]> => [name, await WebAssembly.compile(await readFile(join(cached.dir, name)))]),
+    );
+    const handle: ComponentHandle = { id: source.id, name: source.name, moduleUrl: cached.moduleUrl, modules };
+    let tools = meta.tools;
+    if (!tools) {
+      tools = await this.#describe(handle, what);
+      await this.#cache.saveTools(cached, tools).catch((error: unknown) => {
+        this.#logger.warn({ err: (error as Error).message, component: source.name }, 'could not cache describe() output');
+      });
+    }
+    for (const info of tools) toolSpec(info, what);
+    return { handle, cached, tools };
+  }
+
+  async #describe(handle: ComponentHandle, what: string): Promise<GuestToolInfo[]> {
+    const outcome = await this.pool.run(
+      { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl },
+      {
+        onMessage: () => {},
+        rpc: async (request) => {
+          if (request.op === 'modules' && request.componentId === handle.id) return handle.modules;
+          throw new Error(`${request.op} is not available while a component describes itself`);
+        },
+      },
+    );
+    if (!outcome.ok) {
+      throw new ToolhostError('COMPONENT_INVALID', `${what} failed while describing its tools: ${outcome.error.message}`);
+    }
+    if (!('tools' in outcome)) throw new ToolhostError('INTERNAL', 'the worker answered describe with a call result');
+    if (outcome.tools.length === 0) throw new ToolhostError('COMPONENT_INVALID', `${what} describes no tools`);
+    return outcome.tools;
+  }
+
+  async close(): Promise<void> {
+    await this.#pool?.close();
+    this.#pool = undefined;
+  }
+}
+
+function parseSchema(text: string, tool: string, field: string, what: string): JsonSchema {
+  try {
+    const schema = JSON.parse(text) as unknown;
+    if (typeof schema === 'boolean' || (typeof schema === 'object' && schema !== null && !Array.isArray(schema))) return schema as JsonSchema;
+  } catch {
+    // reported below
+  }
+  throw new ToolhostError('COMPONENT_INVALID', `${what}: tool "${tool}" has an ${field} that is not a JSON Schema object`);
+}
+
+function toolSpec(info: GuestToolInfo, what: string) {
+  if (typeof info.name !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/.test(info.name)) {
+    throw new ToolhostError('COMPONENT_INVALID', `${what}: tool name ${JSON.stringify(info.name)} must match [A-Za-z0-9_][A-Za-z0-9_-]{0,63}`);
+  }
+  const spec = {
+    guestName: info.name,
+    description: info.description,
+    inputSchema: parseSchema(info.inputSchema, info.name, 'input-schema', what),
+    idempotent: info.idempotent,
+    streaming: info.streaming,
+  };
+  return info.outputSchema === undefined ? spec : { ...spec, outputSchema: parseSchema(info.outputSchema, info.name, 'output-schema', what) };
+}

@@ -1,0 +1,196 @@
+/**
+ * The sandbox pool: piscina workers that run guest code, one task at a time
+ * per worker, with a bounded queue. Each task gets a MessagePort for its
+ * events and host calls and a shared control buffer for its flags.
+ */
+import { availableParallelism } from 'node:os';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { ToolhostError } from '../core/errors.js';
+import {
+  CONTROL_CANCELLED,
+  CONTROL_RPC_DOORBELL,
+  CONTROL_SLOTS,
+  type CallTask,
+  type DescribeTask,
+  type RpcReply,
+  type RpcRequest,
+  type WorkerMessage,
+  type WorkerOutcome,
+} from './protocol.js';
+
+export interface SandboxPoolOptions {
+  /** Worker threads (default: the machine's cores). */
+  threads?: number;
+  /** Tasks that may wait for a worker before calls are refused with OVERLOADED (default: 64 per thread). */
+  maxQueue?: number;
+  /** Idle workers above `minThreads` exit after this long (ms; default 60 s). */
+  idleTimeoutMs?: number;
+  /** V8 heap cap of each worker, in MiB (default 512). */
+  maxHeapMb?: number;
+}
+
+interface ResolvedPoolOptions {
+  threads: number;
+  maxQueue: number;
+  idleTimeoutMs: number;
+  maxHeapMb: number;
+}
+
+/** How a task's messages are answered. */
+export interface TaskHandlers {
+  /** Aborting it stops the task now: a queued task leaves the queue, a running one loses its worker. */
+  signal?: AbortSignal;
+  /** Aborting it raises the guest's cooperative `cancelled()` flag. */
+  cancelSignal?: AbortSignal;
+  onMessage(message: Exclude<WorkerMessage, { type: 'rpc' }>): void;
+  rpc(request: RpcRequest): Promise<unknown>;
+}
+
+export type TaskInput = Omit<CallTask, 'port' | 'control' | 'submittedAt'> | Omit<DescribeTask, 'port' | 'control' | 'submittedAt'>;
+
+/** How long to wait for a task's last messages after its result arrived (they are already in flight). */
+const DRAIN_TIMEOUT_MS = 2_000;
+
+function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
+  const threads = options.threads ?? availableParallelism();
+  if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
+  const maxQueue = options.maxQueue ?? threads * 64;
+  if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new TypeError('options.maxQueue must be a non-negative integer');
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  if (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs < 0) throw new TypeError('options.idleTimeoutMs must be a non-negative number');
+  const maxHeapMb = options.maxHeapMb ?? 512;
+  if (!Number.isInteger(maxHeapMb) || maxHeapMb < 16) throw new TypeError('options.maxHeapMb must be an integer of at least 16');
+  return { threads, maxQueue, idleTimeoutMs, maxHeapMb };
+}
+
+/**
+ * The worker script: the compiled `.js` next to this file, or, when toolhost
+ * runs from its TypeScript sources (tests), a bootstrap that loads the `.ts` source through tsx.
+ */
+function workerScript(): { filename: string; execArgv: string[] } {
+  const compiled = new URL('./worker/entry.js', import.meta.url);
+  if (existsSync(fileURLToPath(compiled))) return { filename: compiled.href, execArgv: [] };
+  return { filename: new URL('./worker/dev-entry.mjs', import.meta.url).href, execArgv: [] };
+}
+
+export class SandboxPool {
+  readonly #piscina: Piscina;
+  readonly #options: ResolvedPoolOptions;
+
+  constructor(options: SandboxPoolOptions = {}) {
+    this.#options = resolveOptions(options);
+    const script = workerScript();
+    this.#piscina = new Piscina({
+      filename: script.filename,
+      execArgv: script.execArgv,
+      minThreads: this.#options.threads,
+      maxThreads: this.#options.threads,
+      maxQueue: this.#options.maxQueue,
+      idleTimeout: this.#options.idleTimeoutMs,
+      concurrentTasksPerWorker: 1,
+      resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
+      // A worker's env is its own empty copy: guest glue never sees the host's.
+      env: {},
+    });
+  }
+
+  get threads(): number {
+    return this.#options.threads;
+  }
+
+  /** Tasks waiting for a worker. */
+  get queueSize(): number {
+    return this.#piscina.queueSize;
+  }
+
+  /** Share of worker time spent running tasks since the pool started (0..1). */
+  get utilization(): number {
+    return this.#piscina.utilization;
+  }
+
+  /**
+   * Run one task. Resolves with the worker's outcome once every message the
+   * worker sent has been handled; rejects with a ToolhostError (OVERLOADED,
+   * TOOL_CRASHED for a dead worker, or the abort reason).
+   */
+  async run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
+    const { port1, port2 } = new MessageChannel();
+    const controlBuffer = new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+    const control = new Int32Array(controlBuffer);
+    let received = 0;
+    let expected = Number.POSITIVE_INFINITY;
+    let drained: (() => void) | undefined;
+
+    const answer = (reply: RpcReply): void => {
+      port1.postMessage(reply);
+      Atomics.store(control, CONTROL_RPC_DOORBELL, 1);
+      Atomics.notify(control, CONTROL_RPC_DOORBELL);
+    };
+    port1.on('message', (message: WorkerMessage) => {
+      received += 1;
+      if (message.type === 'rpc') {
+        handlers.rpc(message.request).then(
+          (value) => answer({ id: message.id, ok: true, value }),
+          (error: unknown) => answer({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
+        );
+      } else {
+        handlers.onMessage(message);
+      }
+      if (received >= expected) drained?.();
+    });
+
+    const raiseCancel = (): void => {
+      Atomics.store(control, CONTROL_CANCELLED, 1);
+    };
+    if (handlers.cancelSignal?.aborted) raiseCancel();
+    handlers.cancelSignal?.addEventListener('abort', raiseCancel, { once: true });
+
+    try {
+      const submittedAt = performance.timeOrigin + performance.now();
+      const task = { ...input, port: port2, control: controlBuffer, submittedAt };
+      let outcome: WorkerOutcome;
+      try {
+        outcome = (await this.#piscina.run(task, { transferList: [port2], ...(handlers.signal ? { signal: handlers.signal } : {}) })) as WorkerOutcome;
+      } catch (error) {
+        throw this.#taskFailure(error, handlers.signal);
+      }
+      outcome.accounting.queuedMs = Math.max(0, outcome.accounting.startedAt - submittedAt);
+      expected = outcome.accounting.messages;
+      if (received < expected) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+          drained = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      return outcome;
+    } finally {
+      handlers.cancelSignal?.removeEventListener('abort', raiseCancel);
+      port1.close();
+    }
+  }
+
+  #taskFailure(error: unknown, signal: AbortSignal | undefined): ToolhostError {
+    if (signal?.aborted) {
+      const reason: unknown = signal.reason;
+      return reason instanceof ToolhostError ? reason : new ToolhostError('CANCELLED', 'the call was aborted');
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    if (message === 'Task queue is at limit' || message === 'No task queue available and all Workers are busy') {
+      return new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting); try again later`);
+    }
+    if (message.includes('pool is closed') || message === 'Terminating worker thread') {
+      return new ToolhostError('TOOL_CRASHED', `the sandbox worker was stopped: ${message}`, { details: { reason: 'worker-exit' } });
+    }
+    return new ToolhostError('TOOL_CRASHED', `the sandbox worker died: ${message}`, { details: { reason: 'worker-death' } });
+  }
+
+  async close(): Promise<void> {
+    await this.#piscina.destroy();
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Messages between the main thread and the sandbox workers.
+ *
+ * A task travels through piscina with a MessagePort for the call's events and
+ * a SharedArrayBuffer for two flags: the cooperative cancel flag the guest
+ * reads with `cancelled()`, and the doorbell of the synchronous host bridge
+ * (a guest's `get-state` blocks its worker until the main thread answers).
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { ToolErrorData } from '../core/errors.js';
+import type { LogLevel } from '../core/events.js';
+
+/** Int32 slots of the control buffer. */
+export const CONTROL_CANCELLED = 0;
+export const CONTROL_RPC_DOORBELL = 1;
+export const CONTROL_SLOTS = 2;
+
+/** The call identity the guest sees through `context()`. */
+export interface GuestCallContext {
+  callId: string;
+  conversationId?: string;
+  sessionId?: string;
+  agentName?: string;
+}
+
+export type Isolation = 'call' | 'worker';
+
+interface TaskBase {
+  /** The component's content hash. */
+  componentId: string;
+  /** file: URL of the transpiled component's JS (instantiation mode). */
+  moduleUrl: string;
+  port: MessagePort;
+  control: SharedArrayBuffer;
+  /** When the main thread submitted the task (epoch ms, sub-ms precision). */
+  submittedAt: number;
+}
+
+export interface CallTask extends TaskBase {
+  kind: 'call';
+  tool: string;
+  args: string;
+  context: GuestCallContext;
+  isolation: Isolation;
+  limits: GuestOutputLimits;
+}
+
+export interface DescribeTask extends TaskBase {
+  kind: 'describe';
+}
+
+export type SandboxTask = CallTask | DescribeTask;
+
+/** Caps on what a guest may print; output beyond them is dropped (and said so). */
+export interface GuestOutputLimits {
+  /** Bytes of stdout plus stderr kept per call. */
+  stdioBytes: number;
+}
+
+export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = { stdioBytes: 64 * 1024 };
+
+/** Worker → main, on the task's port, while the guest runs. */
+export type WorkerMessage =
+  | { type: 'progress'; pct?: number; message?: string }
+  | { type: 'delta'; data: string }
+  | { type: 'log'; level: LogLevel; message: string; source: 'guest' | 'stdout' | 'stderr' }
+  | { type: 'rpc'; id: number; request: RpcRequest };
+
+export type RpcRequest =
+  | { op: 'modules'; componentId: string }
+  | { op: 'get-state'; key: string }
+  | { op: 'set-state'; key: string; value: string };
+
+/** Main → worker, on the task's port, read synchronously by the worker. */
+export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+
+/** The compiled core modules of a component, by the file name jco's glue asks for. */
+export type CoreModules = Array<[string, WebAssembly.Module]>;
+
+/** What the worker measured about one task. */
+export interface WorkerAccounting {
+  /** When the worker started the task (epoch ms). */
+  startedAt: number;
+  instance: 'fresh' | 'prewarmed' | 'reused';
+  isolation: Isolation;
+  instantiateMs: number;
+  cpuMs?: number;
+  cpuClock: 'thread' | 'process' | 'none';
+  /** Messages posted on the port, so the main thread can wait for all of them. */
+  messages: number;
+  /** Time the task waited for a worker (filled in by the pool). */
+  queuedMs?: number;
+}
+
+/** The tool information a component's `describe` returns. */
+export interface GuestToolInfo {
+  name: string;
+  description: string;
+  inputSchema: string;
+  outputSchema?: string;
+  streaming: boolean;
+  idempotent: boolean;
+}
+
+export type WorkerOutcome =
+  | { ok: true; value: string; accounting: WorkerAccounting }
+  | { ok: true; tools: GuestToolInfo[]; accounting: WorkerAccounting }
+  | { ok: false; error: ToolErrorData; accounting: WorkerAccounting };

@@ -1,0 +1,123 @@
+/** A tool that lives in a component and runs in the sandbox pool. */
+import type { ToolContext } from '../core/context.js';
+import { ToolhostError } from '../core/errors.js';
+import type { ToolEventSink } from '../core/events.js';
+import type { JsonSchema, Tool, ToolRun } from '../core/tool.js';
+import type { SandboxPool } from './pool.js';
+import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
+
+/** What a sandboxed tool needs from the component it belongs to. */
+export interface ComponentHandle {
+  id: string;
+  name: string;
+  moduleUrl: string;
+  modules: CoreModules;
+}
+
+export interface SandboxedToolSpec {
+  /** The tool's name inside its component (what `call` is given). */
+  guestName: string;
+  description: string;
+  inputSchema: JsonSchema;
+  outputSchema?: JsonSchema;
+  idempotent: boolean;
+  streaming: boolean;
+}
+
+function parseMaybeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export class SandboxedTool implements Tool {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+  readonly outputSchema?: JsonSchema;
+  readonly executionMode = 'sandboxed' as const;
+  readonly idempotent: boolean;
+  readonly streaming: boolean;
+  readonly source: string;
+  readonly isolation: Isolation;
+  readonly #guestName: string;
+  readonly #component: ComponentHandle;
+  readonly #pool: SandboxPool;
+  readonly #limits: GuestOutputLimits;
+
+  constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: SandboxPool, isolation: Isolation, limits: GuestOutputLimits) {
+    this.name = spec.guestName;
+    this.description = spec.description;
+    this.inputSchema = spec.inputSchema;
+    if (spec.outputSchema !== undefined) this.outputSchema = spec.outputSchema;
+    this.idempotent = spec.idempotent;
+    this.streaming = spec.streaming;
+    this.source = component.name;
+    this.isolation = isolation;
+    this.#guestName = spec.guestName;
+    this.#component = component;
+    this.#pool = pool;
+    this.#limits = limits;
+  }
+
+  async invoke(args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolRun> {
+    const context: GuestCallContext = { callId: ctx.callId };
+    if (ctx.conversationId !== undefined) context.conversationId = ctx.conversationId;
+    if (ctx.sessionId !== undefined) context.sessionId = ctx.sessionId;
+    if (ctx.agentName !== undefined) context.agentName = ctx.agentName;
+
+    const outcome = await this.#pool.run(
+      {
+        kind: 'call',
+        componentId: this.#component.id,
+        moduleUrl: this.#component.moduleUrl,
+        tool: this.#guestName,
+        args: JSON.stringify(args) ?? 'null',
+        context,
+        isolation: this.isolation,
+        limits: this.#limits,
+      },
+      {
+        signal: events.hardSignal,
+        cancelSignal: ctx.signal,
+        onMessage: (message) => {
+          if (message.type === 'progress') events.progress(message.pct, message.message);
+          else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
+          else events.log(message.level, message.message, message.source);
+        },
+        rpc: (request) => this.#answer(request, ctx),
+      },
+    );
+    const { accounting } = outcome;
+    events.account({
+      queuedMs: round(accounting.queuedMs ?? 0),
+      instance: accounting.instance,
+      isolation: accounting.isolation,
+      instantiateMs: round(accounting.instantiateMs),
+      cpuClock: accounting.cpuClock,
+      ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
+    });
+    if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
+    if (!('value' in outcome)) throw new ToolhostError('INTERNAL', 'the worker answered a call with a describe result');
+    return { output: parseMaybeJson(outcome.value), text: outcome.value };
+  }
+
+  async #answer(request: RpcRequest, ctx: ToolContext): Promise<unknown> {
+    switch (request.op) {
+      case 'modules':
+        if (request.componentId !== this.#component.id) throw new Error('unknown component');
+        return this.#component.modules;
+      case 'get-state':
+        return ctx.state.getRaw(request.key);
+      case 'set-state':
+        await ctx.state.setRaw(request.key, request.value);
+        return null;
+    }
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
