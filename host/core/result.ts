@@ -31,6 +31,8 @@ export interface CallAccounting {
   isolation?: 'call' | 'worker';
   /** Time spent creating the instance during the call (0 for prewarmed and reused instances). */
   instantiateMs?: number;
+  /** The worker thread that ran a sandboxed call. */
+  workerThreadId?: number;
   /** Attempts made (1 unless retried). */
   attempts: number;
   /** Non-terminal events emitted. */

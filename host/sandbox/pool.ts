@@ -79,6 +79,8 @@ function workerScript(): { filename: string; execArgv: string[] } {
 export class SandboxPool {
   readonly #piscina: Piscina;
   readonly #options: ResolvedPoolOptions;
+  /** Tasks accepted and not yet finished (running or waiting). */
+  #pending = 0;
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
@@ -88,7 +90,8 @@ export class SandboxPool {
       execArgv: script.execArgv,
       minThreads: this.#options.threads,
       maxThreads: this.#options.threads,
-      maxQueue: this.#options.maxQueue,
+      // Admission is bounded here, not by piscina's maxQueue: piscina keeps
+      // abortable tasks (all of ours) in a side queue that maxQueue does not count.
       idleTimeout: this.#options.idleTimeoutMs,
       concurrentTasksPerWorker: 1,
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
@@ -103,7 +106,7 @@ export class SandboxPool {
 
   /** Tasks waiting for a worker. */
   get queueSize(): number {
-    return this.#piscina.queueSize;
+    return Math.max(0, this.#pending - this.#options.threads);
   }
 
   /** Share of worker time spent running tasks since the pool started (0..1). */
@@ -117,6 +120,18 @@ export class SandboxPool {
    * TOOL_CRASHED for a dead worker, or the abort reason).
    */
   async run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
+    if (this.#pending >= this.#options.threads + this.#options.maxQueue) {
+      throw new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting for ${this.#options.threads} workers); try again later`);
+    }
+    this.#pending += 1;
+    try {
+      return await this.#run(input, handlers);
+    } finally {
+      this.#pending -= 1;
+    }
+  }
+
+  async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
     const { port1, port2 } = new MessageChannel();
     const controlBuffer = new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT);
     const control = new Int32Array(controlBuffer);

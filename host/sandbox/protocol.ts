@@ -88,6 +88,8 @@ export interface WorkerAccounting {
   cpuClock: 'thread' | 'process' | 'none';
   /** Messages posted on the port, so the main thread can wait for all of them. */
   messages: number;
+  /** The worker thread that ran the task. */
+  threadId: number;
   /** Time the task waited for a worker (filled in by the pool). */
   queuedMs?: number;
 }

@@ -97,6 +97,7 @@ export class SandboxedTool implements Tool {
       isolation: accounting.isolation,
       instantiateMs: round(accounting.instantiateMs),
       cpuClock: accounting.cpuClock,
+      workerThreadId: accounting.threadId,
       ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
     });
     if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });

@@ -7,8 +7,10 @@
 //     witPath: 'wit/tool.wit',
 //   });
 //
-// A build takes ~10 s and yields a ~12 MB component (the SpiderMonkey engine
-// plus the snapshotted JS), so callers should skip sources that have not changed.
+// A build takes 2-8 s and yields a ~12 MB component (the SpiderMonkey engine
+// plus the snapshotted JS), so callers should skip sources that have not
+// changed. Compare sources, not outputs: builds are not byte-reproducible (the
+// snapshot embeds componentize-js's random temp directory in stack traces).
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -25,7 +27,7 @@ import { componentWit } from '@bytecodealliance/jco';
  *   ('stdio' | 'random' | 'clocks' | 'http' | 'fetch-event'); stdio, random and
  *   clocks are kept by default so console.*, Math.random and Date.now work.
  * @returns {Promise<{ bytes: number, ms: number, imports: string[] }>}
- *   the component's size, the build time, and the interfaces the component
+ *   the component's size, the build time (componentize + write), and the interfaces the component
  *   imports (e.g. 'toolhost:tool/host@0.1.0', 'wasi:cli/stdout@0.2.12').
  */
 export async function buildJsComponent({

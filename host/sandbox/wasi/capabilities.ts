@@ -154,32 +154,29 @@ interface StreamHandler {
   drop(): void;
 }
 
-/** A line splitter for one captured stream. */
-function capturedStream(stream: 'stdout' | 'stderr', output: GuestOutput): StreamHandler {
+/**
+ * A line splitter for one captured stream. Guests flush mid-line (a JS
+ * guest's console.log writes the text, flushes, then writes the newline), so
+ * flushes do not end a line; only a newline or the end of the call does.
+ */
+function capturedStream(stream: 'stdout' | 'stderr', output: GuestOutput): StreamHandler & { endOfCall(): void } {
   const decoder = new TextDecoder();
   let pending = '';
-  const emitLines = (final: boolean): void => {
-    const lines = pending.split('\n');
-    pending = final ? '' : (lines.pop() ?? '');
-    for (const line of lines) {
-      if (final && line === '') continue;
-      output.line(stream, line.endsWith('\r') ? line.slice(0, -1) : line);
-    }
-  };
   return {
     write(bytes) {
       pending += decoder.decode(bytes, { stream: true });
-      if (pending.includes('\n')) emitLines(false);
+      if (!pending.includes('\n')) return;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) output.line(stream, line.endsWith('\r') ? line.slice(0, -1) : line);
     },
-    flush() {
+    flush() {},
+    blockingFlush() {},
+    drop() {},
+    endOfCall() {
       pending += decoder.decode();
-      if (pending !== '') emitLines(true);
-    },
-    blockingFlush() {
-      this.flush();
-    },
-    drop() {
-      this.flush();
+      if (pending !== '') output.line(stream, pending);
+      pending = '';
     },
   };
 }
@@ -223,8 +220,8 @@ export function createWasiImports(output: GuestOutput): WasiCapabilities {
   return {
     imports,
     flushOutput() {
-      stdout.flush();
-      stderr.flush();
+      stdout.endOfCall();
+      stderr.endOfCall();
     },
   };
 }

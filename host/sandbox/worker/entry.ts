@@ -4,6 +4,7 @@
  * guest can always be stopped by terminating its worker.
  */
 import { performance } from 'node:perf_hooks';
+import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs } from './cpu-clock.js';
@@ -85,7 +86,7 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
   const tools = instance.describe();
   // describe ran no call: the instance is as fresh as a new one, so keep it as the spare.
   runtime.spare ??= instance;
-  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', messages: bridge.messages };
+  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', messages: bridge.messages, threadId };
   return { ok: true, tools, accounting };
 }
 
@@ -134,6 +135,7 @@ async function call(task: CallTask, bridge: HostBridge, startedAt: number): Prom
     cpuMs,
     cpuClock: cpuClockKind,
     messages: bridge.messages,
+    threadId,
   };
   return { ...outcome, accounting };
 }
@@ -145,7 +147,7 @@ export default async function runTask(task: SandboxTask): Promise<WorkerOutcome>
     return task.kind === 'describe' ? await describe(task, bridge, startedAt) : await call(task, bridge, startedAt);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages };
+    const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages, threadId };
     return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
   }
 }

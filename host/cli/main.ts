@@ -1,0 +1,197 @@
+#!/usr/bin/env node
+/**
+ * The `toolhost` command. A contract scripts rely on:
+ * - stdout carries only results (JSON); logs go to stderr;
+ * - exit 0 on success, 1 when a call or load fails (with `{"error":{code,message}}` on stderr),
+ *   2 on a usage error.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { ToolRegistry } from '../index.js';
+import { ToolhostError, toErrorData, type ToolErrorData } from '../core/errors.js';
+import { isTerminal } from '../core/events.js';
+import { examplesDir } from './package-root.js';
+import { inspectComponent } from './inspect.js';
+
+/** A usage problem: exit code 2. */
+class UsageError extends Error {}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function parseJsonOption(value: string, option: string): unknown {
+  try {
+    return JSON.parse(value) as unknown;
+  } catch (error) {
+    throw new UsageError(`${option} must be JSON: ${(error as Error).message}`);
+  }
+}
+
+function printError(data: ToolErrorData): void {
+  const error: Record<string, unknown> = { code: data.code, message: data.message };
+  if (data.details !== undefined) error.details = data.details;
+  if (data.callId !== undefined) error.callId = data.callId;
+  process.stderr.write(`${JSON.stringify({ error })}\n`);
+}
+
+/** A registry with `--load` paths, or the example tools when none are given. */
+async function openRegistry(loads: string[]): Promise<ToolRegistry> {
+  const registry = new ToolRegistry();
+  try {
+    if (loads.length > 0) {
+      await registry.registerWasmTools(loads);
+    } else {
+      const examples = examplesDir();
+      if (!examples) {
+        throw new ToolhostError('COMPONENT_INVALID', 'the example tools are not built (guest-tools/dist is empty): run `npm run build:guests`, or pass --load PATH');
+      }
+      await registry.registerWasmTools(examples);
+    }
+  } catch (error) {
+    await registry.close();
+    throw error;
+  }
+  return registry;
+}
+
+async function list(options: { load: string[]; json?: boolean }): Promise<number> {
+  const registry = await openRegistry(options.load);
+  try {
+    const definitions = registry.definitions();
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify(definitions, null, 2)}\n`);
+    } else {
+      for (const tool of definitions) {
+        const flags = [tool.executionMode, tool.idempotent ? 'idempotent' : '', tool.streaming ? 'streaming' : ''].filter(Boolean).join(', ');
+        process.stdout.write(`${tool.name}  (${flags}${tool.source ? `; from ${tool.source}` : ''})\n  ${tool.description}\n  input: ${JSON.stringify(tool.inputSchema)}\n`);
+      }
+    }
+    return 0;
+  } finally {
+    await registry.close();
+  }
+}
+
+interface CallCommandOptions {
+  args: string;
+  load: string[];
+  policy?: string;
+  conversation?: string;
+  session?: string;
+  agent?: string;
+  events?: boolean;
+}
+
+async function call(name: string, options: CallCommandOptions): Promise<number> {
+  const args = parseJsonOption(options.args, '--args');
+  const policy = options.policy === undefined ? undefined : parseJsonOption(options.policy, '--policy');
+  if (policy !== undefined && (typeof policy !== 'object' || policy === null || Array.isArray(policy))) {
+    throw new UsageError('--policy must be a JSON object (an ExecutionPolicy)');
+  }
+  const registry = await openRegistry(options.load);
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const stream = registry.stream(name, args, {
+      signal: controller.signal,
+      ...(policy === undefined ? {} : { policy: policy as Record<string, unknown> }),
+      ...(options.conversation === undefined ? {} : { conversationId: options.conversation }),
+      ...(options.session === undefined ? {} : { sessionId: options.session }),
+      ...(options.agent === undefined ? {} : { agentName: options.agent }),
+    });
+    for await (const event of stream) {
+      if (options.events) process.stdout.write(`${JSON.stringify(event)}\n`);
+      if (!isTerminal(event)) continue;
+      if (event.type === 'result') {
+        if (!options.events) process.stdout.write(`${JSON.stringify(event.data)}\n`);
+        return 0;
+      }
+      const error: ToolErrorData = { code: event.code, message: event.message, callId: event.callId };
+      if (event.details !== undefined) error.details = event.details;
+      printError(error);
+      return 1;
+    }
+    printError({ code: 'INTERNAL', message: 'the call ended without a terminal event' });
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await registry.close();
+  }
+}
+
+async function inspect(path: string, options: { json?: boolean }): Promise<number> {
+  const report = await inspectComponent(path);
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } else {
+    process.stdout.write(`# ${report.path}\n# sha256 ${report.id}\n\n${report.wit.trimEnd()}\n\n# tools\n${JSON.stringify(report.tools, null, 2)}\n`);
+  }
+  return 0;
+}
+
+function program(): Command {
+  const root = new Command('toolhost')
+    .description('Run WebAssembly component tools and native tools behind one call path.')
+    .exitOverride()
+    .configureOutput({ writeErr: (text) => process.stderr.write(text) });
+
+  root
+    .command('list')
+    .description('list the tools with their schemas')
+    .option('--load <path>', 'a component file or a directory of them (repeatable; default: the example tools)', collect, [])
+    .option('--json', 'print the definitions as JSON')
+    .action(async (options: { load: string[]; json?: boolean }) => {
+      process.exitCode = await list(options);
+    });
+
+  root
+    .command('call')
+    .description('call a tool and print its result as JSON')
+    .argument('<name>', 'the tool to call')
+    .requiredOption('--args <json>', 'the arguments, as JSON')
+    .option('--load <path>', 'a component file or a directory of them (repeatable; default: the example tools)', collect, [])
+    .option('--policy <json>', 'an ExecutionPolicy as JSON (proto field names, e.g. {"timeout":"1.5s","budget_cpu_ms":100})')
+    .option('--conversation <id>', 'the conversation id (scopes the tools\' state)')
+    .addOption(new Option('--session <id>', 'the session id').hideHelp())
+    .addOption(new Option('--agent <name>', 'the calling agent\'s name').hideHelp())
+    .option('--events', 'print every event as a JSON line (start, progress, delta, log, result, error)')
+    .action(async (name: string, options: CallCommandOptions) => {
+      process.exitCode = await call(name, options);
+    });
+
+  root
+    .command('inspect')
+    .description('print a component\'s WIT world and the tools it describes')
+    .argument('<path>', 'the component file')
+    .option('--json', 'print a JSON report')
+    .action(async (path: string, options: { json?: boolean }) => {
+      process.exitCode = await inspect(path, options);
+    });
+
+  return root;
+}
+
+async function main(argv: string[]): Promise<void> {
+  try {
+    await program().parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; every other parse problem is a usage error.
+      process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (error instanceof UsageError) {
+      printError({ code: 'INVALID_INPUT', message: error.message });
+      process.stderr.write('usage: toolhost --help\n');
+      process.exitCode = 2;
+      return;
+    }
+    printError(toErrorData(error));
+    process.exitCode = 1;
+  }
+}
+
+await main(process.argv);

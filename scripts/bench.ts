@@ -1,0 +1,420 @@
+/**
+ * Per-call cost of the host, against the cost of a bare piscina round trip.
+ *
+ *   npx tsx scripts/bench.ts [--calls N] [--js-calls N] [--json] [--cache-dir DIR]
+ *   npm run bench -- [same flags]          (after `npm run build:host`)
+ *
+ * Rows, each at concurrency 1 and at saturation, after a warm-up:
+ *   floor        a separate piscina pool whose task returns its input
+ *   native echo  a defineNativeTool through the whole host (registry.execute)
+ *   C echo       `echo` from guest-tools/dist/ctools.wasm, a fresh instance per call (the default)
+ *   C echo, isolation=worker   the same tool with one instance reused per worker
+ *   JS echo      `js_echo` from guest-tools/dist/text.wasm
+ *
+ * Every row has a fixed number of calls, so the run is bounded; the defaults
+ * finish well inside two minutes on two cores.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Piscina } from 'piscina';
+import { ToolRegistry, createDefaultLogger, defineNativeTool, type CallAccounting, type ToolRegistryOptions } from '../host/index.js';
+
+type InstanceSource = NonNullable<CallAccounting['instance']>;
+
+/** What one call reported back to the measuring loop. */
+interface CallOutcome {
+  ok: boolean;
+  /** Why it failed, when it did. */
+  error?: string;
+  accounting?: CallAccounting;
+}
+
+type CallFn = () => Promise<CallOutcome>;
+
+/** Something benchmarked at two concurrencies. */
+interface Subject {
+  label: string;
+  calls: number;
+  /** Sandboxed rows also report where their instances came from. */
+  sandboxed: boolean;
+  call: CallFn;
+}
+
+interface InstanceShare {
+  prewarmed: number;
+  fresh: number;
+  reused: number;
+}
+
+interface RowResult {
+  label: string;
+  concurrency: number;
+  calls: number;
+  errors: number;
+  firstError?: string;
+  p50Ms: number;
+  p99Ms: number;
+  meanMs: number;
+  /** Completed calls per second of the whole row (first start to last end). */
+  callsPerSec: number;
+  /** This row's p50 over the floor's p50 at the same concurrency. */
+  p50VsFloor: number;
+  /** This row's throughput over the floor's at the same concurrency. */
+  throughputVsFloor: number;
+  /** Sandboxed rows: calls served per instance source. */
+  instances?: InstanceShare;
+  /** Sandboxed rows: mean `accounting.instantiateMs` (0 for prewarmed and reused instances). */
+  meanInstantiateMs?: number;
+  /** Sandboxed rows: mean `accounting.queuedMs` (submission to the worker starting the task). */
+  meanQueuedMs?: number;
+}
+
+interface BenchMeta {
+  date: string;
+  node: string;
+  platform: string;
+  cpu: string;
+  cores: number;
+  threads: number;
+  saturation: number;
+  calls: number;
+  jsCalls: number;
+  /** How long registering the components took (transpile cache hit or miss), ms. */
+  loadMs?: number;
+  cache?: string[];
+  skipped: string[];
+}
+
+const USAGE = `usage: bench [--calls N] [--js-calls N] [--json] [--cache-dir DIR]
+  --calls N       calls per row for the floor, native and C rows (default 2000)
+  --js-calls N    calls per row for the JS row (default 200; a JS instance costs tens of ms)
+  --json          also print the results as JSON
+  --cache-dir DIR transpile cache (default: toolhost's default cache directory)`;
+
+function positiveInt(text: string | undefined, fallback: number, flag: string): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`${flag} must be a positive integer, not "${text}"`);
+  return value;
+}
+
+/** The project root: the nearest ancestor with a package.json (scripts/ from source, dist/scripts/ when compiled). */
+function projectRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('cannot find the project root (no package.json above this script)');
+    dir = parent;
+  }
+}
+
+/** The floor's worker, resolved the way host/sandbox/pool.ts resolves its own. */
+function echoWorkerScript(): string {
+  const compiled = new URL('./bench-echo-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(compiled))) return compiled.href;
+  return new URL('./bench-echo-worker-dev.mjs', import.meta.url).href;
+}
+
+/** Nearest-rank percentile of sorted values. */
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(p * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+interface Measurement {
+  latencies: Float64Array;
+  elapsedMs: number;
+  errors: number;
+  firstError?: string;
+  accountings: CallAccounting[];
+}
+
+/**
+ * Run `calls` calls with at most `concurrency` in flight: that many lanes,
+ * each starting its next call as soon as its previous one ends.
+ */
+async function measure(call: CallFn, calls: number, concurrency: number): Promise<Measurement> {
+  const latencies = new Float64Array(calls);
+  const accountings: CallAccounting[] = [];
+  let next = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const lane = async (): Promise<void> => {
+    while (next < calls) {
+      const index = next++;
+      const t0 = performance.now();
+      let outcome: CallOutcome;
+      try {
+        outcome = await call();
+      } catch (error) {
+        outcome = { ok: false, error: error instanceof Error ? error.message : String(error) };
+      }
+      latencies[index] = performance.now() - t0;
+      if (!outcome.ok) {
+        errors += 1;
+        firstError ??= outcome.error ?? 'unknown error';
+      }
+      if (outcome.accounting) accountings.push(outcome.accounting);
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: Math.min(concurrency, calls) }, lane));
+  const elapsedMs = performance.now() - start;
+  latencies.sort();
+  const result: Measurement = { latencies, elapsedMs, errors, accountings };
+  if (firstError !== undefined) result.firstError = firstError;
+  return result;
+}
+
+function mean(values: number[]): number {
+  return values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
+/** The floor's rows by concurrency, for the ratio columns. */
+type FloorRows = Map<number, RowResult>;
+
+async function runSubject(subject: Subject, concurrencies: number[], floor: FloorRows): Promise<RowResult[]> {
+  // Warm up at the highest concurrency so every worker has loaded the component
+  // (its first call asks the main thread for the compiled modules and imports the glue).
+  const warmup = Math.min(200, Math.max(20, Math.ceil(subject.calls / 10)));
+  const warm = await measure(subject.call, warmup, Math.max(...concurrencies));
+  if (warm.errors > 0) throw new Error(`${subject.label}: warm-up failed: ${warm.firstError ?? 'unknown error'}`);
+
+  const rows: RowResult[] = [];
+  for (const concurrency of concurrencies) {
+    const m = await measure(subject.call, subject.calls, concurrency);
+    const callsPerSec = (subject.calls / m.elapsedMs) * 1000;
+    const p50Ms = percentile(m.latencies, 0.5);
+    const base = floor.get(concurrency);
+    const row: RowResult = {
+      label: subject.label,
+      concurrency,
+      calls: subject.calls,
+      errors: m.errors,
+      p50Ms,
+      p99Ms: percentile(m.latencies, 0.99),
+      meanMs: mean(Array.from(m.latencies)),
+      callsPerSec,
+      // The floor rows are their own base: both ratios are 1.
+      p50VsFloor: base ? p50Ms / base.p50Ms : 1,
+      throughputVsFloor: base ? callsPerSec / base.callsPerSec : 1,
+    };
+    if (m.firstError !== undefined) row.firstError = m.firstError;
+    if (subject.sandboxed) {
+      const instances: InstanceShare = { prewarmed: 0, fresh: 0, reused: 0 };
+      for (const accounting of m.accountings) {
+        const source: InstanceSource | undefined = accounting.instance;
+        if (source) instances[source] += 1;
+      }
+      row.instances = instances;
+      row.meanInstantiateMs = mean(m.accountings.map((a) => a.instantiateMs ?? 0));
+      row.meanQueuedMs = mean(m.accountings.map((a) => a.queuedMs));
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
+// --- output ---------------------------------------------------------------
+
+const ms = (value: number): string => value.toFixed(3);
+const ratio = (value: number): string => `${value.toFixed(2)}x`;
+const pct = (part: number, whole: number): string => (whole === 0 ? '-' : String(Math.round((part / whole) * 100)));
+
+function formatTable(rows: RowResult[]): string {
+  const header = ['row', 'conc', 'calls', 'err', 'p50 ms', 'p99 ms', 'calls/s', 'p50/floor', 'tput/floor', 'pre/fresh/reuse %', 'inst ms', 'queued ms'];
+  // Right-align numbers, left-align the row label.
+  const leftAligned = new Set([0]);
+  const cells = rows.map((row) => {
+    const counted = row.instances ? row.instances.prewarmed + row.instances.fresh + row.instances.reused : 0;
+    return [
+      row.label,
+      String(row.concurrency),
+      String(row.calls),
+      String(row.errors),
+      ms(row.p50Ms),
+      ms(row.p99Ms),
+      Math.round(row.callsPerSec).toString(),
+      ratio(row.p50VsFloor),
+      ratio(row.throughputVsFloor),
+      row.instances ? `${pct(row.instances.prewarmed, counted)}/${pct(row.instances.fresh, counted)}/${pct(row.instances.reused, counted)}` : '-',
+      row.meanInstantiateMs === undefined ? '-' : ms(row.meanInstantiateMs),
+      row.meanQueuedMs === undefined ? '-' : ms(row.meanQueuedMs),
+    ];
+  });
+  const widths = header.map((title, col) => Math.max(title.length, ...cells.map((line) => line[col]!.length)));
+  const render = (line: string[]): string =>
+    line.map((cell, col) => (leftAligned.has(col) ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join('  ').trimEnd();
+  const rule = widths.map((width) => '-'.repeat(width)).join('  ');
+  const out = [render(header), rule];
+  let previous: string | undefined;
+  for (const [index, line] of cells.entries()) {
+    // A blank line between subjects keeps the pairs of rows together.
+    if (previous !== undefined && rows[index]!.label !== previous) out.push('');
+    previous = rows[index]!.label;
+    out.push(render(line));
+  }
+  return out.join('\n');
+}
+
+function formatHeader(meta: BenchMeta): string {
+  const lines = [
+    'toolhost per-call benchmark',
+    `date     ${meta.date}`,
+    `node     ${meta.node} (${meta.platform})`,
+    `cpu      ${meta.cores} cores, ${meta.cpu}`,
+    `pool     ${meta.threads} threads (host and floor); saturation = ${meta.saturation} calls in flight`,
+    `calls    ${meta.calls} per row (floor, native, C), ${meta.jsCalls} per row (JS), after a warm-up`,
+  ];
+  if (meta.loadMs !== undefined) lines.push(`load     components registered in ${ms(meta.loadMs)} ms (transpile cache: ${meta.cache?.join(', ') ?? '-'})`);
+  return lines.join('\n');
+}
+
+const LEGEND = `p50/floor, tput/floor: against the floor row at the same concurrency.
+pre/fresh/reuse %: share of calls whose instance was prewarmed while the worker was idle,
+  created during the call, or kept from an earlier call (accounting.instance).
+inst ms: mean accounting.instantiateMs; queued ms: mean accounting.queuedMs (submission to task start).`;
+
+// --- main -----------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      calls: { type: 'string' },
+      'js-calls': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      'cache-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const calls = positiveInt(values.calls, 2000, '--calls');
+  const jsCalls = positiveInt(values['js-calls'], 200, '--js-calls');
+
+  const threads = availableParallelism();
+  // The host pool's default queue bound, passed explicitly so saturation can stay under it.
+  const maxQueue = threads * 64;
+  const saturation = Math.min(4 * threads, threads + maxQueue);
+  const concurrencies = [1, saturation];
+  const payload = { text: 'hello, toolhost', n: 42, ok: true };
+
+  const meta: BenchMeta = {
+    date: new Date().toISOString(),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    cpu: cpus()[0]?.model.trim() ?? 'unknown',
+    cores: availableParallelism(),
+    threads,
+    saturation,
+    calls,
+    jsCalls,
+    skipped: [],
+  };
+  const rows: RowResult[] = [];
+  const floor: FloorRows = new Map();
+
+  // 1. The floor, in its own pool, configured like the host's and torn down
+  //    before the host runs so the two never compete for the cores.
+  const echoPool = new Piscina({
+    filename: echoWorkerScript(),
+    minThreads: threads,
+    maxThreads: threads,
+    maxQueue,
+    concurrentTasksPerWorker: 1,
+  });
+  try {
+    const floorRows = await runSubject(
+      { label: 'floor: piscina echo', calls, sandboxed: false, call: async () => ({ ok: (await echoPool.run(payload)) !== undefined }) },
+      concurrencies,
+      floor,
+    );
+    for (const row of floorRows) floor.set(row.concurrency, row);
+    rows.push(...floorRows);
+  } finally {
+    await echoPool.destroy();
+  }
+
+  // 2-5. Through the whole host. The name collision of the second ctools load is
+  //      expected, so only errors are logged.
+  const options: ToolRegistryOptions = { logger: createDefaultLogger('error'), sandbox: { threads, maxQueue } };
+  if (values['cache-dir'] !== undefined) options.sandbox = { ...options.sandbox, cacheDir: values['cache-dir'] };
+  const registry = new ToolRegistry(options);
+  try {
+    registry.register(
+      defineNativeTool({
+        name: 'native_echo',
+        description: 'Returns its arguments unchanged.',
+        inputSchema: { type: 'object' },
+        idempotent: true,
+        run: (args) => args,
+      }),
+    );
+
+    const dist = join(projectRoot(), 'guest-tools', 'dist');
+    const ctools = join(dist, 'ctools.wasm');
+    const text = join(dist, 'text.wasm');
+    const haveC = existsSync(ctools);
+    const haveJs = existsSync(text);
+    if (!haveC) meta.skipped.push(`C rows skipped: ${ctools} is missing (building it needs clang; run node scripts/build-guests.mjs)`);
+    if (!haveJs) meta.skipped.push(`JS row skipped: ${text} is missing (run node scripts/build-guests.mjs)`);
+
+    let workerEcho: string | undefined;
+    if (haveC || haveJs) {
+      const t0 = performance.now();
+      const report = await registry.registerWasmTools([...(haveC ? [ctools] : []), ...(haveJs ? [text] : [])]);
+      meta.cache = report.components.map((c) => `${c.component} ${c.cache}`);
+      if (haveC) {
+        // The same component again, reusing one instance per worker. Its tools
+        // collide with the first load's, so they come back namespaced.
+        const reuse = await registry.registerWasmTools(ctools, { isolation: 'worker' });
+        workerEcho = reuse.renamed.find((r) => r.tool === 'echo')?.registeredAs ?? 'echo';
+      }
+      meta.loadMs = performance.now() - t0;
+    }
+
+    const host = (name: string): CallFn => async () => {
+      const result = await registry.execute(name, payload);
+      const outcome: CallOutcome = { ok: !result.isError };
+      if (result.accounting) outcome.accounting = result.accounting;
+      if (result.error) outcome.error = `${result.error.code}: ${result.error.message}`;
+      return outcome;
+    };
+    const subjects: Subject[] = [{ label: 'native echo', calls, sandboxed: false, call: host('native_echo') }];
+    if (haveC) {
+      subjects.push({ label: 'C echo', calls, sandboxed: true, call: host('echo') });
+      if (workerEcho !== undefined) subjects.push({ label: 'C echo, isolation=worker', calls, sandboxed: true, call: host(workerEcho) });
+    }
+    if (haveJs) subjects.push({ label: 'JS echo', calls: jsCalls, sandboxed: true, call: host('js_echo') });
+
+    for (const subject of subjects) rows.push(...(await runSubject(subject, concurrencies, floor)));
+  } finally {
+    await registry.close();
+  }
+
+  console.log(formatHeader(meta));
+  for (const note of meta.skipped) console.log(`note     ${note}`);
+  console.log('');
+  console.log(formatTable(rows));
+  console.log('');
+  console.log(LEGEND);
+  for (const row of rows) {
+    if (row.errors > 0) console.log(`\n${row.label} (concurrency ${row.concurrency}): ${row.errors} failed calls, first: ${row.firstError ?? '?'}`);
+  }
+  if (values.json) console.log(`\n${JSON.stringify({ meta, rows }, null, 2)}`);
+  if (rows.some((row) => row.errors > 0)) process.exitCode = 1;
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.exitCode = 1;
+});

@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// Build the guest tool components from source.
+//
+//   node scripts/build-guests.mjs              the example tools → guest-tools/dist/
+//   node scripts/build-guests.mjs --fixtures   the test fixtures → test/fixtures/dist/
+//   node scripts/build-guests.mjs --force      rebuild even when up to date
+//
+// A component is rebuilt only when its inputs change (sources, the WIT world,
+// the build scripts, the toolchain's package versions): each output has a
+// `.stamp` file holding the hash of its inputs. C guests need clang with the
+// wasm32-wasi target; without it they are skipped with a message saying how
+// to enable them, and everything else still builds.
+
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildCComponent, findClang } from './guests/build-c.mjs';
+import { buildJsComponent } from './guests/build-js.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const witPath = join(root, 'wit', 'tool.wit');
+const sdk = join(root, 'guest-tools', 'c', 'sdk');
+
+const examples = {
+  outDir: join(root, 'guest-tools', 'dist'),
+  guests: [
+    { name: 'text', kind: 'js', source: 'guest-tools/text/index.js' },
+    { name: 'json', kind: 'js', source: 'guest-tools/json/index.js' },
+    { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'] },
+  ],
+};
+
+const fixtures = {
+  outDir: join(root, 'test', 'fixtures', 'dist'),
+  guests: [
+    ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js` })),
+    ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
+  ],
+};
+
+function listDirs(dir) {
+  const path = join(root, dir);
+  if (!existsSync(path)) return [];
+  return readdirSync(path, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort();
+}
+
+function listFiles(dir, extension) {
+  const path = join(root, dir);
+  if (!existsSync(path)) return [];
+  return readdirSync(path).filter((name) => name.endsWith(extension)).sort();
+}
+
+function packageVersion(name) {
+  try {
+    const path = join(root, 'node_modules', name, 'package.json');
+    return JSON.parse(readFileSync(path, 'utf8')).version;
+  } catch {
+    return 'missing';
+  }
+}
+
+/** The hash of everything a guest's output depends on. */
+async function inputsHash(guest) {
+  const hash = createHash('sha256');
+  const files = [witPath, fileURLToPath(import.meta.url)];
+  if (guest.kind === 'js') {
+    files.push(join(root, guest.source), join(root, 'scripts', 'guests', 'build-js.mjs'));
+    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')}`);
+  } else {
+    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'scripts', 'guests', 'build-c.mjs'));
+    hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
+  }
+  for (const file of files) {
+    hash.update(relative(root, file));
+    hash.update(await readFile(file));
+  }
+  return hash.digest('hex');
+}
+
+async function buildSet(set, { force }) {
+  await mkdir(set.outDir, { recursive: true });
+  const clang = set.guests.some((guest) => guest.kind === 'c') ? findClang() : null;
+  const skipped = [];
+  for (const guest of set.guests) {
+    const outFile = join(set.outDir, `${guest.name}.wasm`);
+    const stampFile = `${outFile}.stamp`;
+    const label = relative(root, outFile);
+    if (guest.kind === 'c' && !clang) {
+      skipped.push(guest.name);
+      continue;
+    }
+    const hash = await inputsHash(guest);
+    if (!force && existsSync(outFile) && existsSync(stampFile) && (await readFile(stampFile, 'utf8')) === hash) {
+      console.log(`guests: ${label} is up to date`);
+      continue;
+    }
+    const started = Date.now();
+    if (guest.kind === 'js') {
+      await buildJsComponent({ source: join(root, guest.source), outFile, witPath });
+    } else {
+      // The SDK's implementation is compiled into each C guest.
+      const sources = [...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c')];
+      await buildCComponent({ sources, includeDirs: [sdk], outFile, witPath });
+    }
+    await writeFile(stampFile, hash);
+    console.log(`guests: built ${label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+  if (skipped.length > 0) {
+    console.warn(
+      `guests: C tools NOT built (${skipped.join(', ')}): clang with the wasm32-wasi target was not found.\n` +
+        '        To enable them: apt-get install -y clang lld wasi-libc libclang-rt-dev-wasm32, then npm run build:guests\n' +
+        '        (or set CLANG and WASI_SYSROOT). Everything else works without them; their tests are skipped.',
+    );
+  }
+}
+
+const args = new Set(process.argv.slice(2));
+const force = args.has('--force');
+try {
+  await buildSet(args.has('--fixtures') ? fixtures : examples, { force });
+} catch (error) {
+  console.error(`guests: build failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+}

@@ -1,0 +1,43 @@
+/** Shared paths and helpers for the tests. */
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ToolRegistry, silentLogger, type ToolEvent, type ToolRegistryOptions } from '../host/index.js';
+
+export const root = fileURLToPath(new URL('..', import.meta.url));
+export const examplesDir = join(root, 'guest-tools', 'dist');
+export const fixturesDir = join(root, 'test', 'fixtures', 'dist');
+export const example = (name: string): string => join(examplesDir, `${name}.wasm`);
+export const fixture = (name: string): string => join(fixturesDir, `${name}.wasm`);
+
+/** Whether the C guests were built (clang with wasm32-wasi was available). */
+export const hasCGuests = existsSync(example('ctools')) && existsSync(fixture('counter'));
+
+/** A transpile cache shared by the test run (fresh per run, reused across files). */
+export const sharedCacheDir = join(tmpdir(), `toolhost-test-cache-${process.ppid}`);
+
+export function freshCacheDir(): string {
+  return mkdtempSync(join(tmpdir(), 'toolhost-cache-'));
+}
+
+export function makeRegistry(options: ToolRegistryOptions = {}): ToolRegistry {
+  return new ToolRegistry({
+    logger: silentLogger,
+    ...options,
+    sandbox: { cacheDir: sharedCacheDir, threads: 2, ...options.sandbox },
+  });
+}
+
+export async function collect(events: AsyncIterable<ToolEvent>): Promise<ToolEvent[]> {
+  const all: ToolEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
+/** The event types in order, e.g. ['start', 'progress', 'delta', 'result']. */
+export const types = (events: ToolEvent[]): string[] => events.map((event) => event.type);
+
+export function terminalCount(events: ToolEvent[]): number {
+  return events.filter((event) => event.type === 'result' || event.type === 'error').length;
+}

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolRegistry } from '../host/index.js';
+import { collect, example, fixture, hasCGuests, makeRegistry, terminalCount, types } from './helpers.js';
+
+describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
+  let registry: ToolRegistry;
+  let reuse: ToolRegistry;
+
+  beforeAll(async () => {
+    registry = makeRegistry();
+    await registry.registerWasmTools([example('ctools'), fixture('counter')]);
+    reuse = makeRegistry({ sandbox: { threads: 1 } });
+    await reuse.registerWasmTools(fixture('counter'), { isolation: 'worker' });
+  });
+  afterAll(async () => {
+    await registry.close();
+    await reuse.close();
+  });
+
+  it('runs sha256 and echo through the pool', async () => {
+    const sha = await registry.execute('sha256', { text: 'abc' });
+    expect(sha.structuredContent).toEqual({ sha256: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' });
+    const echo = await registry.execute('echo', { a: [1, 2, { b: 'ü' }] });
+    expect(echo.structuredContent).toEqual({ a: [1, 2, { b: 'ü' }] });
+    expect(echo.accounting).toMatchObject({ isolation: 'call', attempts: 1 });
+    expect(['fresh', 'prewarmed']).toContain(echo.accounting?.instance);
+  });
+
+  it('delivers the guest\'s events in order, while it runs, with exactly one terminal', async () => {
+    const events = await collect(registry.stream('events', {}));
+    expect(types(events)).toEqual(['start', 'progress', 'delta', 'delta', 'log', 'progress', 'result']);
+    expect(events[1]).toMatchObject({ pct: 0, message: 'start' });
+    expect(events[2]).toMatchObject({ data: { i: 0 } });
+    expect(events[3]).toMatchObject({ data: { i: 1 } });
+    expect(events[4]).toMatchObject({ level: 'info', source: 'guest' });
+    expect(events[5]).toMatchObject({ pct: 100, message: 'done' });
+    expect(terminalCount(events)).toBe(1);
+  });
+
+  it('hands the guest its call context', async () => {
+    const result = await registry.execute('context', {}, { callId: 'ctx-1', conversationId: 'conv', agentName: 'agent-7' });
+    expect(result.structuredContent).toEqual({ callId: 'ctx-1', conversationId: 'conv', sessionId: null, agentName: 'agent-7' });
+  });
+
+  it('does not keep a guest global counter between calls in the default mode', async () => {
+    const counts: unknown[] = [];
+    for (let i = 0; i < 6; i += 1) counts.push((await registry.execute('counter', {})).structuredContent);
+    expect(counts).toEqual(Array.from({ length: 6 }, () => ({ count: 1 })));
+  });
+
+  it('keeps the instance, and its globals, when the tool opts into reuse per worker', async () => {
+    const first = await reuse.execute('counter', {});
+    const second = await reuse.execute('counter', {});
+    expect((second.structuredContent as { count: number }).count).toBe((first.structuredContent as { count: number }).count + 1);
+    expect(second.accounting).toMatchObject({ instance: 'reused', isolation: 'worker' });
+  });
+
+  it('shares conversation state across workers and hides it from other conversations', async () => {
+    const set = await registry.execute('state', { op: 'set', key: 'colour', value: '"teal"' }, { conversationId: 'conv-a' });
+    expect(set.structuredContent).toEqual({ ok: true });
+    // Two reads at once occupy both workers, so one of them runs on a worker the write did not.
+    const reads = await Promise.all([0, 1].map(() => registry.execute('state', { op: 'get', key: 'colour' }, { conversationId: 'conv-a' })));
+    const threads = new Set(reads.map((read) => read.accounting?.workerThreadId));
+    expect(threads.size).toBe(2);
+    for (const read of reads) expect(read.structuredContent).toEqual({ value: '"teal"' });
+    const other = await registry.execute('state', { op: 'get', key: 'colour' }, { conversationId: 'conv-b' });
+    expect(other.structuredContent).toEqual({ value: null });
+  });
+
+  it('reports a refused set-state back to the guest as an error it can handle', async () => {
+    const result = await registry.execute('state', { op: 'set', key: 'k', value: 'not json' }, { conversationId: 'c' });
+    expect(result.isError).toBe(true);
+    expect(result.error).toMatchObject({ code: 'TOOL_ERROR', details: { code: 'STATE_ERROR' } });
+    expect(result.error?.message).toContain('not JSON');
+  });
+
+  it('maps the tool\'s own error to TOOL_ERROR and keeps its code and details', async () => {
+    const result = await registry.execute('fail', {});
+    expect(result.error).toEqual({ code: 'TOOL_ERROR', message: 'it failed', details: { code: 'MY_CODE', details: { why: 'asked' } }, callId: expect.any(String) });
+  });
+
+  it('ends a trapping call with TOOL_CRASHED, and the next call runs normally', async () => {
+    const crashed = await registry.execute('trap', {});
+    expect(crashed.error).toMatchObject({ code: 'TOOL_CRASHED' });
+    expect(crashed.error?.message).toMatch(/trapped/);
+    const after = await registry.execute('sha256', { text: '' });
+    expect(after.structuredContent).toEqual({ sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
+  });
+
+  it('validates input against the guest\'s schema before any worker is touched', async () => {
+    const error = await registry.execute('sha256', { text: 42 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'INVALID_INPUT', details: { errors: [expect.objectContaining({ path: '/text' })] } });
+  });
+});

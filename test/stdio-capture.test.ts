@@ -1,0 +1,237 @@
+/**
+ * A guest's stdout and stderr are captured as `log` events and never reach
+ * the host process's own stdout or stderr: through the CLI (a black box) and
+ * through the library (with the host's process.stdout/stderr spied on).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { LogEvent, ToolEvent, ToolRegistry } from '../host/index.js';
+import { DEFAULT_GUEST_OUTPUT_LIMITS } from '../host/sandbox/protocol.js';
+import { collect, fixture, makeRegistry, root, terminalCount } from './helpers.js';
+
+const cliPath = join(root, 'dist', 'host', 'cli', 'main.js');
+const noisy = fixture('noisy');
+
+const GUEST_MARKERS = ['noisy stdout line', 'noisy stderr line', 'noisy exit('];
+const DROPPED = 'further guest output dropped';
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  killed: boolean;
+}
+
+function runCli(args: string[], limitMs = 90_000): Promise<CliRun> {
+  const env = { ...process.env };
+  delete env.TOOLHOST_LOG;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let killed = false;
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      killed = true;
+      child.kill('SIGKILL');
+    }, limitMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, killed });
+    });
+  });
+}
+
+function expectNoGuestOutput(text: string): void {
+  for (const marker of GUEST_MARKERS) expect(text).not.toContain(marker);
+}
+
+/** The `log` events that carry captured guest stdout/stderr. */
+function stdioLogs(events: Array<ToolEvent | Record<string, unknown>>): LogEvent[] {
+  return events.filter((event): event is LogEvent => event.type === 'log' && (event.source === 'stdout' || event.source === 'stderr'));
+}
+
+/** What `print {lines: n}` writes, in order: stdout line i, then stderr line i. */
+function expectedPrintLines(n: number): Array<{ source: 'stdout' | 'stderr'; message: string }> {
+  const lines: Array<{ source: 'stdout' | 'stderr'; message: string }> = [];
+  for (let i = 0; i < n; i++) {
+    lines.push({ source: 'stdout', message: `noisy stdout line ${i}` });
+    lines.push({ source: 'stderr', message: `noisy stderr line ${i}` });
+  }
+  return lines;
+}
+
+/**
+ * Run `fn` with the host's process.stdout.write and process.stderr.write
+ * spied on; returns what was written to them meanwhile (worker threads' own
+ * stdio is piped through these too). Waits a little after `fn` so output a
+ * worker wrote late still arrives before the spies are removed.
+ */
+async function withHostStdioSpied<T>(fn: () => Promise<T>): Promise<{ value: T; written: string }> {
+  const chunks: string[] = [];
+  const record = (chunk: unknown): void => {
+    chunks.push(typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) || chunk instanceof Uint8Array ? Buffer.from(chunk).toString('utf8') : String(chunk));
+  };
+  const realOut = process.stdout.write.bind(process.stdout);
+  const realErr = process.stderr.write.bind(process.stderr);
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: unknown, ...rest: unknown[]) => {
+    record(chunk);
+    return (realOut as (...args: unknown[]) => boolean)(chunk, ...rest);
+  }) as typeof process.stdout.write);
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation(((chunk: unknown, ...rest: unknown[]) => {
+    record(chunk);
+    return (realErr as (...args: unknown[]) => boolean)(chunk, ...rest);
+  }) as typeof process.stderr.write);
+  try {
+    const value = await fn();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    return { value, written: chunks.join('') };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+/** The library tests' registry, with the noisy fixture loaded. */
+let registry: ToolRegistry;
+
+beforeAll(async () => {
+  if (!existsSync(noisy)) throw new Error(`the noisy fixture is not built: ${noisy}`);
+  registry = makeRegistry();
+  await registry.registerWasmTools(noisy);
+});
+
+afterAll(async () => {
+  await registry?.close();
+});
+
+describe('guest stdio through the CLI', () => {
+  beforeAll(() => {
+    if (!existsSync(cliPath)) throw new Error(`the CLI is not built (${cliPath} is missing): run \`npx tsc -p .\` first`);
+  });
+
+  it('prints only the result on stdout and none of the guest\'s output on either stream', async () => {
+    const run = await runCli(['call', 'print', '--args', '{"lines":50}', '--load', noisy]);
+    expect(run.killed).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe('{"printed":50}\n');
+    expectNoGuestOutput(run.stdout);
+    expectNoGuestOutput(run.stderr);
+  });
+
+  it('delivers each guest line once, whole and in order, as a log event with --events', async () => {
+    const run = await runCli(['call', 'print', '--args', '{"lines":50}', '--load', noisy, '--events']);
+    expect(run.killed).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    expectNoGuestOutput(run.stderr);
+    const events = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events[0]?.type).toBe('start');
+    expect(events.at(-1)).toMatchObject({ type: 'result', data: { printed: 50 } });
+    expect(events.filter((event) => event.type === 'result' || event.type === 'error')).toHaveLength(1);
+    const logs = stdioLogs(events);
+    for (const log of logs) expect(log.message).not.toBe('');
+    expect(logs.map(({ source, message }) => ({ source, message }))).toEqual(expectedPrintLines(50));
+  });
+
+  it('keeps the output of a guest that crashes out of the CLI\'s streams too', async () => {
+    const run = await runCli(['call', 'exit', '--args', '{"code":3}', '--load', noisy]);
+    expect(run.killed).toBe(false);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expectNoGuestOutput(run.stderr);
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(JSON.parse(lines.at(-1) as string)).toMatchObject({ error: { code: 'TOOL_CRASHED' } });
+  });
+});
+
+describe('guest stdio through the library', () => {
+  it('writes nothing from the guest to the host\'s stdout or stderr', async () => {
+    const { value: events, written } = await withHostStdioSpied(() => collect(registry.stream('print', { lines: 50 })));
+    expectNoGuestOutput(written);
+    expect(terminalCount(events)).toBe(1);
+    expect(events.at(-1)).toMatchObject({ type: 'result', data: { printed: 50 } });
+    expect(stdioLogs(events).map(({ source, message }) => ({ source, message }))).toEqual(expectedPrintLines(50));
+  });
+
+  it('caps a flood of guest output, says so, and still ends the call with one result', async () => {
+    const lines = 100_000;
+    const { value: events, written } = await withHostStdioSpied(() => collect(registry.stream('print', { lines })));
+    expectNoGuestOutput(written);
+
+    expect(events[0]?.type).toBe('start');
+    expect(terminalCount(events)).toBe(1);
+    expect(events.at(-1)).toMatchObject({ type: 'result', data: { printed: lines } });
+
+    const logs = stdioLogs(events);
+    const dropped = logs.filter((log) => log.message.includes(DROPPED));
+    expect(dropped).toHaveLength(1);
+    expect(dropped[0]?.level).toBe('warn');
+    expect(logs.at(-1)).toBe(dropped[0]);
+
+    // What was kept fits the per-call budget (each line costs its bytes plus a newline)
+    // and is the beginning of what the guest wrote, in order.
+    const kept = logs.slice(0, -1);
+    const keptBytes = kept.reduce((sum, log) => sum + Buffer.byteLength(log.message) + 1, 0);
+    expect(keptBytes).toBeLessThanOrEqual(DEFAULT_GUEST_OUTPUT_LIMITS.stdioBytes);
+    // The shortest line, "noisy stdout line 0\n", is 20 bytes: that bounds the number of events.
+    expect(kept.length).toBeLessThanOrEqual(Math.ceil(DEFAULT_GUEST_OUTPUT_LIMITS.stdioBytes / 20));
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.map(({ source, message }) => ({ source, message }))).toEqual(expectedPrintLines(lines).slice(0, kept.length));
+    expect(events.length).toBeLessThan(kept.length + 10);
+  }, 180_000);
+
+  it('applies a configured stdio limit', async () => {
+    const small = makeRegistry({ sandbox: { outputLimits: { stdioBytes: 1024 }, threads: 1 } });
+    try {
+      await small.registerWasmTools(noisy);
+      const events = await collect(small.stream('print', { lines: 200 }));
+      expect(terminalCount(events)).toBe(1);
+      expect(events.at(-1)).toMatchObject({ type: 'result', data: { printed: 200 } });
+      const logs = stdioLogs(events);
+      expect(logs.filter((log) => log.message.includes(DROPPED))).toHaveLength(1);
+      const kept = logs.filter((log) => !log.message.includes(DROPPED));
+      const keptBytes = kept.reduce((sum, log) => sum + Buffer.byteLength(log.message) + 1, 0);
+      expect(keptBytes).toBeLessThanOrEqual(1024);
+      // 1024 bytes hold about 50 of these lines; all of them are kept before the cut.
+      expect(keptBytes).toBeGreaterThan(1024 - 30);
+      expect(kept.map(({ source, message }) => ({ source, message }))).toEqual(expectedPrintLines(200).slice(0, kept.length));
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('a guest that tries to exit the process', () => {
+  it('ends with TOOL_CRASHED, and the next calls of the tool and its component run', async () => {
+    const { value: first, written } = await withHostStdioSpied(() => collect(registry.stream('exit', { code: 3 })));
+    expectNoGuestOutput(written);
+    expect(first[0]?.type).toBe('start');
+    expect(terminalCount(first)).toBe(1);
+    expect(first.at(-1)).toMatchObject({ type: 'error', code: 'TOOL_CRASHED', stage: 'run' });
+    // The guest said what it tried on stderr before it trapped.
+    expect(stdioLogs(first).some((log) => log.source === 'stderr' && log.message.startsWith('noisy exit(3): still running'))).toBe(true);
+
+    // The same tool runs again on a healthy instance: it reaches the guest and crashes the same way.
+    const second = await collect(registry.stream('exit', { code: 4 }));
+    expect(terminalCount(second)).toBe(1);
+    expect(second.at(-1)).toMatchObject({ type: 'error', code: 'TOOL_CRASHED', stage: 'run' });
+    expect(stdioLogs(second).some((log) => log.message.startsWith('noisy exit(4): still running'))).toBe(true);
+
+    // And the component's other tools still work.
+    const print = await collect(registry.stream('print', { lines: 2 }));
+    expect(print.at(-1)).toMatchObject({ type: 'result', data: { printed: 2 } });
+    expect(stdioLogs(print).map(({ source, message }) => ({ source, message }))).toEqual(expectedPrintLines(2));
+    const counter = await collect(registry.stream('global_counter', {}));
+    expect(counter.at(-1)).toMatchObject({ type: 'result', data: { count: expect.any(Number) } });
+  });
+});

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    // Each test file starts its own worker pool; two at a time fit two cores.
+    maxWorkers: 2,
+    minWorkers: 1,
+  },
+});
