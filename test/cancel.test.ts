@@ -70,3 +70,28 @@ describe.runIf(hasCGuests)('cancelling calls', () => {
     expect((await registry.execute('counter', {})).isError).toBe(false);
   });
 });
+
+describe.runIf(hasCGuests)('events of a running guest', () => {
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    registry = makeRegistry({ cancelGraceMs: 1000 });
+    await registry.registerWasmTools(fixture('counter'));
+  });
+  afterAll(async () => {
+    await registry.close();
+  });
+
+  it('reach the caller while the guest is still running, and a cancel then reports a partial result', async () => {
+    const stream = registry.stream('stream_then_wait', {});
+    const seen: ToolEvent[] = [];
+    for await (const event of stream) {
+      seen.push(event);
+      // The guest is spinning now; it only stops because of this cancel.
+      if (event.type === 'delta') expect(stream.cancel()).toBe('CANCELLED');
+    }
+    expect(seen.map((event) => event.type)).toEqual(['start', 'delta', 'progress', 'error']);
+    expect(seen[1]).toMatchObject({ data: { ready: true } });
+    expect(seen.at(-1)).toMatchObject({ code: 'CANCELLED', details: { partial: true } });
+  });
+});

@@ -3,11 +3,11 @@
  * (dist/host/cli/main.js) and checks its stdout, stderr and exit code.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { example, fixture, fixturesDir, hasCGuests, root } from './helpers.js';
+import { example, fixture, hasCGuests, root } from './helpers.js';
 
 const cliPath = join(root, 'dist', 'host', 'cli', 'main.js');
 
@@ -174,11 +174,16 @@ describe('toolhost list', () => {
   });
 
   it('lists the tools of every component in a directory given with --load', async () => {
-    const run = await runCli(['list', '--json', '--load', fixturesDir]);
+    // A directory of its own, so fixtures other tests add do not change the answer.
+    const dir = mkdtempSync(join(tempDir, 'components-'));
+    copyFileSync(fixture('noisy'), join(dir, 'noisy.wasm'));
+    if (hasCGuests) copyFileSync(fixture('counter'), join(dir, 'counter.wasm'));
+    writeFileSync(join(dir, 'notes.txt'), 'not a component, and not named .wasm\n');
+    const run = await runCli(['list', '--json', '--load', dir]);
     expectSuccess(run);
-    const names = (jsonOut(run) as Definition[]).map((tool) => tool.name).sort();
-    const expected = [...NOISY_TOOLS, ...(existsSync(fixture('counter')) ? COUNTER_TOOLS : [])].sort();
-    expect(names).toEqual(expected);
+    const definitions = jsonOut(run) as Definition[];
+    expect(definitions.map((tool) => tool.name).sort()).toEqual([...NOISY_TOOLS, ...(hasCGuests ? COUNTER_TOOLS : [])].sort());
+    for (const tool of definitions) expect(tool.source).toBe(NOISY_TOOLS.includes(tool.name) ? 'noisy' : 'counter');
   });
 
   it('registers the union of repeated --load options', async () => {

@@ -165,7 +165,9 @@ describe('guest stdio through the library', () => {
 
   it('caps a flood of guest output, says so, and still ends the call with one result', async () => {
     const lines = 100_000;
-    const { value: events, written } = await withHostStdioSpied(() => collect(registry.stream('print', { lines })));
+    // The guest keeps printing (into the void) after the cap: give it more than the default 30 s on a busy machine.
+    const policy = { timeout: '150s' };
+    const { value: events, written } = await withHostStdioSpied(() => collect(registry.stream('print', { lines }, { policy })));
     expectNoGuestOutput(written);
 
     expect(events[0]?.type).toBe('start');

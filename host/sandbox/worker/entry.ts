@@ -58,7 +58,9 @@ export function classifyGuestFailure(error: unknown): { error: ToolErrorData; po
   }
   const exit = error as { exitError?: unknown; code?: unknown };
   if (typeof error === 'object' && error !== null && exit.exitError === true) {
-    return { error: { code: 'TOOL_CRASHED', message: `the guest called exit(${String(exit.code)})`, details: { reason: 'exit', status: exit.code } }, poisoned: true };
+    // wasi:cli/exit carries only ok or err: the shim reports them as status 0 or 1.
+    const status = exit.code === 0 ? 'success' : 'failure';
+    return { error: { code: 'TOOL_CRASHED', message: `the guest called exit with a ${status} status; the call ended without a result`, details: { reason: 'exit', status } }, poisoned: true };
   }
   if (error instanceof WebAssembly.RuntimeError) {
     return { error: { code: 'TOOL_CRASHED', message: `the guest trapped: ${error.message}`, details: { reason: 'trap' } }, poisoned: true };
