@@ -67,22 +67,27 @@ export interface CallPathDeps {
 export const DEFAULT_CANCEL_GRACE_MS = 500;
 export { DEFAULT_POLICY_DEFAULTS };
 
+function callStream(callId: string, channel: EventChannel<ToolEvent>, tracker: CallTracker | undefined): CallStream {
+  return {
+    callId,
+    cancel: () => tracker?.cancel(callId) ?? 'ALREADY_COMPLETED',
+    [Symbol.asyncIterator]: () => channel[Symbol.asyncIterator](),
+  };
+}
+
+/** A call refused before it started: its stream holds only the error, with `stage: 'rejected'`. */
+export function rejectedCall(callId: string, error: unknown, startedAt = performance.now()): CallStream {
+  const channel = new EventChannel<ToolEvent>();
+  channel.push(errorEvent(callId, toErrorData(error, callId), 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 }));
+  channel.close();
+  return callStream(callId, channel, undefined);
+}
+
 /** Start a call now; its events can be iterated once. */
 export function startCall(deps: CallPathDeps, name: string, args: unknown, options: CallOptions = {}): CallStream {
   const callId = options.callId ?? randomUUID();
-  const channel = new EventChannel<ToolEvent>();
-  const stream: CallStream = {
-    callId,
-    cancel: () => deps.tracker.cancel(callId),
-    [Symbol.asyncIterator]: () => channel[Symbol.asyncIterator](),
-  };
   const startedAt = performance.now();
-  const rejected = (error: unknown): CallStream => {
-    const data = toErrorData(error, callId);
-    channel.push(errorEvent(callId, data, 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 }));
-    channel.close();
-    return stream;
-  };
+  const rejected = (error: unknown): CallStream => rejectedCall(callId, error, startedAt);
 
   const registered = deps.lookup(name);
   if (!registered) {
@@ -129,6 +134,8 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
   }, deadline.ms);
   wallTimer.unref?.();
 
+  const channel = new EventChannel<ToolEvent>();
+  const stream = callStream(callId, channel, deps.tracker);
   const tool = registered.tool;
   let events = 0;
   let deltas = 0;

@@ -2,8 +2,9 @@
  * The registry: native and sandboxed tools under one namespace, and the one
  * call path (`stream`, `execute`) every entry point goes through.
  */
+import { randomUUID } from 'node:crypto';
 import { DEFAULT_POLICY_DEFAULTS, type PolicyDefaults } from '../policy/execution-policy.js';
-import { startCall, DEFAULT_CANCEL_GRACE_MS, type CallOptions, type CallPathDeps, type CallStream, type RegisteredTool } from './call-path.js';
+import { rejectedCall, startCall, DEFAULT_CANCEL_GRACE_MS, type CallOptions, type CallPathDeps, type CallStream, type RegisteredTool } from './call-path.js';
 import { CallTracker } from './call-tracker.js';
 import { toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
@@ -189,7 +190,7 @@ export class ToolRegistry {
   /** Start a call and stream its events: `start`, progress/delta/log, then one `result` or `error`. */
   stream(name: string, args: unknown, options?: CallOptions): CallStream {
     if (this.#closed) {
-      return startCall({ ...this.#deps, lookup: () => undefined, suggest: () => [] }, name, args, options);
+      return rejectedCall(options?.callId ?? randomUUID(), new ToolhostError('INTERNAL', 'the registry is closed; no more calls are accepted'));
     }
     return startCall(this.#deps, name, args, options);
   }
@@ -200,7 +201,7 @@ export class ToolRegistry {
    * ran and failed resolves to a result with `isError: true`.
    */
   async execute(name: string, args: unknown, options?: CallOptions): Promise<ToolResult> {
-    const terminal = await lastEvent(this.stream(name, args, options), options);
+    const terminal = await lastEvent(this.stream(name, args, options));
     if (terminal.type === 'result') return terminal.result;
     const error = new ToolhostError(terminal.code, terminal.message, { details: terminal.details, callId: terminal.callId });
     if (terminal.stage === 'rejected') throw error;
@@ -248,8 +249,7 @@ export class ToolRegistry {
   }
 }
 
-async function lastEvent(events: AsyncIterable<ToolEvent>, options: CallOptions | undefined): Promise<TerminalEvent> {
-  void options;
+async function lastEvent(events: AsyncIterable<ToolEvent>): Promise<TerminalEvent> {
   for await (const event of events) {
     if (isTerminal(event)) return event;
   }
