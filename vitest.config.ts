@@ -8,6 +8,5 @@ export default defineConfig({
     hookTimeout: 180_000,
     // Each test file starts its own worker pool; two at a time fit two cores.
     maxWorkers: 2,
-    minWorkers: 1,
   },
 });

@@ -15,7 +15,7 @@
  * finish well inside two minutes on two cores.
  */
 import { existsSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -79,6 +79,8 @@ interface BenchMeta {
   platform: string;
   cpu: string;
   cores: number;
+  /** 1-minute load average when the run started: other work on the machine skews every row. */
+  loadAvg: number;
   threads: number;
   saturation: number;
   calls: number;
@@ -95,10 +97,29 @@ const USAGE = `usage: bench [--calls N] [--js-calls N] [--json] [--cache-dir DIR
   --json          also print the results as JSON
   --cache-dir DIR transpile cache (default: toolhost's default cache directory)`;
 
+/** A bad command line: reported with the usage, without a stack. */
+class UsageError extends Error {}
+
+const CLI_OPTIONS = {
+  calls: { type: 'string' },
+  'js-calls': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  'cache-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+function parseCli() {
+  try {
+    return parseArgs({ options: CLI_OPTIONS, strict: true }).values;
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
 function positiveInt(text: string | undefined, fallback: number, flag: string): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`${flag} must be a positive integer, not "${text}"`);
+  if (!Number.isInteger(value) || value < 1) throw new UsageError(`${flag} must be a positive integer, not "${text}"`);
   return value;
 }
 
@@ -268,7 +289,7 @@ function formatHeader(meta: BenchMeta): string {
     'toolhost per-call benchmark',
     `date     ${meta.date}`,
     `node     ${meta.node} (${meta.platform})`,
-    `cpu      ${meta.cores} cores, ${meta.cpu}`,
+    `cpu      ${meta.cores} cores, ${meta.cpu}; load average ${meta.loadAvg.toFixed(2)} at start`,
     `pool     ${meta.threads} threads (host and floor); saturation = ${meta.saturation} calls in flight`,
     `calls    ${meta.calls} per row (floor, native, C), ${meta.jsCalls} per row (JS), after a warm-up`,
   ];
@@ -276,7 +297,8 @@ function formatHeader(meta: BenchMeta): string {
   return lines.join('\n');
 }
 
-const LEGEND = `p50/floor, tput/floor: against the floor row at the same concurrency.
+const LEGEND = `C echo and JS echo use the default isolation=call (a new instance for every call).
+p50/floor, tput/floor: against the floor row at the same concurrency.
 pre/fresh/reuse %: share of calls whose instance was prewarmed while the worker was idle,
   created during the call, or kept from an earlier call (accounting.instance).
 inst ms: mean accounting.instantiateMs; queued ms: mean accounting.queuedMs (submission to task start).`;
@@ -284,16 +306,7 @@ inst ms: mean accounting.instantiateMs; queued ms: mean accounting.queuedMs (sub
 // --- main -----------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      calls: { type: 'string' },
-      'js-calls': { type: 'string' },
-      json: { type: 'boolean', default: false },
-      'cache-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    strict: true,
-  });
+  const values = parseCli();
   if (values.help) {
     console.log(USAGE);
     return;
@@ -314,6 +327,7 @@ async function main(): Promise<void> {
     platform: `${process.platform}-${process.arch}`,
     cpu: cpus()[0]?.model.trim() ?? 'unknown',
     cores: availableParallelism(),
+    loadAvg: loadavg()[0] ?? 0,
     threads,
     saturation,
     calls,
@@ -346,10 +360,20 @@ async function main(): Promise<void> {
 
   // 2-5. Through the whole host. The name collision of the second ctools load is
   //      expected, so only errors are logged.
-  const options: ToolRegistryOptions = { logger: createDefaultLogger('error'), sandbox: { threads, maxQueue } };
-  if (values['cache-dir'] !== undefined) options.sandbox = { ...options.sandbox, cacheDir: values['cache-dir'] };
-  const registry = new ToolRegistry(options);
+  const registryOptions: ToolRegistryOptions = { logger: createDefaultLogger('error'), sandbox: { threads, maxQueue } };
+  if (values['cache-dir'] !== undefined) registryOptions.sandbox = { ...registryOptions.sandbox, cacheDir: values['cache-dir'] };
+  const registry = new ToolRegistry(registryOptions);
   try {
+    const host = (name: string): CallFn => async () => {
+      const result = await registry.execute(name, payload);
+      const outcome: CallOutcome = { ok: !result.isError };
+      if (result.accounting) outcome.accounting = result.accounting;
+      if (result.error) outcome.error = `${result.error.code}: ${result.error.message}`;
+      return outcome;
+    };
+
+    // The native rows run before any component is loaded: loading starts the
+    // sandbox's worker threads, whose start-up would otherwise compete with them.
     registry.register(
       defineNativeTool({
         name: 'native_echo',
@@ -359,6 +383,7 @@ async function main(): Promise<void> {
         run: (args) => args,
       }),
     );
+    rows.push(...(await runSubject({ label: 'native echo', calls, sandboxed: false, call: host('native_echo') }, concurrencies, floor)));
 
     const dist = join(projectRoot(), 'guest-tools', 'dist');
     const ctools = join(dist, 'ctools.wasm');
@@ -366,7 +391,7 @@ async function main(): Promise<void> {
     const haveC = existsSync(ctools);
     const haveJs = existsSync(text);
     if (!haveC) meta.skipped.push(`C rows skipped: ${ctools} is missing (building it needs clang; run node scripts/build-guests.mjs)`);
-    if (!haveJs) meta.skipped.push(`JS row skipped: ${text} is missing (run node scripts/build-guests.mjs)`);
+    if (!haveJs) meta.skipped.push(`JS rows skipped: ${text} is missing (run node scripts/build-guests.mjs)`);
 
     let workerEcho: string | undefined;
     if (haveC || haveJs) {
@@ -382,20 +407,12 @@ async function main(): Promise<void> {
       meta.loadMs = performance.now() - t0;
     }
 
-    const host = (name: string): CallFn => async () => {
-      const result = await registry.execute(name, payload);
-      const outcome: CallOutcome = { ok: !result.isError };
-      if (result.accounting) outcome.accounting = result.accounting;
-      if (result.error) outcome.error = `${result.error.code}: ${result.error.message}`;
-      return outcome;
-    };
-    const subjects: Subject[] = [{ label: 'native echo', calls, sandboxed: false, call: host('native_echo') }];
+    const subjects: Subject[] = [];
     if (haveC) {
       subjects.push({ label: 'C echo', calls, sandboxed: true, call: host('echo') });
       if (workerEcho !== undefined) subjects.push({ label: 'C echo, isolation=worker', calls, sandboxed: true, call: host(workerEcho) });
     }
     if (haveJs) subjects.push({ label: 'JS echo', calls: jsCalls, sandboxed: true, call: host('js_echo') });
-
     for (const subject of subjects) rows.push(...(await runSubject(subject, concurrencies, floor)));
   } finally {
     await registry.close();
@@ -415,6 +432,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
-  process.exitCode = 1;
+  if (error instanceof UsageError) console.error(`bench: ${error.message}\n${USAGE}`);
+  else console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.exitCode = error instanceof UsageError ? 2 : 1;
 });

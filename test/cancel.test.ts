@@ -20,17 +20,25 @@ describe.runIf(hasCGuests)('cancelling calls', () => {
   });
 
   it('answers CANCELLED for a running call that stops cooperatively, and the stream ends with CANCELLED', async () => {
-    const stream = registry.stream('spin', {}, { callId: 'coop-1' });
-    const iterator = stream[Symbol.asyncIterator]();
-    expect(await firstEvent(iterator)).toMatchObject({ type: 'start' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(registry.cancel('coop-1')).toBe('CANCELLED');
-    const rest: ToolEvent[] = [];
-    for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest.push(next.value);
-    expect(rest.at(-1)).toMatchObject({ type: 'error', code: 'CANCELLED', details: { partial: false } });
-    expect(terminalCount(rest)).toBe(1);
-    // Cooperative: the guest noticed cancelled() and returned; its worker was not replaced.
-    expect(rest.at(-1)).toMatchObject({ accounting: { cpuMs: expect.any(Number) } });
+    // A long grace: this guest must stop on its own, by seeing cancelled() turn true.
+    const patient = makeRegistry({ cancelGraceMs: 30_000 });
+    try {
+      await patient.registerWasmTools(fixture('counter'));
+      const stream = patient.stream('stream_then_wait', {}, { callId: 'coop-1' });
+      const events: ToolEvent[] = [];
+      for await (const event of stream) {
+        events.push(event);
+        // The delta proves the guest is running; only the cooperative flag can stop it before the grace.
+        if (event.type === 'delta') expect(patient.cancel('coop-1')).toBe('CANCELLED');
+      }
+      expect(terminalCount(events)).toBe(1);
+      const last = events.at(-1);
+      expect(last).toMatchObject({ type: 'error', code: 'CANCELLED', details: { partial: true } });
+      // The worker reported its accounting, so it was not terminated: the guest returned by itself.
+      expect(last).toMatchObject({ accounting: { cpuMs: expect.any(Number), instance: expect.any(String) } });
+    } finally {
+      await patient.close();
+    }
   });
 
   it('stops a guest that ignores cancellation by terminating its worker after the grace', async () => {

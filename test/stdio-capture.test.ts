@@ -3,51 +3,19 @@
  * the host process's own stdout or stderr: through the CLI (a black box) and
  * through the library (with the host's process.stdout/stderr spied on).
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LogEvent, ToolEvent, ToolRegistry } from '../host/index.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS } from '../host/sandbox/protocol.js';
+import { cliPath, runCli } from './cli-runner.js';
 import { collect, fixture, makeRegistry, root, terminalCount } from './helpers.js';
 
-const cliPath = join(root, 'dist', 'host', 'cli', 'main.js');
 const noisy = fixture('noisy');
 
 const GUEST_MARKERS = ['noisy stdout line', 'noisy stderr line', 'noisy exit('];
 const DROPPED = 'further guest output dropped';
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  killed: boolean;
-}
-
-function runCli(args: string[], limitMs = 90_000): Promise<CliRun> {
-  const env = { ...process.env };
-  delete env.TOOLHOST_LOG;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let killed = false;
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      killed = true;
-      child.kill('SIGKILL');
-    }, limitMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, killed });
-    });
-  });
-}
 
 function expectNoGuestOutput(text: string): void {
   for (const marker of GUEST_MARKERS) expect(text).not.toContain(marker);

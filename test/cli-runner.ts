@@ -1,0 +1,45 @@
+/** Runs the built `toolhost` CLI as a child process, for black-box tests. */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { root } from './helpers.js';
+
+export const cliPath = join(root, 'dist', 'host', 'cli', 'main.js');
+
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Wall time from spawn to exit. */
+  ms: number;
+  /** Whether the test had to kill the process. */
+  killed: boolean;
+}
+
+/** Run the CLI to completion (killing it after `limitMs`, which fails the run's checks). */
+export function runCli(args: string[], limitMs = 90_000): Promise<CliRun> {
+  const env = { ...process.env };
+  delete env.TOOLHOST_LOG;
+  return new Promise((resolve, reject) => {
+    const startedAt = performance.now();
+    const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let killed = false;
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      killed = true;
+      child.kill('SIGKILL');
+    }, limitMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, ms: performance.now() - startedAt, killed });
+    });
+  });
+}
+
