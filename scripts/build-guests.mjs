@@ -66,7 +66,7 @@ async function inputsHash(guest) {
   const hash = createHash('sha256');
   const files = [witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
-    files.push(join(root, guest.source), join(root, 'scripts', 'guests', 'build-js.mjs'));
+    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'scripts', 'guests', 'build-js.mjs'));
     hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')}`);
   } else {
     files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'scripts', 'guests', 'build-c.mjs'));
@@ -116,6 +116,8 @@ async function buildSet(set, { force }) {
   }
 }
 
+// componentize-js lets a guest import files below the working directory only.
+process.chdir(root);
 const args = new Set(process.argv.slice(2));
 const force = args.has('--force');
 try {

@@ -92,3 +92,23 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
     expect(error).toMatchObject({ code: 'INVALID_INPUT', details: { errors: [expect.objectContaining({ path: '/text' })] } });
   });
 });
+
+describe.runIf(hasCGuests)('spare instances', () => {
+  it('are prepared while a worker is idle, so the next call does not wait for instantiation', async () => {
+    const registry = makeRegistry({ sandbox: { threads: 1 } });
+    try {
+      await registry.registerWasmTools(example('ctools'));
+      await registry.execute('echo', {});
+      const seen: Array<string | undefined> = [];
+      for (let i = 0; i < 5; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const result = await registry.execute('echo', { i });
+        seen.push(result.accounting?.instance);
+        if (result.accounting?.instance === 'prewarmed') expect(result.accounting.instantiateMs).toBe(0);
+      }
+      expect(seen).toEqual(['prewarmed', 'prewarmed', 'prewarmed', 'prewarmed', 'prewarmed']);
+    } finally {
+      await registry.close();
+    }
+  });
+});

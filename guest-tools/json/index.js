@@ -8,53 +8,9 @@
 // which the bindings lift into the WIT `tool-error`; anything else thrown is
 // turned into an `INTERNAL` tool-error so a bug never traps the component.
 
-// ---------------------------------------------------------------------------
-// Shared helpers
-
-function toolError(code, message, details) {
-  return {
-    code,
-    message,
-    details: details === undefined ? undefined : JSON.stringify(details),
-  };
-}
-
-function isToolError(e) {
-  return (
-    e !== null &&
-    typeof e === 'object' &&
-    typeof e.code === 'string' &&
-    typeof e.message === 'string'
-  );
-}
+import { defineComponent, isObject, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 
 const hasOwn = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
-const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
-
-function parseArgs(args, allowed) {
-  let value;
-  try {
-    value = JSON.parse(args);
-  } catch (e) {
-    throw toolError('INVALID_ARGS', `arguments are not valid JSON: ${e.message}`);
-  }
-  if (!isObject(value)) {
-    throw toolError('INVALID_ARGS', 'arguments must be a JSON object');
-  }
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) {
-      throw toolError('INVALID_ARGS', `unknown argument "${key}"`, { field: key });
-    }
-  }
-  return value;
-}
-
-function requireString(args, key) {
-  if (typeof args[key] !== 'string') {
-    throw toolError('INVALID_ARGS', `"${key}" must be a string`, { field: key });
-  }
-  return args[key];
-}
 
 /**
  * The `document` argument: a JSON value, or a string holding JSON text (which
@@ -390,6 +346,8 @@ const TOOLS = [
       required: ['matches', 'count'],
       additionalProperties: false,
     },
+    streaming: false,
+    idempotent: true,
     run: jsonQuery,
   },
   {
@@ -416,39 +374,10 @@ const TOOLS = [
       required: ['found'],
       additionalProperties: false,
     },
+    streaming: false,
+    idempotent: true,
     run: jsonPointer,
   },
 ];
 
-export const tool = {
-  describe() {
-    return TOOLS.map((t) => ({
-      name: t.name,
-      description: t.description,
-      inputSchema: JSON.stringify(t.inputSchema),
-      outputSchema: JSON.stringify(t.outputSchema),
-      streaming: false,
-      idempotent: true,
-    }));
-  },
-
-  call(name, args) {
-    const t = TOOLS.find((x) => x.name === name);
-    if (t === undefined) {
-      throw toolError('UNKNOWN_TOOL', `no tool named "${name}" in component json`, {
-        tools: TOOLS.map((x) => x.name),
-      });
-    }
-    try {
-      return JSON.stringify(t.run(args));
-    } catch (e) {
-      if (isToolError(e)) throw e;
-      // JSON.stringify recurses natively, and the engine's stack allows only a
-      // few hundred levels of nesting (parsing has no such limit).
-      if (e instanceof InternalError && /too much recursion/.test(e.message)) {
-        throw toolError('TOO_DEEP', `${name}: the result is nested too deeply to serialize (this engine allows a few hundred levels)`);
-      }
-      throw toolError('INTERNAL', `${name} failed: ${e && e.message ? e.message : String(e)}`);
-    }
-  },
-};
+export const tool = defineComponent('json', TOOLS);

@@ -22,56 +22,7 @@ import {
   cancelled,
 } from 'toolhost:tool/host@0.1.0';
 
-// ---------------------------------------------------------------------------
-// Shared helpers
-
-/** Build a tool-error value; `details` is any JSON value (or undefined). */
-function toolError(code, message, details) {
-  return {
-    code,
-    message,
-    details: details === undefined ? undefined : JSON.stringify(details),
-  };
-}
-
-function isToolError(e) {
-  return (
-    e !== null &&
-    typeof e === 'object' &&
-    typeof e.code === 'string' &&
-    typeof e.message === 'string'
-  );
-}
-
-/** Parse `args` as a JSON object, or throw INVALID_ARGS. */
-function parseArgs(args) {
-  let value;
-  try {
-    value = JSON.parse(args);
-  } catch (e) {
-    throw toolError('INVALID_ARGS', `arguments are not valid JSON: ${e.message}`);
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw toolError('INVALID_ARGS', 'arguments must be a JSON object');
-  }
-  return value;
-}
-
-/** The host validates args against the schema; these checks are a backstop. */
-function requireString(args, key) {
-  if (typeof args[key] !== 'string') {
-    throw toolError('INVALID_ARGS', `"${key}" must be a string`, { field: key });
-  }
-  return args[key];
-}
-
-function rejectUnknown(args, allowed) {
-  for (const key of Object.keys(args)) {
-    if (!allowed.includes(key)) {
-      throw toolError('INVALID_ARGS', `unknown argument "${key}"`, { field: key });
-    }
-  }
-}
+import { defineComponent, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 
 // ---------------------------------------------------------------------------
 // word_count
@@ -154,8 +105,7 @@ function readTotal() {
 }
 
 function wordCount(argsText) {
-  const args = parseArgs(argsText);
-  rejectUnknown(args, ['text']);
+  const args = parseArgs(argsText, ['text']);
   const text = requireString(args, 'text');
 
   const chunks = chunksOf(text);
@@ -272,8 +222,7 @@ const regexOutput = {
 };
 
 function regexSearch(argsText) {
-  const args = parseArgs(argsText);
-  rejectUnknown(args, ['pattern', 'text', 'flags', 'max_matches']);
+  const args = parseArgs(argsText, ['pattern', 'text', 'flags', 'max_matches']);
   const pattern = requireString(args, 'pattern');
   const text = requireString(args, 'text');
 
@@ -402,30 +351,4 @@ const TOOLS = [
   },
 ];
 
-export const tool = {
-  describe() {
-    return TOOLS.map((t) => ({
-      name: t.name,
-      description: t.description,
-      inputSchema: JSON.stringify(t.inputSchema),
-      outputSchema: t.outputSchema === undefined ? undefined : JSON.stringify(t.outputSchema),
-      streaming: t.streaming,
-      idempotent: t.idempotent,
-    }));
-  },
-
-  call(name, args) {
-    const t = TOOLS.find((x) => x.name === name);
-    if (t === undefined) {
-      throw toolError('UNKNOWN_TOOL', `no tool named "${name}" in component text`, {
-        tools: TOOLS.map((x) => x.name),
-      });
-    }
-    try {
-      return t.run(args);
-    } catch (e) {
-      if (isToolError(e)) throw e;
-      throw toolError('INTERNAL', `${name} failed: ${e && e.message ? e.message : String(e)}`);
-    }
-  },
-};
+export const tool = defineComponent('text', TOOLS);

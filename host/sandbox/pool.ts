@@ -94,6 +94,10 @@ export class SandboxPool {
       // abortable tasks (all of ours) in a side queue that maxQueue does not count.
       idleTimeout: this.#options.idleTimeoutMs,
       concurrentTasksPerWorker: 1,
+      // Idle workers must run their event loop: that is when they prepare the
+      // next call's spare instance and release the previous task's port.
+      // (With piscina's default 'sync', an idle worker blocks in Atomics.wait.)
+      atomics: 'async',
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
       // A worker's env is its own empty copy: guest glue never sees the host's.
       env: {},

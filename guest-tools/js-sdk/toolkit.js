@@ -1,0 +1,98 @@
+// A small kit for writing toolhost tools in JavaScript (componentize-js).
+//
+//   import { defineComponent, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
+//
+//   const TOOLS = [{ name, description, inputSchema, outputSchema?, streaming, idempotent, run(argsText) }];
+//
+// `run` gets the arguments as JSON text and returns the result as JSON text
+// (a string) or as a value to serialize.
+//   export const tool = defineComponent('my-component', TOOLS);
+//
+// Tool failures are thrown as plain `{ code, message, details }` objects,
+// which the bindings lift into the WIT `tool-error`. Anything else a tool
+// throws becomes an `INTERNAL` tool-error: an Error escaping `call` would
+// trap the whole instance.
+
+/** A tool-error value; `details` is any JSON value (or undefined). */
+export function toolError(code, message, details) {
+  return {
+    code,
+    message,
+    details: details === undefined ? undefined : JSON.stringify(details),
+  };
+}
+
+export function isToolError(e) {
+  return e !== null && typeof e === 'object' && typeof e.code === 'string' && typeof e.message === 'string';
+}
+
+export const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Parse `args` as a JSON object, or throw INVALID_ARGS. With `allowed`, an
+ * unknown key is INVALID_ARGS too. The host validates args against the input
+ * schema first; these checks are a backstop.
+ */
+export function parseArgs(args, allowed) {
+  let value;
+  try {
+    value = JSON.parse(args);
+  } catch (e) {
+    throw toolError('INVALID_ARGS', `arguments are not valid JSON: ${e.message}`);
+  }
+  if (!isObject(value)) {
+    throw toolError('INVALID_ARGS', 'arguments must be a JSON object');
+  }
+  if (allowed) {
+    for (const key of Object.keys(value)) {
+      if (!allowed.includes(key)) {
+        throw toolError('INVALID_ARGS', `unknown argument "${key}"`, { field: key });
+      }
+    }
+  }
+  return value;
+}
+
+export function requireString(args, key) {
+  if (typeof args[key] !== 'string') {
+    throw toolError('INVALID_ARGS', `"${key}" must be a string`, { field: key });
+  }
+  return args[key];
+}
+
+/** The `tool` export of a component carrying `tools`. */
+export function defineComponent(componentName, tools) {
+  return {
+    describe() {
+      return tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: JSON.stringify(t.inputSchema),
+        outputSchema: t.outputSchema === undefined ? undefined : JSON.stringify(t.outputSchema),
+        streaming: t.streaming,
+        idempotent: t.idempotent,
+      }));
+    },
+
+    call(name, args) {
+      const t = tools.find((x) => x.name === name);
+      if (t === undefined) {
+        throw toolError('UNKNOWN_TOOL', `no tool named "${name}" in component ${componentName}`, {
+          tools: tools.map((x) => x.name),
+        });
+      }
+      try {
+        const result = t.run(args);
+        return typeof result === 'string' ? result : JSON.stringify(result);
+      } catch (e) {
+        if (isToolError(e)) throw e;
+        // JSON.stringify recurses natively, and the engine's stack allows only
+        // a few hundred levels of nesting (parsing has no such limit).
+        if (e instanceof Error && e.name === 'InternalError' && /too much recursion/.test(e.message)) {
+          throw toolError('TOO_DEEP', `${name}: the value is nested too deeply (this engine allows a few hundred levels)`);
+        }
+        throw toolError('INTERNAL', `${name} failed: ${e && e.message ? e.message : String(e)}`);
+      }
+    },
+  };
+}
