@@ -7,7 +7,8 @@ import { performance } from 'node:perf_hooks';
 import {
   DEFAULT_POLICY_DEFAULTS,
   parseExecutionPolicy,
-  wallDeadline,
+  resolveBudgets,
+  type CallBudgets,
   type ExecutionPolicy,
   type ExecutionPolicyInput,
   type PolicyDefaults,
@@ -16,10 +17,11 @@ import type { CallTracker } from './call-tracker.js';
 import type { ToolContext } from './context.js';
 import { ToolhostError, toErrorData, type CancelOutcome, type ToolErrorData } from './errors.js';
 import { EventChannel } from './event-channel.js';
-import type { ErrorEvent, ToolEvent, ToolEventSink } from './events.js';
+import type { ErrorEvent, TerminalEvent, ToolEvent, ToolEventSink } from './events.js';
 import { Extensions } from './extensions.js';
 import type { Logger } from './logger.js';
 import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from './result.js';
+import { abortableDelay, backoffDelay, isTransient, type RetryOptions } from './retry.js';
 import type { ArgsValidator } from './schema.js';
 import { ConversationState, InMemoryStateStore, type StateStore } from './state.js';
 import type { Tool, ToolRun } from './tool.js';
@@ -61,6 +63,7 @@ export interface CallPathDeps {
   logger: Logger;
   defaults: PolicyDefaults;
   cancelGraceMs: number;
+  retry: RetryOptions;
   tracker: CallTracker;
 }
 
@@ -96,8 +99,10 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     return rejected(new ToolhostError('TOOL_NOT_FOUND', `no tool named "${name}"${hint}`, { details: { name } }));
   }
   let policy: ExecutionPolicy;
+  let budgets: CallBudgets;
   try {
     policy = parseExecutionPolicy(options.policy);
+    budgets = resolveBudgets(policy, deps.defaults);
     registered.validate(args, callId);
   } catch (error) {
     return rejected(error);
@@ -125,13 +130,12 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
   if (options.signal?.aborted) requestCancel();
   options.signal?.addEventListener('abort', onCallerAbort, { once: true });
 
-  const deadline = wallDeadline(policy, deps.defaults);
   const wallTimer = setTimeout(() => {
-    const what = deadline.code === 'WALL_TIMEOUT' ? 'wall-clock budget' : 'timeout';
-    const reason = new ToolhostError(deadline.code, `the call ran past its ${what} of ${deadline.ms} ms`, { callId });
+    const what = budgets.wallCode === 'WALL_TIMEOUT' ? 'wall-clock budget' : 'timeout';
+    const reason = new ToolhostError(budgets.wallCode, `the call ran past its ${what} of ${budgets.wallMs} ms`, { callId, details: { limitMs: budgets.wallMs } });
     soft.abort(reason);
     hard.abort(reason);
-  }, deadline.ms);
+  }, budgets.wallMs);
   wallTimer.unref?.();
 
   const channel = new EventChannel<ToolEvent>();
@@ -140,12 +144,13 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
   let events = 0;
   let deltas = 0;
   let runner: Partial<CallAccounting> = {};
+  let attempts = 0;
   let finished = false;
   const accounting = (): CallAccounting => ({
     queuedMs: 0,
     ...runner,
     wallMs: elapsed(startedAt),
-    attempts: 1,
+    attempts,
     events,
   });
   const emit = (event: ToolEvent): void => {
@@ -186,6 +191,7 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     state,
     extensions: options.extensions ?? new Extensions(),
     policy,
+    budgets,
     getState: (key, fallback) => state.getState(key, fallback),
     setState: (key, value) => state.setState(key, value),
   };
@@ -203,9 +209,14 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
   };
   channel.push(metadata);
 
-  const finish = (event: ToolEvent): void => {
+  const finish = (event: TerminalEvent): void => {
     if (finished) return;
     finished = true;
+    const { accounting: acc } = event;
+    deps.logger.info(
+      { callId, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...acc },
+      'call finished',
+    );
     clearTimeout(wallTimer);
     clearTimeout(graceTimer);
     options.signal?.removeEventListener('abort', onCallerAbort);
@@ -216,7 +227,23 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     if (!soft.signal.aborted) soft.abort(new ToolhostError('CANCELLED', 'the call is over', { callId }));
   };
 
-  void runTool(tool, args, ctx, sink).then(
+  const retries = tool.idempotent ? budgets.maxRetries : 0;
+  const attempt = async (): Promise<ToolRun> => {
+    for (;;) {
+      attempts += 1;
+      try {
+        return await runTool(tool, args, ctx, sink);
+      } catch (error) {
+        if (attempts > retries || !isTransient(error) || soft.signal.aborted) throw error;
+        const delay = backoffDelay(attempts, deps.retry);
+        const code = (error as ToolhostError).code;
+        sink.log('warn', `attempt ${attempts} failed with ${code}; retrying in ${Math.round(delay)} ms`, 'native');
+        await abortableDelay(delay, soft.signal);
+      }
+    }
+  };
+
+  void attempt().then(
     (run) => {
       const result = toResult(run);
       const acc = accounting();

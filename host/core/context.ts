@@ -1,5 +1,5 @@
 /** What a running tool knows about its call. */
-import type { ExecutionPolicy } from '../policy/execution-policy.js';
+import type { CallBudgets, ExecutionPolicy } from '../policy/execution-policy.js';
 import type { Extensions } from './extensions.js';
 import type { ConversationState } from './state.js';
 
@@ -18,8 +18,10 @@ export interface ToolContext {
   readonly state: ConversationState;
   /** Typed values the host hands to native tools. */
   readonly extensions: Extensions;
-  /** The call's resolved execution policy. */
+  /** The execution policy the caller asked for. */
   readonly policy: ExecutionPolicy;
+  /** The limits the call runs under: the policy with host defaults and ceilings applied. */
+  readonly budgets: CallBudgets;
   /** Shorthand for `state.getState`: never throws. */
   getState<T>(key: string, fallback: T): Promise<T>;
   /** Shorthand for `state.setState`: throws a ToolhostError on failure. */

@@ -11,6 +11,7 @@ import { ToolhostError, type CancelOutcome } from './errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ToolResult } from './result.js';
+import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from './retry.js';
 import { SchemaCompiler } from './schema.js';
 import { InMemoryStateStore, type StateStore } from './state.js';
 import type { Tool } from './tool.js';
@@ -38,8 +39,12 @@ export interface WasmLoadReport {
 }
 
 export interface WasmLoadOptions {
-  /** Instance isolation for these tools: a fresh instance per call (default) or one reused per worker. */
-  isolation?: 'call' | 'worker';
+  /**
+   * Instance isolation for these tools: `call` (default: a fresh instance per
+   * call), `conversation` (reused by one conversation's calls on a worker) or
+   * `worker` (reused by every call on a worker).
+   */
+  isolation?: 'call' | 'conversation' | 'worker';
 }
 
 /** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
@@ -57,6 +62,8 @@ export interface ToolRegistryOptions {
   defaults?: Partial<PolicyDefaults>;
   /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
   cancelGraceMs?: number;
+  /** Backoff between retries of transient failures (see `backoffDelay`). */
+  retry?: Partial<RetryOptions>;
   /** Makes the loader behind `registerWasmTools`; the package's `ToolRegistry` supplies the sandbox's. */
   wasmLoader?: (registry: { logger: Logger }) => WasmToolLoader;
 }
@@ -76,9 +83,15 @@ export class ToolRegistry {
       throw new TypeError('options.cancelGraceMs must be a non-negative number');
     }
     const defaults = { ...DEFAULT_POLICY_DEFAULTS, ...options.defaults };
-    if (!Number.isFinite(defaults.wallMs) || defaults.wallMs <= 0) {
-      throw new TypeError('options.defaults.wallMs must be a positive number');
+    for (const key of ['wallMs', 'maxWallMs', 'maxCpuMs', 'memoryMb', 'maxMemoryMb'] as const) {
+      if (!Number.isFinite(defaults[key]) || defaults[key] <= 0) throw new TypeError(`options.defaults.${key} must be a positive number`);
     }
+    if (defaults.cpuMs !== undefined && (!Number.isFinite(defaults.cpuMs) || defaults.cpuMs <= 0)) {
+      throw new TypeError('options.defaults.cpuMs must be a positive number when set');
+    }
+    if (!Number.isInteger(defaults.maxRetries) || defaults.maxRetries < 0) throw new TypeError('options.defaults.maxRetries must be a non-negative integer');
+    const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
+    if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
     this.#deps = {
       lookup: (name) => this.#tools.get(name),
       suggest: (name) => this.#suggest(name),
@@ -86,6 +99,7 @@ export class ToolRegistry {
       logger: options.logger ?? createDefaultLogger(),
       defaults,
       cancelGraceMs,
+      retry,
       tracker: this.#tracker,
     };
     this.#makeLoader = options.wasmLoader;

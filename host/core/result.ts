@@ -25,10 +25,12 @@ export interface CallAccounting {
   cpuMs?: number;
   /** How `cpuMs` was measured (`thread` on Linux; otherwise an approximation). */
   cpuClock?: 'thread' | 'process' | 'none';
+  /** Linear memory the guest's instance held at the end of the call (its peak), in bytes. */
+  peakMemoryBytes?: number;
   /** Where the instance came from: created for the call, prepared while idle, or kept from an earlier call. */
   instance?: 'fresh' | 'prewarmed' | 'reused';
   /** The tool's isolation mode. */
-  isolation?: 'call' | 'worker';
+  isolation?: 'call' | 'conversation' | 'worker';
   /** Time spent creating the instance during the call (0 for prewarmed and reused instances). */
   instantiateMs?: number;
   /** The worker thread that ran a sandboxed call. */

@@ -158,24 +158,86 @@ export function parseExecutionPolicy(input: unknown): ExecutionPolicy {
   return policy;
 }
 
-/** Host defaults applied where a call's policy is silent. */
+/** Host defaults, applied where a call's policy is silent, and ceilings no call may exceed. */
 export interface PolicyDefaults {
-  /** Wall-clock limit when neither `timeout` nor `budget_wall_ms` is set. */
+  /** Wall-clock limit when neither `timeout` nor `budget_wall_ms` is set (ms). */
   wallMs: number;
+  /** The longest wall-clock limit a call may ask for (ms). */
+  maxWallMs: number;
+  /**
+   * CPU budget when `budget_cpu_ms` is not set (ms); undefined: none beyond the
+   * wall clock, which already bounds a thread's CPU time.
+   */
+  cpuMs?: number;
+  /** The largest CPU budget a call may ask for (ms). */
+  maxCpuMs: number;
+  /** Linear-memory cap when `memory_mb` is not set (MiB). */
+  memoryMb: number;
+  /** The largest memory cap a call may ask for (MiB; 4096 is all a 32-bit guest can address). */
+  maxMemoryMb: number;
+  /** The most retries a call may ask for. */
+  maxRetries: number;
   networkPolicy: NetworkLabel;
   privilegeLevel: PrivilegeLabel;
 }
 
 export const DEFAULT_POLICY_DEFAULTS: PolicyDefaults = {
   wallMs: 30_000,
+  maxWallMs: 600_000,
+  maxCpuMs: 600_000,
+  memoryMb: 256,
+  maxMemoryMb: 4096,
+  maxRetries: 5,
   networkPolicy: 'DENY_ALL',
   privilegeLevel: 'MINIMAL',
 };
 
-/** The wall-clock deadline of a call and the code it ends with when hit. */
-export function wallDeadline(policy: ExecutionPolicy, defaults: PolicyDefaults): { ms: number; code: 'TOOL_TIMEOUT' | 'WALL_TIMEOUT' } {
+/** The limits one call runs under, after defaults and ceilings. */
+export interface CallBudgets {
+  /** Wall-clock limit (ms) and the code the call ends with when it is hit. */
+  wallMs: number;
+  wallCode: 'TOOL_TIMEOUT' | 'WALL_TIMEOUT';
+  /** CPU budget of the guest's thread (ms), if any. */
+  cpuMs?: number;
+  /** Cap on the guest's linear memory (MiB). */
+  memoryMb: number;
+  /** Retries of transient failures (idempotent tools only). */
+  maxRetries: number;
+}
+
+function overCeiling(what: string, asked: number, ceiling: number, unit: string): ToolhostError {
+  return new ToolhostError('PERMISSION_DENIED', `policy: ${what} of ${asked} ${unit} is above the host's ceiling of ${ceiling} ${unit}`, {
+    details: { field: what, asked, ceiling },
+  });
+}
+
+/**
+ * The budgets of a call: the smaller of `timeout` and `budget_wall_ms` (with
+ * the code each ends with), the CPU and memory budgets, retries; host defaults
+ * where the policy is silent. Asking above a host ceiling is PERMISSION_DENIED.
+ */
+export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults): CallBudgets {
   const { timeoutMs, budgetWallMs } = policy;
-  if (timeoutMs !== undefined && (budgetWallMs === undefined || timeoutMs <= budgetWallMs)) return { ms: timeoutMs, code: 'TOOL_TIMEOUT' };
-  if (budgetWallMs !== undefined) return { ms: budgetWallMs, code: 'WALL_TIMEOUT' };
-  return { ms: defaults.wallMs, code: 'TOOL_TIMEOUT' };
+  let wallMs = defaults.wallMs;
+  let wallCode: CallBudgets['wallCode'] = 'TOOL_TIMEOUT';
+  if (timeoutMs !== undefined && (budgetWallMs === undefined || timeoutMs <= budgetWallMs)) {
+    wallMs = timeoutMs;
+  } else if (budgetWallMs !== undefined) {
+    wallMs = budgetWallMs;
+    wallCode = 'WALL_TIMEOUT';
+  }
+  for (const [field, asked] of [['timeout', timeoutMs], ['budget_wall_ms', budgetWallMs]] as const) {
+    if (asked !== undefined && asked > defaults.maxWallMs) throw overCeiling(field, asked, defaults.maxWallMs, 'ms');
+  }
+  const cpuMs = policy.budgetCpuMs ?? defaults.cpuMs;
+  if (policy.budgetCpuMs !== undefined && policy.budgetCpuMs > defaults.maxCpuMs) {
+    throw overCeiling('budget_cpu_ms', policy.budgetCpuMs, defaults.maxCpuMs, 'ms');
+  }
+  const memoryMb = policy.memoryMb ?? defaults.memoryMb;
+  if (memoryMb > defaults.maxMemoryMb) throw overCeiling('memory_mb', memoryMb, defaults.maxMemoryMb, 'MiB');
+  const maxRetries = policy.maxRetries ?? 0;
+  if (maxRetries > defaults.maxRetries) throw overCeiling('max_retries', maxRetries, defaults.maxRetries, 'retries');
+  const budgets: CallBudgets = { wallMs, wallCode, memoryMb, maxRetries };
+  if (cpuMs !== undefined) budgets.cpuMs = cpuMs;
+  return budgets;
 }

@@ -16,6 +16,8 @@ import { SandboxPool, type SandboxPoolOptions } from './pool.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
+import { capModuleMemory, pagesForMb } from './memory-cap.js';
+import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 
 /** The interface every tool component must export. */
 export const TOOL_EXPORT = 'toolhost:tool/tool@0.1.0';
@@ -97,10 +99,14 @@ export class SandboxLoader implements WasmToolLoader {
     if (unsupported.length > 0) {
       throw new ToolhostError('COMPONENT_INVALID', `${what} imports interfaces toolhost does not provide: ${unsupported.join(', ')}`);
     }
-    const modules: CoreModules = await Promise.all(
-      meta.coreModules.map(async (name): Promise<[string, WebAssembly.Module]> => [name, await WebAssembly.compile(await readFile(join(cached.dir, name)))]),
-    );
-    const handle: ComponentHandle = { id: source.id, name: source.name, moduleUrl: cached.moduleUrl, modules };
+    const handle: ComponentHandle = {
+      id: source.id,
+      name: source.name,
+      moduleUrl: cached.moduleUrl,
+      modulesFor: compileOncePerCap(cached, what),
+    };
+    // Compile the default variant now, so a broken module fails the load, not the first call.
+    await handle.modulesFor(DEFAULT_POLICY_DEFAULTS.memoryMb);
     let tools = meta.tools;
     if (!tools) {
       tools = await this.#describe(handle, what);
@@ -114,11 +120,11 @@ export class SandboxLoader implements WasmToolLoader {
 
   async #describe(handle: ComponentHandle, what: string): Promise<GuestToolInfo[]> {
     const outcome = await this.pool.run(
-      { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl },
+      { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl, memoryMb: DEFAULT_POLICY_DEFAULTS.memoryMb },
       {
         onMessage: () => {},
         rpc: async (request) => {
-          if (request.op === 'modules' && request.componentId === handle.id) return handle.modules;
+          if (request.op === 'modules' && request.componentId === handle.id) return handle.modulesFor(request.memoryMb);
           throw new Error(`${request.op} is not available while a component describes itself`);
         },
       },
@@ -135,6 +141,34 @@ export class SandboxLoader implements WasmToolLoader {
     await this.#pool?.close();
     this.#pool = undefined;
   }
+}
+
+/**
+ * The component's core modules compiled with their memory capped at a given
+ * size: compiled once per (component, cap) and kept, so no call compiles.
+ */
+function compileOncePerCap(cached: CachedComponent, what: string): (memoryMb: number) => Promise<CoreModules> {
+  const variants = new Map<number, Promise<CoreModules>>();
+  let sources: Promise<Array<[string, Uint8Array]>> | undefined;
+  return (memoryMb) => {
+    let variant = variants.get(memoryMb);
+    if (!variant) {
+      sources ??= Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await readFile(join(cached.dir, name)))]));
+      const maxPages = pagesForMb(memoryMb);
+      variant = sources.then((files) => Promise.all(files.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => {
+        const capped = capModuleMemory(bytes, maxPages);
+        if (capped.initialPages > maxPages) {
+          throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${Math.ceil((capped.initialPages * 65536) / 1048576)} MiB of memory at start, over the cap of ${memoryMb} MiB`, {
+            details: { capMb: memoryMb, initialBytes: capped.initialPages * 65536 },
+          });
+        }
+        return [name, await WebAssembly.compile(capped.bytes)];
+      })));
+      variant.catch(() => variants.delete(memoryMb));
+      variants.set(memoryMb, variant);
+    }
+    return variant;
+  };
 }
 
 function parseSchema(text: string, tool: string, field: string, what: string): JsonSchema {

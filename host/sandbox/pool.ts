@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
+import { readThreadCpuMs } from './thread-cpu.js';
 import {
   CONTROL_CANCELLED,
   CONTROL_RPC_DOORBELL,
@@ -39,14 +40,21 @@ interface ResolvedPoolOptions {
   maxHeapMb: number;
 }
 
+/** Messages a task's caller sees (the pool handles host calls and the guest-start notice itself). */
+export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' } | { type: 'guest-start' }>;
+
 /** How a task's messages are answered. */
 export interface TaskHandlers {
   /** Aborting it stops the task now: a queued task leaves the queue, a running one loses its worker. */
   signal?: AbortSignal;
   /** Aborting it raises the guest's cooperative `cancelled()` flag. */
   cancelSignal?: AbortSignal;
-  onMessage(message: Exclude<WorkerMessage, { type: 'rpc' }>): void;
+  /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
+  cpuBudgetMs?: number;
+  onMessage(message: GuestEventMessage): void;
   rpc(request: RpcRequest): Promise<unknown>;
+  /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
+  onStopped?(measured: { queuedMs?: number; cpuMs?: number }): void;
 }
 
 export type TaskInput = Omit<CallTask, 'port' | 'control' | 'submittedAt'> | Omit<DescribeTask, 'port' | 'control' | 'submittedAt'>;
@@ -143,6 +151,33 @@ export class SandboxPool {
     let expected = Number.POSITIVE_INFINITY;
     let drained: (() => void) | undefined;
 
+    // The CPU watchdog: once the guest starts, read its thread's CPU clock and
+    // stop the worker when the budget is spent. A thread's CPU time never runs
+    // ahead of wall time, so the first look can wait `budget` ms, and each
+    // later one the budget that remains: the overshoot is one timer's lateness.
+    const budgetAbort = new AbortController();
+    const signal = handlers.signal ? AbortSignal.any([handlers.signal, budgetAbort.signal]) : budgetAbort.signal;
+    let watchdog: NodeJS.Timeout | undefined;
+    let guest: { tid: number | undefined; cpuStartMs: number; startedAt: number } | undefined;
+    const cpuUsed = (): number | undefined => {
+      if (!guest) return undefined;
+      if (guest.tid === undefined) return performance.now() - guest.startedAt;
+      const now = readThreadCpuMs(guest.tid);
+      return now === undefined ? undefined : now - guest.cpuStartMs;
+    };
+    const watch = (budgetMs: number): void => {
+      const used = cpuUsed();
+      if (used === undefined) return;
+      if (used >= budgetMs) {
+        const clock = guest?.tid === undefined ? 'wall time (no per-thread CPU clock here)' : 'CPU time';
+        budgetAbort.abort(new ToolhostError('CPU_BUDGET_EXCEEDED', `the guest used ${Math.round(used)} ms of ${clock}, over its budget of ${budgetMs} ms`, {
+          details: { budgetMs, usedMs: Math.round(used * 1000) / 1000 },
+        }));
+        return;
+      }
+      watchdog = setTimeout(() => watch(budgetMs), Math.max(1, Math.min(budgetMs - used, 25)));
+    };
+
     const answer = (reply: RpcReply): void => {
       port1.postMessage(reply);
       Atomics.store(control, CONTROL_RPC_DOORBELL, 1);
@@ -155,6 +190,10 @@ export class SandboxPool {
           (value) => answer({ id: message.id, ok: true, value }),
           (error: unknown) => answer({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
         );
+      } else if (message.type === 'guest-start') {
+        guest = { tid: message.tid, cpuStartMs: message.cpuMs, startedAt: performance.now() };
+        const budget = handlers.cpuBudgetMs;
+        if (budget !== undefined) watchdog = setTimeout(() => watch(budget), Math.max(1, budget));
       } else {
         handlers.onMessage(message);
       }
@@ -172,9 +211,16 @@ export class SandboxPool {
       const task = { ...input, port: port2, control: controlBuffer, submittedAt };
       let outcome: WorkerOutcome;
       try {
-        outcome = (await this.#piscina.run(task, { transferList: [port2], ...(handlers.signal ? { signal: handlers.signal } : {}) })) as WorkerOutcome;
+        outcome = (await this.#piscina.run(task, { transferList: [port2], signal })) as WorkerOutcome;
       } catch (error) {
-        throw this.#taskFailure(error, handlers.signal);
+        const used = cpuUsed();
+        handlers.onStopped?.({
+          ...(guest ? { queuedMs: Math.max(0, performance.timeOrigin + guest.startedAt - submittedAt) } : {}),
+          ...(used === undefined ? {} : { cpuMs: used }),
+        });
+        throw this.#taskFailure(error, signal);
+      } finally {
+        clearTimeout(watchdog);
       }
       outcome.accounting.queuedMs = Math.max(0, outcome.accounting.startedAt - submittedAt);
       expected = outcome.accounting.messages;
@@ -190,6 +236,7 @@ export class SandboxPool {
       return outcome;
     } finally {
       handlers.cancelSignal?.removeEventListener('abort', raiseCancel);
+      clearTimeout(watchdog);
       port1.close();
     }
   }

@@ -23,11 +23,18 @@ export interface GuestCallContext {
   agentName?: string;
 }
 
-export type Isolation = 'call' | 'worker';
+/**
+ * How long an instance lives: `call` (a fresh instance per call), `conversation`
+ * (reused by the calls of one conversation on the same worker), `worker`
+ * (reused by every call on the same worker).
+ */
+export type Isolation = 'call' | 'conversation' | 'worker';
 
 interface TaskBase {
   /** The component's content hash. */
   componentId: string;
+  /** The cap on the guest's linear memory, in MiB (its core modules are compiled with that maximum). */
+  memoryMb: number;
   /** file: URL of the transpiled component's JS (instantiation mode). */
   moduleUrl: string;
   port: MessagePort;
@@ -51,23 +58,36 @@ export interface DescribeTask extends TaskBase {
 
 export type SandboxTask = CallTask | DescribeTask;
 
-/** Caps on what a guest may print; output beyond them is dropped (and said so). */
+/** Caps on what one call may send back. */
 export interface GuestOutputLimits {
-  /** Bytes of stdout plus stderr kept per call. */
+  /** Bytes of stdout plus stderr kept per call; output past it is dropped (and said so). */
   stdioBytes: number;
+  /** Events (progress, delta, log) per call; one more ends the call with OUTPUT_LIMIT_EXCEEDED. */
+  maxEvents: number;
+  /** Bytes of event payloads per call; past it the call ends with OUTPUT_LIMIT_EXCEEDED. */
+  maxEventBytes: number;
+  /** Bytes of the result; a larger result ends the call with OUTPUT_LIMIT_EXCEEDED. */
+  maxResultBytes: number;
 }
 
-export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = { stdioBytes: 64 * 1024 };
+export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = {
+  stdioBytes: 64 * 1024,
+  maxEvents: 10_000,
+  maxEventBytes: 16 * 1024 * 1024,
+  maxResultBytes: 16 * 1024 * 1024,
+};
 
 /** Worker → main, on the task's port, while the guest runs. */
 export type WorkerMessage =
   | { type: 'progress'; pct?: number; message?: string }
   | { type: 'delta'; data: string }
   | { type: 'log'; level: LogLevel; message: string; source: 'guest' | 'stdout' | 'stderr' }
-  | { type: 'rpc'; id: number; request: RpcRequest };
+  | { type: 'rpc'; id: number; request: RpcRequest }
+  /** The guest is about to run: where to read its thread's CPU clock, and the reading now. */
+  | { type: 'guest-start'; tid: number | undefined; cpuMs: number };
 
 export type RpcRequest =
-  | { op: 'modules'; componentId: string }
+  | { op: 'modules'; componentId: string; memoryMb: number }
   | { op: 'get-state'; key: string }
   | { op: 'set-state'; key: string; value: string };
 
@@ -86,6 +106,8 @@ export interface WorkerAccounting {
   instantiateMs: number;
   cpuMs?: number;
   cpuClock: 'thread' | 'process' | 'none';
+  /** Linear memory of the instance after the call (memory only grows: its peak), in bytes. */
+  peakMemoryBytes?: number;
   /** Messages posted on the port, so the main thread can wait for all of them. */
   messages: number;
   /** The worker thread that ran the task. */

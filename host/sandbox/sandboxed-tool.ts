@@ -11,7 +11,8 @@ export interface ComponentHandle {
   id: string;
   name: string;
   moduleUrl: string;
-  modules: CoreModules;
+  /** The core modules compiled with their memory capped at `memoryMb` (once per cap). */
+  modulesFor(memoryMb: number): Promise<CoreModules>;
 }
 
 export interface SandboxedToolSpec {
@@ -68,10 +69,15 @@ export class SandboxedTool implements Tool {
     if (ctx.sessionId !== undefined) context.sessionId = ctx.sessionId;
     if (ctx.agentName !== undefined) context.agentName = ctx.agentName;
 
+    const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
+    // Compile (once per cap) on the main thread before a worker is involved; a
+    // component that needs more memory at start than the cap fails here.
+    await this.#component.modulesFor(memoryMb);
     const outcome = await this.#pool.run(
       {
         kind: 'call',
         componentId: this.#component.id,
+        memoryMb,
         moduleUrl: this.#component.moduleUrl,
         tool: this.#guestName,
         args: JSON.stringify(args) ?? 'null',
@@ -82,6 +88,14 @@ export class SandboxedTool implements Tool {
       {
         signal: events.hardSignal,
         cancelSignal: ctx.signal,
+        ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
+        onStopped: (measured) => {
+          events.account({
+            ...(measured.queuedMs === undefined ? {} : { queuedMs: round(measured.queuedMs) }),
+            ...(measured.cpuMs === undefined ? {} : { cpuMs: round(measured.cpuMs), cpuClock: 'thread' }),
+            isolation: this.isolation,
+          });
+        },
         onMessage: (message) => {
           if (message.type === 'progress') events.progress(message.pct, message.message);
           else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
@@ -98,6 +112,7 @@ export class SandboxedTool implements Tool {
       instantiateMs: round(accounting.instantiateMs),
       cpuClock: accounting.cpuClock,
       workerThreadId: accounting.threadId,
+      ...(accounting.peakMemoryBytes === undefined ? {} : { peakMemoryBytes: accounting.peakMemoryBytes }),
       ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
     });
     if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
@@ -109,7 +124,7 @@ export class SandboxedTool implements Tool {
     switch (request.op) {
       case 'modules':
         if (request.componentId !== this.#component.id) throw new Error('unknown component');
-        return this.#component.modules;
+        return this.#component.modulesFor(request.memoryMb);
       case 'get-state':
         return ctx.state.getRaw(request.key);
       case 'set-state':

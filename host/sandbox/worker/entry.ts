@@ -7,11 +7,17 @@ import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
-import { cpuClockKind, cpuTimeMs } from './cpu-clock.js';
+import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type InstantiateFn } from './guest-instance.js';
-import { HostBridge } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded } from './host-bridge.js';
 
-/** A component as this worker knows it: its glue, its compiled modules, and instances kept for later. */
+/** Instances kept per conversation, per component, in `conversation` isolation. */
+const CONVERSATION_INSTANCES = 32;
+
+/**
+ * A component as this worker knows it, at one memory cap: its glue, its
+ * compiled (capped) modules, and instances kept for later.
+ */
 interface ComponentRuntime {
   instantiate: InstantiateFn;
   modules: Map<string, WebAssembly.Module>;
@@ -19,19 +25,22 @@ interface ComponentRuntime {
   spare?: GuestInstance;
   /** Kept between calls in `worker` isolation. */
   kept?: GuestInstance;
+  /** Kept between one conversation's calls in `conversation` isolation (least recently used first). */
+  conversations: Map<string, GuestInstance>;
 }
 
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
 
 async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<ComponentRuntime> {
-  const known = runtimes.get(task.componentId);
+  const key = `${task.componentId}/${task.memoryMb}`;
+  const known = runtimes.get(key);
   if (known) return known;
   // Modules are compiled once on the main thread; this worker asks for them the first time only.
-  const modules = bridge.request({ op: 'modules', componentId: task.componentId }) as CoreModules;
+  const modules = bridge.request({ op: 'modules', componentId: task.componentId, memoryMb: task.memoryMb }) as CoreModules;
   const glue = (await import(task.moduleUrl)) as { instantiate: InstantiateFn };
-  const runtime: ComponentRuntime = { instantiate: glue.instantiate, modules: new Map(modules) };
-  runtimes.set(task.componentId, runtime);
+  const runtime: ComponentRuntime = { instantiate: glue.instantiate, modules: new Map(modules), conversations: new Map() };
+  runtimes.set(key, runtime);
   return runtime;
 }
 
@@ -46,11 +55,35 @@ function prepareSpare(runtime: ComponentRuntime): void {
   });
 }
 
-/** Turn what a guest call threw into error data; says whether the instance is unusable. */
-export function classifyGuestFailure(error: unknown): { error: ToolErrorData; poisoned: boolean } {
+/** Why a guest call failed, and whether its instance is now unusable. */
+export interface GuestFailure {
+  error: ToolErrorData;
+  poisoned: boolean;
+}
+
+/**
+ * Turn what a guest call threw into error data. `memory` tells whether the
+ * instance ended at its memory cap: a guest whose `memory.grow` was refused
+ * either traps (its allocator gives up) or fails in its own way, and either
+ * way the cap is the cause.
+ */
+export function classifyGuestFailure(error: unknown, memory?: { bytes: number; capBytes: number }): GuestFailure {
+  if (error instanceof OutputLimitExceeded) {
+    return { error: { code: 'OUTPUT_LIMIT_EXCEEDED', message: `${error.message}; the call was ended`, details: { reason: 'events' } }, poisoned: true };
+  }
+  const atCap = memory !== undefined && memory.bytes + Math.max(2 * 1024 * 1024, memory.capBytes / 16) > memory.capBytes;
+  const memoryFailure = (cause: string): GuestFailure => ({
+    error: {
+      code: 'MEMORY_LIMIT_EXCEEDED',
+      message: `the guest reached its memory cap of ${Math.round(memory!.capBytes / 1048576)} MiB (${cause})`,
+      details: { capBytes: memory!.capBytes, peakBytes: memory!.bytes },
+    },
+    poisoned: true,
+  });
   if (typeof error === 'object' && error !== null && !(error instanceof Error)) {
     const payload = error as { code?: unknown; message?: unknown; details?: unknown };
     if (typeof payload.code === 'string' && typeof payload.message === 'string') {
+      if (atCap) return memoryFailure(`it then failed with its own error ${payload.code}: ${payload.message}`);
       const details: Record<string, unknown> = { code: payload.code };
       if (typeof payload.details === 'string') details.details = parseMaybeJson(payload.details);
       return { error: { code: 'TOOL_ERROR', message: payload.message, details }, poisoned: false };
@@ -62,11 +95,12 @@ export function classifyGuestFailure(error: unknown): { error: ToolErrorData; po
     const status = exit.code === 0 ? 'success' : 'failure';
     return { error: { code: 'TOOL_CRASHED', message: `the guest called exit with a ${status} status; the call ended without a result`, details: { reason: 'exit', status } }, poisoned: true };
   }
-  if (error instanceof WebAssembly.RuntimeError) {
-    return { error: { code: 'TOOL_CRASHED', message: `the guest trapped: ${error.message}`, details: { reason: 'trap' } }, poisoned: true };
-  }
+  if (atCap) return memoryFailure(`it then failed: ${(error as Error)?.message ?? String(error)}`);
   if (error instanceof RangeError && /call stack/i.test((error as Error).message)) {
     return { error: { code: 'TOOL_CRASHED', message: 'the guest overflowed its stack', details: { reason: 'stack-overflow' } }, poisoned: true };
+  }
+  if (error instanceof WebAssembly.RuntimeError) {
+    return { error: { code: 'TOOL_CRASHED', message: `the guest trapped: ${error.message}`, details: { reason: 'trap' } }, poisoned: true };
   }
   const message = error instanceof Error ? error.message : String(error);
   return { error: { code: 'TOOL_CRASHED', message: `the guest failed: ${message}`, details: { reason: 'host-error' } }, poisoned: true };
@@ -92,43 +126,63 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
   return { ok: true, tools, accounting };
 }
 
+/** The instance for a call, and where it came from. */
+function acquire(runtime: ComponentRuntime, task: CallTask): { instance: GuestInstance; source: WorkerAccounting['instance']; instantiateMs: number } {
+  const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
+  const kept = task.isolation === 'worker' ? runtime.kept : conversation !== undefined ? runtime.conversations.get(conversation) : undefined;
+  if (kept) return { instance: kept, source: 'reused', instantiateMs: 0 };
+  if (runtime.spare) {
+    const instance = runtime.spare;
+    runtime.spare = undefined;
+    return { instance, source: 'prewarmed', instantiateMs: 0 };
+  }
+  const t0 = now();
+  const instance = new GuestInstance(runtime.instantiate, runtime.modules);
+  return { instance, source: 'fresh', instantiateMs: now() - t0 };
+}
+
+/** Keep or drop the instance after a call, by isolation; prepare the next spare. */
+function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInstance): void {
+  const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
+  if (task.isolation === 'worker') {
+    runtime.kept = instance.poisoned ? undefined : instance;
+  } else if (conversation !== undefined) {
+    runtime.conversations.delete(conversation);
+    if (!instance.poisoned) {
+      runtime.conversations.set(conversation, instance);
+      if (runtime.conversations.size > CONVERSATION_INSTANCES) {
+        const oldest = runtime.conversations.keys().next().value;
+        if (oldest !== undefined) runtime.conversations.delete(oldest);
+      }
+    }
+  }
+  if (!runtime.spare) prepareSpare(runtime);
+}
+
 async function call(task: CallTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {
   const runtime = await runtimeFor(task, bridge);
-  let instance: GuestInstance;
-  let source: WorkerAccounting['instance'];
-  let instantiateMs = 0;
-  if (task.isolation === 'worker' && runtime.kept) {
-    instance = runtime.kept;
-    source = 'reused';
-  } else if (runtime.spare) {
-    instance = runtime.spare;
-    runtime.spare = undefined;
-    source = 'prewarmed';
-  } else {
-    const t0 = now();
-    instance = new GuestInstance(runtime.instantiate, runtime.modules);
-    instantiateMs = now() - t0;
-    source = 'fresh';
-  }
+  const { instance, source, instantiateMs } = acquire(runtime, task);
+  const capBytes = task.memoryMb * 1024 * 1024;
 
   const cpuBefore = cpuTimeMs();
+  bridge.post({ type: 'guest-start', tid: threadTid, cpuMs: cpuBefore });
   let outcome: { ok: true; value: string } | { ok: false; error: ToolErrorData };
   try {
     const value = instance.call({ bridge, context: task.context, stdioBudget: task.limits.stdioBytes, stdioTruncated: false }, task.tool, task.args);
-    outcome = { ok: true, value };
+    const bytes = Buffer.byteLength(value);
+    outcome = bytes > task.limits.maxResultBytes
+      ? { ok: false, error: { code: 'OUTPUT_LIMIT_EXCEEDED', message: `the result is ${bytes} bytes, over the limit of ${task.limits.maxResultBytes}`, details: { reason: 'result', bytes, limit: task.limits.maxResultBytes } } }
+      : { ok: true, value };
   } catch (error) {
-    const failure = classifyGuestFailure(error);
+    const failure = bridge.exceeded === undefined
+      ? classifyGuestFailure(error, { bytes: instance.memoryBytes(), capBytes })
+      : classifyGuestFailure(new OutputLimitExceeded(bridge.exceeded));
     if (failure.poisoned) instance.poisoned = true;
     outcome = { ok: false, error: failure.error };
   }
   const cpuMs = cpuTimeMs() - cpuBefore;
-
-  if (task.isolation === 'worker' && !instance.poisoned) {
-    runtime.kept = instance;
-  } else {
-    if (runtime.kept === instance) runtime.kept = undefined;
-    prepareSpare(runtime);
-  }
+  const peakMemoryBytes = instance.memoryBytes();
+  release(runtime, task, instance);
   const accounting: WorkerAccounting = {
     startedAt,
     instance: source,
@@ -136,6 +190,7 @@ async function call(task: CallTask, bridge: HostBridge, startedAt: number): Prom
     instantiateMs,
     cpuMs,
     cpuClock: cpuClockKind,
+    peakMemoryBytes,
     messages: bridge.messages,
     threadId,
   };
@@ -144,7 +199,7 @@ async function call(task: CallTask, bridge: HostBridge, startedAt: number): Prom
 
 export default async function runTask(task: SandboxTask): Promise<WorkerOutcome> {
   const startedAt = now();
-  const bridge = new HostBridge(task.port, task.control);
+  const bridge = new HostBridge(task.port, task.control, task.kind === 'call' ? task.limits : undefined);
   try {
     return task.kind === 'describe' ? await describe(task, bridge, startedAt) : await call(task, bridge, startedAt);
   } catch (error) {

@@ -13,6 +13,7 @@ import type { HostBridge } from './host-bridge.js';
 export type InstantiateFn = (
   getCoreModule: (name: string) => WebAssembly.Module,
   imports: Record<string, unknown>,
+  instantiateCore?: (module: WebAssembly.Module, imports: WebAssembly.Imports) => WebAssembly.Instance,
 ) => Record<string, unknown>;
 
 interface ToolExports {
@@ -34,6 +35,8 @@ const TOOL_INTERFACE = 'toolhost:tool/tool@0.1.0';
 export class GuestInstance {
   readonly #tool: ToolExports;
   readonly #flushOutput: () => void;
+  /** The linear memories the component's core instances define. */
+  readonly #memories: WebAssembly.Memory[] = [];
   #current: ActiveCall | undefined;
   /** Set once the instance trapped or exited: it must not be used again. */
   poisoned = false;
@@ -43,16 +46,33 @@ export class GuestInstance {
       line: (stream, text) => this.#captured(stream, text),
     });
     this.#flushOutput = () => wasi.flushOutput();
-    const exports = instantiate((name) => {
-      const module = modules.get(name);
-      if (!module) throw new Error(`component has no core module named ${name}`);
-      return module;
-    }, { ...wasi.imports, 'toolhost:tool/host': this.#hostImports() });
+    const exports = instantiate(
+      (name) => {
+        const module = modules.get(name);
+        if (!module) throw new Error(`component has no core module named ${name}`);
+        return module;
+      },
+      { ...wasi.imports, 'toolhost:tool/host': this.#hostImports() },
+      (module, imports) => {
+        const instance = new WebAssembly.Instance(module, imports);
+        // Remember defined memories (an exported one that is not an import) to measure them.
+        const imported = new Set(Object.values(imports ?? {}).flatMap((namespace) => Object.values(namespace as Record<string, unknown>)));
+        for (const value of Object.values(instance.exports)) {
+          if (value instanceof WebAssembly.Memory && !imported.has(value) && !this.#memories.includes(value)) this.#memories.push(value);
+        }
+        return instance;
+      },
+    );
     const tool = (exports[TOOL_INTERFACE] ?? exports.tool) as ToolExports | undefined;
     if (!tool || typeof tool.call !== 'function' || typeof tool.describe !== 'function') {
       throw new Error(`component does not export ${TOOL_INTERFACE}`);
     }
     this.#tool = tool;
+  }
+
+  /** Bytes of linear memory the instance holds now (memory never shrinks: this is its peak). */
+  memoryBytes(): number {
+    return this.#memories.reduce((sum, memory) => sum + memory.buffer.byteLength, 0);
   }
 
   describe(): GuestToolInfo[] {
@@ -95,14 +115,14 @@ export class GuestInstance {
         const event: { type: 'progress'; pct?: number; message?: string } = { type: 'progress' };
         if (pct !== undefined && Number.isFinite(pct)) event.pct = pct;
         if (message !== undefined) event.message = message;
-        active.bridge.post(event);
+        active.bridge.event(event, 8 + (message?.length ?? 0));
       },
       delta: (data: string): void => {
-        this.#current?.bridge.post({ type: 'delta', data });
+        this.#current?.bridge.event({ type: 'delta', data }, data.length);
       },
       log: (level: string, message: string): void => {
         const known: LogLevel = (LOG_LEVELS as readonly string[]).includes(level) ? (level as LogLevel) : 'info';
-        this.#current?.bridge.post({ type: 'log', level: known, message, source: 'guest' });
+        this.#current?.bridge.event({ type: 'log', level: known, message, source: 'guest' }, message.length);
       },
       getState: (key: string): string | undefined => {
         const active = this.#current;

@@ -6,7 +6,10 @@
  * way to answer it mid-call; the main thread is never blocked.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { CONTROL_CANCELLED, CONTROL_RPC_DOORBELL, type RpcReply, type RpcRequest, type WorkerMessage } from '../protocol.js';
+import { CONTROL_CANCELLED, CONTROL_RPC_DOORBELL, type GuestOutputLimits, type RpcReply, type RpcRequest, type WorkerMessage } from '../protocol.js';
+
+/** Thrown into the guest when it sends more than its limits allow; the call ends with OUTPUT_LIMIT_EXCEEDED. */
+export class OutputLimitExceeded extends Error {}
 
 /** How long the worker waits for the main thread to answer a host call. */
 const RPC_TIMEOUT_MS = 10_000;
@@ -14,12 +17,38 @@ const RPC_TIMEOUT_MS = 10_000;
 export class HostBridge {
   readonly #port: MessagePort;
   readonly #control: Int32Array;
+  readonly #limits: GuestOutputLimits | undefined;
   #nextId = 1;
   #messages = 0;
+  #events = 0;
+  #eventBytes = 0;
+  /** Why the call went over its output limits, once it has. */
+  exceeded: string | undefined;
 
-  constructor(port: MessagePort, control: SharedArrayBuffer) {
+  constructor(port: MessagePort, control: SharedArrayBuffer, limits?: GuestOutputLimits) {
     this.#port = port;
     this.#control = new Int32Array(control);
+    this.#limits = limits;
+  }
+
+  /**
+   * Send a guest event (progress, delta, log), counting it against the call's
+   * limits. Past them, it throws into the guest, which ends the call.
+   */
+  event(message: WorkerMessage, payloadBytes: number): void {
+    if (this.exceeded !== undefined) throw new OutputLimitExceeded(this.exceeded);
+    const limits = this.#limits;
+    if (limits) {
+      this.#events += 1;
+      this.#eventBytes += payloadBytes;
+      if (this.#events > limits.maxEvents) {
+        this.exceeded = `the guest sent more than ${limits.maxEvents} events`;
+      } else if (this.#eventBytes > limits.maxEventBytes) {
+        this.exceeded = `the guest's events carried more than ${limits.maxEventBytes} bytes`;
+      }
+      if (this.exceeded !== undefined) throw new OutputLimitExceeded(this.exceeded);
+    }
+    this.post(message);
   }
 
   /** Messages posted so far (the main thread waits for all of them before the terminal event). */
