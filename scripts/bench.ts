@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Piscina } from 'piscina';
 import { ToolRegistry, createDefaultLogger, defineNativeTool, type CallAccounting, type ToolRegistryOptions } from '../host/index.js';
+import { formatBudgetTable, measureEnforcement, type BudgetRow } from './bench-budgets.js';
 
 type InstanceSource = NonNullable<CallAccounting['instance']>;
 
@@ -91,11 +92,13 @@ interface BenchMeta {
   skipped: string[];
 }
 
-const USAGE = `usage: bench [--calls N] [--js-calls N] [--json] [--cache-dir DIR]
-  --calls N       calls per row for the floor, native and C rows (default 2000)
-  --js-calls N    calls per row for the JS row (default 200; a JS instance costs tens of ms)
-  --json          also print the results as JSON
-  --cache-dir DIR transpile cache (default: toolhost's default cache directory)`;
+const USAGE = `usage: bench [--calls N] [--js-calls N] [--budget-samples N] [--skip-budgets] [--json] [--cache-dir DIR]
+  --calls N           calls per row for the floor, native and C rows (default 2000)
+  --js-calls N        calls per row for the JS row (default 200; a JS instance costs tens of ms)
+  --budget-samples N  spinning calls per 50 and 200 ms budget (default 20; a quarter of that at 1000 ms)
+  --skip-budgets      leave out the enforcement-precision rows
+  --json              also print the results as JSON
+  --cache-dir DIR     transpile cache (default: toolhost's default cache directory)`;
 
 /** A bad command line: reported with the usage, without a stack. */
 class UsageError extends Error {}
@@ -103,6 +106,8 @@ class UsageError extends Error {}
 const CLI_OPTIONS = {
   calls: { type: 'string' },
   'js-calls': { type: 'string' },
+  'budget-samples': { type: 'string' },
+  'skip-budgets': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   'cache-dir': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
@@ -313,6 +318,8 @@ async function main(): Promise<void> {
   }
   const calls = positiveInt(values.calls, 2000, '--calls');
   const jsCalls = positiveInt(values['js-calls'], 200, '--js-calls');
+  const budgetSamples = { short: positiveInt(values['budget-samples'], 20, '--budget-samples'), long: 0 };
+  budgetSamples.long = Math.max(3, Math.ceil(budgetSamples.short / 4));
 
   const threads = availableParallelism();
   // The host pool's default queue bound, passed explicitly so saturation can stay under it.
@@ -418,16 +425,41 @@ async function main(): Promise<void> {
     await registry.close();
   }
 
+  // 6. Enforcement precision, against a test fixture that spins forever.
+  let budgetRows: BudgetRow[] = [];
+  const spinner = join(projectRoot(), 'test', 'fixtures', 'dist', 'counter.wasm');
+  if (values['skip-budgets']) {
+    meta.skipped.push('budget rows skipped (--skip-budgets)');
+  } else if (!existsSync(spinner)) {
+    meta.skipped.push(`budget rows skipped: ${spinner} is missing (run node scripts/build-guests.mjs --fixtures; needs clang)`);
+  } else {
+    const budgets = new ToolRegistry({ ...registryOptions, sandbox: { ...registryOptions.sandbox, maxQueue } });
+    try {
+      await budgets.registerWasmTools(spinner);
+      await budgets.execute('counter', {});
+      budgetRows = await measureEnforcement(budgets, 'loop', (budgetMs) => (budgetMs >= 1000 ? budgetSamples.long : budgetSamples.short));
+    } finally {
+      await budgets.close();
+    }
+  }
+
   console.log(formatHeader(meta));
   for (const note of meta.skipped) console.log(`note     ${note}`);
   console.log('');
   console.log(formatTable(rows));
   console.log('');
   console.log(LEGEND);
+  if (budgetRows.length > 0) {
+    console.log('');
+    console.log('Enforcement precision (a guest spinning forever; wall: call time past budget_wall_ms;');
+    console.log('cpu: thread CPU time past budget_cpu_ms when the watchdog stopped it). Goal: p99 <= 10 ms.');
+    console.log('');
+    console.log(formatBudgetTable(budgetRows));
+  }
   for (const row of rows) {
     if (row.errors > 0) console.log(`\n${row.label} (concurrency ${row.concurrency}): ${row.errors} failed calls, first: ${row.firstError ?? '?'}`);
   }
-  if (values.json) console.log(`\n${JSON.stringify({ meta, rows }, null, 2)}`);
+  if (values.json) console.log(`\n${JSON.stringify({ meta, rows, budgets: budgetRows }, null, 2)}`);
   if (rows.some((row) => row.errors > 0)) process.exitCode = 1;
 }
 
