@@ -199,3 +199,27 @@ describe('the registry', () => {
     expect(result.error).toMatchObject({ code: 'TOOL_TIMEOUT' });
   });
 });
+
+describe('the structured log', () => {
+  it('gets one line per finished call with its outcome and accounting', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = {
+      trace() {}, debug() {}, warn() {}, error() {},
+      info(obj: Record<string, unknown>, msg?: string) {
+        lines.push({ ...obj, msg });
+      },
+      child() {
+        return logger;
+      },
+    };
+    registry = new CoreToolRegistry({ logger });
+    registry.register(greet);
+    registry.register(failing);
+    await registry.execute('greet', { who: 'Z' }, { callId: 'logged-1' });
+    await registry.execute('failing', {}, { callId: 'logged-2' });
+    expect(lines).toEqual([
+      expect.objectContaining({ msg: 'call finished', callId: 'logged-1', tool: 'greet', outcome: 'ok', attempts: 1, wallMs: expect.any(Number) }),
+      expect.objectContaining({ msg: 'call finished', callId: 'logged-2', tool: 'failing', outcome: 'TOOL_ERROR' }),
+    ]);
+  });
+});

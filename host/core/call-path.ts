@@ -102,7 +102,7 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
   let budgets: CallBudgets;
   try {
     policy = parseExecutionPolicy(options.policy);
-    budgets = resolveBudgets(policy, deps.defaults);
+    budgets = resolveBudgets(policy, deps.defaults, registered.tool.grant);
     registered.validate(args, callId);
   } catch (error) {
     return rejected(error);

@@ -45,6 +45,8 @@ export interface WasmLoadOptions {
    * `worker` (reused by every call on a worker).
    */
   isolation?: 'call' | 'conversation' | 'worker';
+  /** Cap on these tools' linear memory (MiB): calls asking for more get this much. */
+  memoryMb?: number;
 }
 
 /** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */

@@ -8,6 +8,12 @@ export type ExecutionMode = 'native' | 'sandboxed';
 /** A JSON Schema document (draft 2020-12 or draft-07 keywords). */
 export type JsonSchema = { [keyword: string]: unknown } | boolean;
 
+/** What the host grants a tool (from its configuration): a call may ask for less, never more. */
+export interface ToolGrant {
+  /** Cap on the guest's linear memory (MiB); a call's `memory_mb` above it is lowered to it. */
+  memoryMb?: number;
+}
+
 /** The part of a tool an agent sees. */
 export interface ToolDescriptor {
   /** The registered name ([a-zA-Z0-9_.-], at most 64 characters). */
@@ -24,6 +30,8 @@ export interface ToolDescriptor {
   readonly readOnly?: boolean;
   /** Where the tool came from: a component's name for sandboxed tools, `native` otherwise. */
   readonly source?: string;
+  /** What the host grants the tool. */
+  readonly grant?: ToolGrant;
 }
 
 /** How a tool run ends successfully: a JSON value, or content blocks built with `richResult`. */

@@ -214,9 +214,10 @@ function overCeiling(what: string, asked: number, ceiling: number, unit: string)
 /**
  * The budgets of a call: the smaller of `timeout` and `budget_wall_ms` (with
  * the code each ends with), the CPU and memory budgets, retries; host defaults
- * where the policy is silent. Asking above a host ceiling is PERMISSION_DENIED.
+ * where the policy is silent. Asking above a host ceiling is PERMISSION_DENIED;
+ * memory is also capped by the tool's grant (the smaller wins).
  */
-export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults): CallBudgets {
+export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults, grant: { memoryMb?: number } = {}): CallBudgets {
   const { timeoutMs, budgetWallMs } = policy;
   let wallMs = defaults.wallMs;
   let wallCode: CallBudgets['wallCode'] = 'TOOL_TIMEOUT';
@@ -233,8 +234,10 @@ export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults
   if (policy.budgetCpuMs !== undefined && policy.budgetCpuMs > defaults.maxCpuMs) {
     throw overCeiling('budget_cpu_ms', policy.budgetCpuMs, defaults.maxCpuMs, 'ms');
   }
-  const memoryMb = policy.memoryMb ?? defaults.memoryMb;
-  if (memoryMb > defaults.maxMemoryMb) throw overCeiling('memory_mb', memoryMb, defaults.maxMemoryMb, 'MiB');
+  const requestedMb = policy.memoryMb ?? defaults.memoryMb;
+  if (requestedMb > defaults.maxMemoryMb) throw overCeiling('memory_mb', requestedMb, defaults.maxMemoryMb, 'MiB');
+  // The tool's grant and the call's request: the smaller wins.
+  const memoryMb = Math.min(requestedMb, grant.memoryMb ?? Number.POSITIVE_INFINITY);
   const maxRetries = policy.maxRetries ?? 0;
   if (maxRetries > defaults.maxRetries) throw overCeiling('max_retries', maxRetries, defaults.maxRetries, 'retries');
   const budgets: CallBudgets = { wallMs, wallCode, memoryMb, maxRetries };

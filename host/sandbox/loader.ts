@@ -81,7 +81,11 @@ export class SandboxLoader implements WasmToolLoader {
     }
     const compiled = await pending;
     const handle: ComponentHandle = { ...compiled.handle, name: source.name };
-    const tools = compiled.tools.map((info) => new SandboxedTool(toolSpec(info, source.name), handle, this.pool, isolation, this.#limits));
+    if (options.memoryMb !== undefined && !(Number.isInteger(options.memoryMb) && options.memoryMb > 0)) {
+      throw new ToolhostError('INVALID_INPUT', 'memoryMb must be a positive integer');
+    }
+    const grant = options.memoryMb === undefined ? {} : { memoryMb: options.memoryMb };
+    const tools = compiled.tools.map((info) => new SandboxedTool({ ...toolSpec(info, source.name), grant }, handle, this.pool, isolation, this.#limits));
     const result: LoadedComponentTools = { component: source.name, id: source.id, cache: compiled.cached.cache, tools };
     if (source.path !== undefined) result.path = source.path;
     return result;

@@ -2,7 +2,7 @@
 import type { ToolContext } from '../core/context.js';
 import { ToolhostError } from '../core/errors.js';
 import type { ToolEventSink } from '../core/events.js';
-import type { JsonSchema, Tool, ToolRun } from '../core/tool.js';
+import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { SandboxPool } from './pool.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
 
@@ -23,6 +23,7 @@ export interface SandboxedToolSpec {
   outputSchema?: JsonSchema;
   idempotent: boolean;
   streaming: boolean;
+  grant?: ToolGrant;
 }
 
 function parseMaybeJson(text: string): unknown {
@@ -42,6 +43,7 @@ export class SandboxedTool implements Tool {
   readonly idempotent: boolean;
   readonly streaming: boolean;
   readonly source: string;
+  readonly grant: ToolGrant;
   readonly isolation: Isolation;
   readonly #guestName: string;
   readonly #component: ComponentHandle;
@@ -56,6 +58,7 @@ export class SandboxedTool implements Tool {
     this.idempotent = spec.idempotent;
     this.streaming = spec.streaming;
     this.source = component.name;
+    this.grant = spec.grant ?? {};
     this.isolation = isolation;
     this.#guestName = spec.guestName;
     this.#component = component;

@@ -1,0 +1,118 @@
+/**
+ * Wall-clock, CPU and memory budgets against hostile guests (test/fixtures/guests/c/hostile.c).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolRegistry } from '../host/index.js';
+import { fixture, hasCGuests, makeRegistry } from './helpers.js';
+
+describe.runIf(hasCGuests)('budgets', () => {
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    registry = makeRegistry({ defaults: { wallMs: 5_000, maxWallMs: 60_000 } });
+    await registry.registerWasmTools(fixture('hostile'));
+  });
+  afterAll(async () => {
+    await registry.close();
+  });
+
+  describe('the wall clock', () => {
+    it('ends an infinite loop at its timeout with TOOL_TIMEOUT, and at its wall budget with WALL_TIMEOUT', async () => {
+      const timeout = await registry.execute('spin', {}, { policy: { timeout: '0.3s' } });
+      expect(timeout.error).toMatchObject({ code: 'TOOL_TIMEOUT' });
+      expect(timeout.accounting?.wallMs).toBeGreaterThanOrEqual(300);
+      const budget = await registry.execute('spin', {}, { policy: { budget_wall_ms: 250, timeout: '10s' } });
+      expect(budget.error).toMatchObject({ code: 'WALL_TIMEOUT' });
+    });
+
+    it('uses the smaller of timeout and budget_wall_ms', async () => {
+      const result = await registry.execute('spin', {}, { policy: { budget_wall_ms: 5000, timeout: '0.2s' } });
+      expect(result.error).toMatchObject({ code: 'TOOL_TIMEOUT' });
+    });
+
+    it('applies the host default when the policy is silent', async () => {
+      const quick = makeRegistry({ defaults: { wallMs: 200 } });
+      try {
+        await quick.registerWasmTools(fixture('hostile'));
+        const result = await quick.execute('spin', {});
+        expect(result.error).toMatchObject({ code: 'TOOL_TIMEOUT', message: expect.stringContaining('200 ms') });
+      } finally {
+        await quick.close();
+      }
+    });
+
+    it('refuses a timeout above the host ceiling with PERMISSION_DENIED before anything runs', async () => {
+      await expect(registry.execute('honest', { n: 3 }, { policy: { timeout: '120s' } })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    });
+  });
+
+  describe('the CPU budget', () => {
+    it('ends a guest that spins under a long wall clock but a short CPU budget with CPU_BUDGET_EXCEEDED', async () => {
+      const result = await registry.execute('spin', {}, { policy: { budget_cpu_ms: 100, timeout: '20s' } });
+      expect(result.error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED', details: { budgetMs: 100 } });
+      expect(result.accounting?.wallMs).toBeLessThan(20_000);
+      expect(result.accounting?.cpuMs).toBeGreaterThanOrEqual(100);
+    });
+
+    it('charges spinning that watches the clock, too', async () => {
+      const result = await registry.execute('spin_for', { ms: 5000 }, { policy: { budget_cpu_ms: 150, timeout: '20s' } });
+      expect(result.error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED' });
+    });
+
+    it('does not charge waiting: a guest that sleeps 2 s under a 100 ms CPU budget succeeds', async () => {
+      const result = await registry.execute('sleep_for', { ms: 2000 }, { policy: { budget_cpu_ms: 100, timeout: '20s' } });
+      expect(result.isError).toBe(false);
+      expect(result.structuredContent).toMatchObject({ slept_ms: 2000 });
+      expect(result.accounting?.wallMs).toBeGreaterThanOrEqual(2000);
+      expect(result.accounting?.cpuMs).toBeLessThan(100);
+      expect(result.accounting?.cpuClock).toBe('thread');
+    });
+  });
+
+  describe('the memory cap', () => {
+    it('refuses memory.grow past memory_mb and ends the call with MEMORY_LIMIT_EXCEEDED', async () => {
+      const result = await registry.execute('memory_bomb', { mb: 1024 }, { policy: { memory_mb: 64 } });
+      expect(result.error).toMatchObject({ code: 'MEMORY_LIMIT_EXCEEDED' });
+      const details = result.error?.details as { capBytes: number; peakBytes: number };
+      expect(details.capBytes).toBe(64 * 1024 * 1024);
+      expect(details.peakBytes).toBeLessThanOrEqual(details.capBytes);
+    });
+
+    it('ends a guest whose allocator runs out at the cap with MEMORY_LIMIT_EXCEEDED', async () => {
+      const result = await registry.execute('malloc_bomb', {}, { policy: { memory_mb: 48 } });
+      expect(result.error).toMatchObject({ code: 'MEMORY_LIMIT_EXCEEDED' });
+    });
+
+    it('applies the host default cap when the policy is silent', async () => {
+      const small = makeRegistry({ defaults: { memoryMb: 32 } });
+      try {
+        await small.registerWasmTools(fixture('hostile'));
+        const result = await small.execute('memory_bomb', { mb: 4096 });
+        expect(result.error).toMatchObject({ code: 'MEMORY_LIMIT_EXCEEDED', details: { capBytes: 32 * 1024 * 1024 } });
+      } finally {
+        await small.close();
+      }
+    });
+
+    it('lets a guest use memory below the cap, and reports its peak', async () => {
+      const result = await registry.execute('memory_bomb', { mb: 16 }, { policy: { memory_mb: 64 } });
+      expect(result.structuredContent).toMatchObject({ grown_mb: 16 });
+      expect(result.accounting?.peakMemoryBytes).toBeGreaterThanOrEqual(16 * 1024 * 1024);
+    });
+
+    it('takes the smaller of the tool\'s grant and the call\'s request', async () => {
+      const granted = makeRegistry();
+      try {
+        await granted.registerWasmTools(fixture('hostile'), { memoryMb: 24 });
+        const result = await granted.execute('memory_bomb', { mb: 4096 }, { policy: { memory_mb: 512 } });
+        expect(result.error).toMatchObject({ code: 'MEMORY_LIMIT_EXCEEDED', details: { capBytes: 24 * 1024 * 1024 } });
+      } finally {
+        await granted.close();
+      }
+    });
+
+    it('refuses a memory_mb above the host ceiling', async () => {
+      await expect(registry.execute('honest', { n: 1 }, { policy: { memory_mb: 8192 } })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    });
+  });
+});
