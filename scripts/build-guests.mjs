@@ -28,17 +28,28 @@ const examples = {
   guests: [
     { name: 'text', kind: 'js', source: 'guest-tools/text/index.js' },
     { name: 'json', kind: 'js', source: 'guest-tools/json/index.js' },
+    // fetch() needs componentize-js's `http` feature (wasi:http imports).
+    { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'] },
     { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'] },
+    { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
   ],
 };
 
 const fixtures = {
   outDir: join(root, 'test', 'fixtures', 'dist'),
   guests: [
-    ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js` })),
+    // A JS fixture may carry a build.json with componentize-js options ({"disableFeatures": [...]}).
+    ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js`, ...buildOptions(`test/fixtures/guests/js/${name}/build.json`) })),
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
   ],
 };
+
+function buildOptions(file) {
+  const path = join(root, file);
+  if (!existsSync(path)) return {};
+  const { disableFeatures } = JSON.parse(readFileSync(path, 'utf8'));
+  return Array.isArray(disableFeatures) ? { disableFeatures } : {};
+}
 
 function listDirs(dir) {
   const path = join(root, dir);
@@ -67,7 +78,7 @@ async function inputsHash(guest) {
   const files = [witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
     files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'scripts', 'guests', 'build-js.mjs'));
-    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')}`);
+    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} ${JSON.stringify(guest.disableFeatures ?? null)}`);
   } else {
     files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'scripts', 'guests', 'build-c.mjs'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
@@ -98,7 +109,7 @@ async function buildSet(set, { force }) {
     }
     const started = Date.now();
     if (guest.kind === 'js') {
-      await buildJsComponent({ source: join(root, guest.source), outFile, witPath });
+      await buildJsComponent({ source: join(root, guest.source), outFile, witPath, ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}) });
     } else {
       // The SDK's implementation is compiled into each C guest.
       const sources = [...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c')];

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ToolRegistry, silentLogger, type ToolEvent, type ToolRegistryOptions } from '../host/index.js';
+import { MemoryAuditLog } from '../host/policy/audit.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 export const examplesDir = join(root, 'guest-tools', 'dist');
@@ -24,6 +25,7 @@ export function freshCacheDir(): string {
 export function makeRegistry(options: ToolRegistryOptions = {}): ToolRegistry {
   return new ToolRegistry({
     logger: silentLogger,
+    audit: new MemoryAuditLog(),
     ...options,
     sandbox: { cacheDir: sharedCacheDir, threads: 2, ...options.sandbox },
   });

@@ -85,7 +85,7 @@ describe('retries', () => {
   });
 
   it.runIf(hasCGuests)('retry OVERLOADED until the pool has room', async () => {
-    const registry = makeRegistry({ retry: { baseMs: 100, capMs: 400 }, sandbox: { threads: 1, maxQueue: 0 } });
+    const registry = makeRegistry({ retry: { baseMs: 200, capMs: 2000 }, sandbox: { threads: 1, maxQueue: 0 } });
     registries.push(registry);
     await registry.registerWasmTools(fixture('hostile'));
     const busy = registry.execute('sleep_for', { ms: 300 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { createWasiImports } from '../host/sandbox/wasi/capabilities.js';
+import { EMPTY_SCOPE, createWasiImports } from '../host/sandbox/wasi/capabilities.js';
 import { collect, fixture, hasCGuests, makeRegistry, terminalCount } from './helpers.js';
 
 describe.runIf(hasCGuests)('what a WASI guest gets by default', () => {
@@ -59,19 +59,19 @@ describe.runIf(hasCGuests)('what a WASI guest gets by default', () => {
 });
 
 describe('the capability layer\'s network defaults', () => {
-  const { imports } = createWasiImports({ line() {} });
+  const { imports } = createWasiImports(EMPTY_SCOPE);
 
-  it('refuses outgoing HTTP with the valid wasi:http error code HTTP-request-denied', () => {
-    const handler = imports['wasi:http/outgoing-handler'] as { handle(request: unknown, options: unknown): unknown };
-    let thrown: unknown;
-    try {
-      handler.handle({}, undefined);
-    } catch (error) {
-      thrown = error;
-    }
-    // A plain object (not an Error) is what jco's glue turns into the result's `err` variant.
-    expect(thrown).toEqual({ tag: 'HTTP-request-denied' });
-    expect(thrown).not.toBeInstanceOf(Error);
+  it('refuses outgoing HTTP outside a call with the valid wasi:http error code HTTP-request-denied', () => {
+    const types = imports['wasi:http/types'] as {
+      Fields: new () => unknown;
+      OutgoingRequest: new (fields: unknown) => { setAuthority(a: string): void; setScheme(s: unknown): void };
+    };
+    const handler = imports['wasi:http/outgoing-handler'] as { handle(request: unknown, options: unknown): { get(): unknown } };
+    const request = new types.OutgoingRequest(new types.Fields());
+    request.setScheme({ tag: 'HTTP' });
+    request.setAuthority('127.0.0.1:9');
+    const future = handler.handle(request, undefined);
+    expect(future.get()).toEqual({ tag: 'ok', val: { tag: 'err', val: { tag: 'HTTP-request-denied' } } });
   });
 
   it('refuses sockets and name lookups with the wasi:sockets error code access-denied', () => {

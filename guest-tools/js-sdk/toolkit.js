@@ -5,7 +5,7 @@
 //   const TOOLS = [{ name, description, inputSchema, outputSchema?, streaming, idempotent, run(argsText) }];
 //
 // `run` gets the arguments as JSON text and returns the result as JSON text
-// (a string) or as a value to serialize.
+// (a string) or as a value to serialize, or a promise of either (for fetch()).
 //   export const tool = defineComponent('my-component', TOOLS);
 //
 // Tool failures are thrown as plain `{ code, message, details }` objects,
@@ -81,10 +81,8 @@ export function defineComponent(componentName, tools) {
           tools: tools.map((x) => x.name),
         });
       }
-      try {
-        const result = t.run(args);
-        return typeof result === 'string' ? result : JSON.stringify(result);
-      } catch (e) {
+      const serialize = (result) => (typeof result === 'string' ? result : JSON.stringify(result));
+      const fail = (e) => {
         if (isToolError(e)) throw e;
         // JSON.stringify recurses natively, and the engine's stack allows only
         // a few hundred levels of nesting (parsing has no such limit).
@@ -92,6 +90,15 @@ export function defineComponent(componentName, tools) {
           throw toolError('TOO_DEEP', `${name}: the value is nested too deeply (this engine allows a few hundred levels)`);
         }
         throw toolError('INTERNAL', `${name} failed: ${e && e.message ? e.message : String(e)}`);
+      };
+      try {
+        const result = t.run(args);
+        // An async tool: the export returns the promise, and componentize-js
+        // runs the event loop until it settles.
+        if (result && typeof result.then === 'function') return result.then(serialize, fail);
+        return serialize(result);
+      } catch (e) {
+        return fail(e);
       }
     },
   };

@@ -5,11 +5,14 @@
  * - exit 0 on success, 1 when a call or load fails (with `{"error":{code,message}}` on stderr),
  *   2 on a usage error.
  */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { ToolRegistry } from '../index.js';
 import { ToolhostError, toErrorData, type ToolErrorData } from '../core/errors.js';
 import { isTerminal } from '../core/events.js';
 import { examplesDir } from './package-root.js';
+import { registerExamples } from './examples.js';
 import { inspectComponent } from './inspect.js';
 
 /** A usage problem: exit code 2. */
@@ -45,7 +48,7 @@ async function openRegistry(loads: string[]): Promise<ToolRegistry> {
       if (!examples) {
         throw new ToolhostError('COMPONENT_INVALID', 'the example tools are not built (guest-tools/dist is empty): run `npm run build:guests`, or pass --load PATH');
       }
-      await registry.registerWasmTools(examples);
+      await registerExamples(registry, examples);
     }
   } catch (error) {
     await registry.close();
@@ -79,6 +82,7 @@ interface CallCommandOptions {
   conversation?: string;
   session?: string;
   agent?: string;
+  worktree?: string;
   events?: boolean;
 }
 
@@ -87,6 +91,15 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
   const policy = options.policy === undefined ? undefined : parseJsonOption(options.policy, '--policy');
   if (policy !== undefined && (typeof policy !== 'object' || policy === null || Array.isArray(policy))) {
     throw new UsageError('--policy must be a JSON object (an ExecutionPolicy)');
+  }
+  if (options.worktree !== undefined) {
+    let isDirectory = false;
+    try {
+      isDirectory = statSync(options.worktree).isDirectory();
+    } catch {
+      isDirectory = false;
+    }
+    if (!isDirectory) throw new UsageError(`--worktree must name an existing directory: ${options.worktree}`);
   }
   const registry = await openRegistry(options.load);
   const controller = new AbortController();
@@ -100,6 +113,7 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
       ...(options.conversation === undefined ? {} : { conversationId: options.conversation }),
       ...(options.session === undefined ? {} : { sessionId: options.session }),
       ...(options.agent === undefined ? {} : { agentName: options.agent }),
+      ...(options.worktree === undefined ? {} : { workingDir: resolve(options.worktree) }),
     });
     for await (const event of stream) {
       if (options.events) process.stdout.write(`${JSON.stringify(event)}\n`);
@@ -155,6 +169,7 @@ function program(): Command {
     .option('--load <path>', 'a component file or a directory of them (repeatable; default: the example tools)', collect, [])
     .option('--policy <json>', 'an ExecutionPolicy as JSON (proto field names, e.g. {"timeout":"1.5s","budget_cpu_ms":100})')
     .option('--conversation <id>', 'the conversation id (scopes the tools\' state)')
+    .option('--worktree <dir>', 'the worktree bound to the call (seen by the guest at /worktree, per its privilege)')
     .addOption(new Option('--session <id>', 'the session id').hideHelp())
     .addOption(new Option('--agent <name>', 'the calling agent\'s name').hideHelp())
     .option('--events', 'print every event as a JSON line (start, progress, delta, log, result, error)')

@@ -13,6 +13,9 @@ import {
   type ExecutionPolicyInput,
   type PolicyDefaults,
 } from '../policy/execution-policy.js';
+import type { ApprovalHook } from '../policy/approval.js';
+import type { AuditLog } from '../policy/audit.js';
+import { resolveCapabilities, type ResolvedCapabilities } from '../policy/capabilities.js';
 import type { CallTracker } from './call-tracker.js';
 import type { ToolContext } from './context.js';
 import { ToolhostError, toErrorData, type CancelOutcome, type ToolErrorData } from './errors.js';
@@ -65,6 +68,10 @@ export interface CallPathDeps {
   cancelGraceMs: number;
   retry: RetryOptions;
   tracker: CallTracker;
+  audit: AuditLog;
+  approve: ApprovalHook;
+  /** Where allowlisted env values come from last. */
+  hostEnv: NodeJS.ProcessEnv;
 }
 
 export const DEFAULT_CANCEL_GRACE_MS = 500;
@@ -100,13 +107,32 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
   }
   let policy: ExecutionPolicy;
   let budgets: CallBudgets;
+  let resolved: ResolvedCapabilities;
   try {
-    policy = parseExecutionPolicy(options.policy);
+    const toolDefaults = parseExecutionPolicy(registered.tool.defaultPolicy);
+    // The tool's default policy fills in what the call leaves out; the grant caps both.
+    policy = { ...toolDefaults, ...parseExecutionPolicy(options.policy) };
     budgets = resolveBudgets(policy, deps.defaults, registered.tool.grant);
     registered.validate(args, callId);
+    resolved = resolveCapabilities({
+      callId,
+      tool: registered.tool.name,
+      policy,
+      toolDefaults,
+      grant: registered.tool.grant ?? {},
+      defaults: deps.defaults,
+      ...(options.workingDir === undefined ? {} : { workingDir: options.workingDir }),
+      ...(options.env === undefined ? {} : { env: options.env }),
+      hostEnv: deps.hostEnv,
+    });
   } catch (error) {
+    if (error instanceof ToolhostError && (error.code === 'PERMISSION_DENIED' || error.code === 'TOOL_PRIVILEGE_ESCALATION' || error.code === 'WORKTREE_NOT_BOUND')) {
+      const labels = (error.details ?? {}) as { network?: never; privilege?: never };
+      deps.audit.record({ callId, tool: registered.tool.name, ...labels, decision: 'denied', code: error.code, reason: error.message });
+    }
     return rejected(error);
   }
+  const { capabilities } = resolved;
   if (typeof options.callId === 'string' && options.callId.length === 0) {
     return rejected(new ToolhostError('INVALID_INPUT', 'callId must not be empty'));
   }
@@ -185,8 +211,9 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
     ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
     ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
-    ...(options.workingDir === undefined ? {} : { workingDir: options.workingDir }),
-    env: Object.freeze({}),
+    ...(options.workingDir ?? registered.tool.grant?.worktree) === undefined ? {} : { workingDir: (options.workingDir ?? registered.tool.grant?.worktree)! },
+    env: Object.freeze({ ...capabilities.env }),
+    capabilities,
     signal: soft.signal,
     state,
     extensions: options.extensions ?? new Extensions(),
@@ -207,7 +234,6 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
       ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
     },
   };
-  channel.push(metadata);
 
   const finish = (event: TerminalEvent): void => {
     if (finished) return;
@@ -243,7 +269,31 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     }
   };
 
-  void attempt().then(
+  /** Approval (when the call needs it) and the audit entry, then the start event. */
+  const admit = async (): Promise<void> => {
+    if (resolved.approval) {
+      let approved = false;
+      try {
+        approved = (await deps.approve({
+          ...resolved.approval,
+          ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
+          ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+        })) === true;
+      } catch (error) {
+        deps.logger.warn({ callId, err: (error as Error).message }, 'the approval hook failed; treating it as a refusal');
+      }
+      if (!approved) {
+        const reason = `the call needs approval (${resolved.approval.reasons.join(', ')}) and the approval hook did not give it`;
+        deps.audit.record({ callId, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'denied', code: 'PERMISSION_DENIED', reason });
+        throw new Rejection(new ToolhostError('PERMISSION_DENIED', reason, { callId }));
+      }
+    }
+    if (resolved.audit) deps.audit.record(resolved.audit.entry, resolved.audit.level);
+    channel.push(metadata);
+  };
+
+  // Without an approval to wait for, admit() runs to completion synchronously: `start` is out before this returns.
+  void admit().then(attempt).then(
     (run) => {
       const result = toResult(run);
       const acc = accounting();
@@ -251,6 +301,10 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
       finish({ type: 'result', callId, data: result.structuredContent ?? null, result, accounting: acc });
     },
     (error: unknown) => {
+      if (error instanceof Rejection) {
+        finish(errorEvent(callId, error.error.toData(), 'rejected', { ...accounting(), attempts: 0 }));
+        return;
+      }
       let data: ToolErrorData;
       if (hard.signal.aborted) {
         data = toErrorData(hard.signal.reason, callId);
@@ -267,6 +321,11 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     },
   );
   return stream;
+}
+
+/** A call refused after it was tracked (e.g. by the approval hook): it ends with `stage: 'rejected'`. */
+class Rejection {
+  constructor(readonly error: ToolhostError) {}
 }
 
 async function runTool(tool: Tool, args: unknown, ctx: ToolContext, sink: ToolEventSink): Promise<ToolRun> {

@@ -1,4 +1,5 @@
 /** What a running tool knows about its call. */
+import type { CallCapabilities } from '../policy/capabilities.js';
 import type { CallBudgets, ExecutionPolicy } from '../policy/execution-policy.js';
 import type { Extensions } from './extensions.js';
 import type { ConversationState } from './state.js';
@@ -10,8 +11,10 @@ export interface ToolContext {
   readonly agentName?: string;
   /** The worktree bound to this call, if any. */
   readonly workingDir?: string;
-  /** Environment values granted to the call (empty unless granted). */
+  /** Environment values granted to the call (empty below ELEVATED; then only allowlisted keys). */
   readonly env: Readonly<Record<string, string>>;
+  /** What the call may use: labels, worktree and mode, env (the capability layer builds guests' WASI from it). */
+  readonly capabilities: CallCapabilities;
   /** Aborts when the caller cancels or a budget ends the call; tools should stop promptly. */
   readonly signal: AbortSignal;
   /** The conversation's state (a scratch scope when the call has no conversation). */

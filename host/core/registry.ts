@@ -11,9 +11,13 @@ import { ToolhostError, type CancelOutcome } from './errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ToolResult } from './result.js';
+import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
+import { createAuditLog, type AuditLog } from '../policy/audit.js';
 import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from './retry.js';
 import { SchemaCompiler } from './schema.js';
 import { InMemoryStateStore, type StateStore } from './state.js';
+import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
+import type { ToolGrant } from '../policy/grant.js';
 import type { Tool } from './tool.js';
 
 /** Tool names: what MCP allows, kept to 64 characters. */
@@ -45,8 +49,12 @@ export interface WasmLoadOptions {
    * `worker` (reused by every call on a worker).
    */
   isolation?: 'call' | 'conversation' | 'worker';
-  /** Cap on these tools' linear memory (MiB): calls asking for more get this much. */
+  /** Cap on these tools' linear memory (MiB): calls asking for more get this much (shorthand for `grant.memoryMb`). */
   memoryMb?: number;
+  /** What the host grants these tools: network and privilege ceilings, egress and env allowlists, a worktree. */
+  grant?: ToolGrant;
+  /** The policy these tools' calls get where they say nothing (within the grant). */
+  defaultPolicy?: ExecutionPolicyInput;
 }
 
 /** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
@@ -66,6 +74,12 @@ export interface ToolRegistryOptions {
   cancelGraceMs?: number;
   /** Backoff between retries of transient failures (see `backoffDelay`). */
   retry?: Partial<RetryOptions>;
+  /** Where policy decisions are recorded (default: pino JSON lines on stderr). */
+  audit?: AuditLog;
+  /** Approves PRIVILEGED and FULL_ACCESS calls (default: refuses them all). */
+  approve?: ApprovalHook;
+  /** Where allowlisted environment values come from when neither the grant nor the call sets them (default: process.env). */
+  hostEnv?: NodeJS.ProcessEnv;
   /** Makes the loader behind `registerWasmTools`; the package's `ToolRegistry` supplies the sandbox's. */
   wasmLoader?: (registry: { logger: Logger }) => WasmToolLoader;
 }
@@ -103,6 +117,9 @@ export class ToolRegistry {
       cancelGraceMs,
       retry,
       tracker: this.#tracker,
+      audit: options.audit ?? createAuditLog(),
+      approve: options.approve ?? denyAllApprovals,
+      hostEnv: options.hostEnv ?? process.env,
     };
     this.#makeLoader = options.wasmLoader;
   }

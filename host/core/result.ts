@@ -35,6 +35,8 @@ export interface CallAccounting {
   instantiateMs?: number;
   /** The worker thread that ran a sandboxed call. */
   workerThreadId?: number;
+  /** Outgoing requests the network policy refused (the guest saw HTTP-request-denied). */
+  networkDenied?: Array<{ url: string; reason: string }>;
   /** Attempts made (1 unless retried). */
   attempts: number;
   /** Non-terminal events emitted. */

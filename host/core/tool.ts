@@ -1,18 +1,16 @@
 /** What a tool is, whichever way it runs. */
 import type { ToolContext } from './context.js';
 import type { ToolEventSink } from './events.js';
+import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
+import type { ToolGrant } from '../policy/grant.js';
 import type { RichResult } from './result.js';
+
+export type { ToolGrant };
 
 export type ExecutionMode = 'native' | 'sandboxed';
 
 /** A JSON Schema document (draft 2020-12 or draft-07 keywords). */
 export type JsonSchema = { [keyword: string]: unknown } | boolean;
-
-/** What the host grants a tool (from its configuration): a call may ask for less, never more. */
-export interface ToolGrant {
-  /** Cap on the guest's linear memory (MiB); a call's `memory_mb` above it is lowered to it. */
-  memoryMb?: number;
-}
 
 /** The part of a tool an agent sees. */
 export interface ToolDescriptor {
@@ -30,8 +28,10 @@ export interface ToolDescriptor {
   readonly readOnly?: boolean;
   /** Where the tool came from: a component's name for sandboxed tools, `native` otherwise. */
   readonly source?: string;
-  /** What the host grants the tool. */
+  /** What the host grants the tool: calls may narrow it, never exceed it. */
   readonly grant?: ToolGrant;
+  /** The policy a call gets where it says nothing (within the grant). */
+  readonly defaultPolicy?: ExecutionPolicyInput;
 }
 
 /** How a tool run ends successfully: a JSON value, or content blocks built with `richResult`. */
@@ -62,6 +62,8 @@ export interface NativeToolSpec {
   idempotent?: boolean;
   streaming?: boolean;
   readOnly?: boolean;
+  grant?: ToolGrant;
+  defaultPolicy?: ExecutionPolicyInput;
   /** Run the tool; return a JSON value or `richResult(...)`; throw `toolError(...)` to report a failure. */
   run(args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolOutput> | ToolOutput;
 }

@@ -18,6 +18,8 @@ import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
 import { capModuleMemory, pagesForMb } from './memory-cap.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
+import { parseEgressAllowlist } from '../policy/egress-http.js';
+import type { ToolGrant } from '../policy/grant.js';
 
 /** The interface every tool component must export. */
 export const TOOL_EXPORT = 'toolhost:tool/tool@0.1.0';
@@ -84,8 +86,15 @@ export class SandboxLoader implements WasmToolLoader {
     if (options.memoryMb !== undefined && !(Number.isInteger(options.memoryMb) && options.memoryMb > 0)) {
       throw new ToolhostError('INVALID_INPUT', 'memoryMb must be a positive integer');
     }
-    const grant = options.memoryMb === undefined ? {} : { memoryMb: options.memoryMb };
-    const tools = compiled.tools.map((info) => new SandboxedTool({ ...toolSpec(info, source.name), grant }, handle, this.pool, isolation, this.#limits));
+    const grant: ToolGrant = { ...options.grant, ...(options.memoryMb === undefined ? {} : { memoryMb: options.memoryMb }) };
+    if (grant.egressAllow) parseEgressAllowlist(grant.egressAllow);
+    const tools = compiled.tools.map((info) => new SandboxedTool(
+      { ...toolSpec(info, source.name), grant, ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }) },
+      handle,
+      this.pool,
+      isolation,
+      this.#limits,
+    ));
     const result: LoadedComponentTools = { component: source.name, id: source.id, cache: compiled.cached.cache, tools };
     if (source.path !== undefined) result.path = source.path;
     return result;

@@ -9,6 +9,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../core/errors.js';
 import type { LogLevel } from '../core/events.js';
+import type { NetworkLabel } from '../policy/labels.js';
+import type { GuestHttpRequest } from './wasi/http.js';
 
 /** Int32 slots of the control buffer. */
 export const CONTROL_CANCELLED = 0;
@@ -43,8 +45,19 @@ interface TaskBase {
   submittedAt: number;
 }
 
+/** What the capability layer gives one call's guest (from the resolved policy). */
+export interface GuestCapabilities {
+  /** The environment, as `wasi:cli/environment` hands it over. */
+  env: Array<[string, string]>;
+  /** The worktree, preopened at `/worktree`. */
+  filesystem?: { root: string; readOnly: boolean };
+  /** The network label (outgoing HTTP is checked on the main thread; sockets only under FULL_ACCESS). */
+  network: NetworkLabel;
+}
+
 export interface CallTask extends TaskBase {
   kind: 'call';
+  capabilities: GuestCapabilities;
   tool: string;
   args: string;
   context: GuestCallContext;
@@ -89,7 +102,8 @@ export type WorkerMessage =
 export type RpcRequest =
   | { op: 'modules'; componentId: string; memoryMb: number }
   | { op: 'get-state'; key: string }
-  | { op: 'set-state'; key: string; value: string };
+  | { op: 'set-state'; key: string; value: string }
+  | { op: 'http'; request: GuestHttpRequest };
 
 /** Main → worker, on the task's port, read synchronously by the worker. */
 export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };

@@ -3,8 +3,11 @@ import type { ToolContext } from '../core/context.js';
 import { ToolhostError } from '../core/errors.js';
 import type { ToolEventSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
+import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { SandboxPool } from './pool.js';
+import { EgressChecker, EgressError, egressFetch, parseEgressAllowlist } from '../policy/egress-http.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
+import type { GuestHttpRequest, GuestHttpResult } from './wasi/http.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -24,6 +27,7 @@ export interface SandboxedToolSpec {
   idempotent: boolean;
   streaming: boolean;
   grant?: ToolGrant;
+  defaultPolicy?: ExecutionPolicyInput;
 }
 
 function parseMaybeJson(text: string): unknown {
@@ -44,6 +48,7 @@ export class SandboxedTool implements Tool {
   readonly streaming: boolean;
   readonly source: string;
   readonly grant: ToolGrant;
+  readonly defaultPolicy?: ExecutionPolicyInput;
   readonly isolation: Isolation;
   readonly #guestName: string;
   readonly #component: ComponentHandle;
@@ -59,6 +64,7 @@ export class SandboxedTool implements Tool {
     this.streaming = spec.streaming;
     this.source = component.name;
     this.grant = spec.grant ?? {};
+    if (spec.defaultPolicy !== undefined) this.defaultPolicy = spec.defaultPolicy;
     this.isolation = isolation;
     this.#guestName = spec.guestName;
     this.#component = component;
@@ -73,6 +79,7 @@ export class SandboxedTool implements Tool {
     if (ctx.agentName !== undefined) context.agentName = ctx.agentName;
 
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
+    const network = new GuestNetwork(ctx, events.hardSignal);
     // Compile (once per cap) on the main thread before a worker is involved; a
     // component that needs more memory at start than the cap fails here.
     await this.#component.modulesFor(memoryMb);
@@ -87,6 +94,11 @@ export class SandboxedTool implements Tool {
         context,
         isolation: this.isolation,
         limits: this.#limits,
+        capabilities: {
+          env: Object.entries(ctx.capabilities.env),
+          ...(ctx.capabilities.filesystem ? { filesystem: ctx.capabilities.filesystem } : {}),
+          network: ctx.capabilities.network,
+        },
       },
       {
         signal: events.hardSignal,
@@ -104,7 +116,7 @@ export class SandboxedTool implements Tool {
           else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
           else events.log(message.level, message.message, message.source);
         },
-        rpc: (request) => this.#answer(request, ctx),
+        rpc: (request) => this.#answer(request, ctx, network),
       },
     );
     const { accounting } = outcome;
@@ -118,12 +130,23 @@ export class SandboxedTool implements Tool {
       ...(accounting.peakMemoryBytes === undefined ? {} : { peakMemoryBytes: accounting.peakMemoryBytes }),
       ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
     });
-    if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
+    if (network.denied.length > 0) events.account({ networkDenied: network.denied });
+    if (!outcome.ok) {
+      // A tool that fails after the network policy refused it failed because of the refusal.
+      if (network.denied.length > 0 && (outcome.error.code === 'TOOL_ERROR' || outcome.error.code === 'TOOL_CRASHED')) {
+        const first = network.denied[0]!;
+        throw new ToolhostError('NETWORK_DENIED', `the tool failed after the network policy (${ctx.capabilities.network}) refused ${first.url}: ${first.reason}`, {
+          callId: ctx.callId,
+          details: { denied: network.denied, cause: outcome.error },
+        });
+      }
+      throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
+    }
     if (!('value' in outcome)) throw new ToolhostError('INTERNAL', 'the worker answered a call with a describe result');
     return { output: parseMaybeJson(outcome.value), text: outcome.value };
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext): Promise<unknown> {
+  async #answer(request: RpcRequest, ctx: ToolContext, network: GuestNetwork): Promise<unknown> {
     switch (request.op) {
       case 'modules':
         if (request.componentId !== this.#component.id) throw new Error('unknown component');
@@ -133,6 +156,57 @@ export class SandboxedTool implements Tool {
       case 'set-state':
         await ctx.state.setRaw(request.key, request.value);
         return null;
+      case 'http':
+        return network.send(request.request);
+    }
+  }
+}
+
+/**
+ * A guest's outgoing HTTP, sent from the main thread through the egress
+ * checker under the call's network label, connecting to the address the
+ * checker approved. Refusals are remembered for the call's accounting.
+ */
+class GuestNetwork {
+  readonly denied: Array<{ url: string; reason: string }> = [];
+  readonly #ctx: ToolContext;
+  readonly #signal: AbortSignal;
+  #checker: EgressChecker | undefined;
+
+  constructor(ctx: ToolContext, signal: AbortSignal) {
+    this.#ctx = ctx;
+    this.#signal = signal;
+  }
+
+  async send(request: GuestHttpRequest): Promise<GuestHttpResult> {
+    const url = `${request.scheme}://${request.authority}${request.pathWithQuery.startsWith('/') ? '' : '/'}${request.pathWithQuery}`;
+    this.#checker ??= new EgressChecker({
+      label: this.#ctx.capabilities.network,
+      allow: parseEgressAllowlist(this.#ctx.capabilities.egressAllow),
+    });
+    const decoder = new TextDecoder();
+    try {
+      const response = await egressFetch(
+        {
+          method: request.method,
+          url,
+          headers: request.headers.map(([name, value]): [string, string] => [name, decoder.decode(value)]),
+          ...(request.body.length > 0 ? { body: request.body } : {}),
+          ...(request.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: request.connectTimeoutMs }),
+          ...(request.firstByteTimeoutMs === undefined ? {} : { firstByteTimeoutMs: request.firstByteTimeoutMs }),
+          ...(request.betweenBytesTimeoutMs === undefined ? {} : { betweenBytesTimeoutMs: request.betweenBytesTimeoutMs }),
+          signal: this.#signal,
+        },
+        this.#checker,
+      );
+      const encoder = new TextEncoder();
+      return { ok: true, status: response.status, headers: response.headers.map(([name, value]): [string, Uint8Array] => [name, encoder.encode(value)]), body: response.body };
+    } catch (error) {
+      if (error instanceof EgressError) {
+        if (error.toolhostCode === 'NETWORK_DENIED') this.denied.push({ url, reason: error.message });
+        return { ok: false, error: error.wasiCode };
+      }
+      return { ok: false, error: { tag: 'internal-error', val: error instanceof Error ? error.message : String(error) } };
     }
   }
 }

@@ -1,31 +1,58 @@
 /**
- * The WASI imports a sandboxed component gets: built per instance, reaching
- * nothing on the real host by default.
+ * The WASI imports a sandboxed component gets: built per instance, bound to
+ * whichever call the instance is serving, reaching nothing on the real host
+ * except what that call's resolved policy grants.
  *
  * It is assembled from preview2-shim's pure-JS (browser) build, whose
  * interfaces are handler-based and touch no host resource, rather than its
  * Node build, which hands guests the real environment, stdio, filesystem and
  * network through an I/O worker. On top of it:
- * - environment and arguments are empty; there are no preopened directories;
+ * - the environment is the call's (empty below ELEVATED; see policy/capabilities.ts);
+ *   there are no arguments;
+ * - the only directory is the call's worktree, preopened at `/worktree` through
+ *   a confining adapter (worktree-fs.ts), read-only below ELEVATED; none without one;
  * - stdout and stderr are captured, split into lines and handed to `output`
  *   (capped), never written to the host's stdio;
  * - `exit` throws, ending only the current call;
- * - outgoing HTTP is refused with `HTTP-request-denied`, sockets with
- *   `access-denied` (valid WASI error codes, so the guest sees a clean error);
+ * - outgoing HTTP is synchronous (http.ts) and sent by the main thread through
+ *   the egress checker under the call's network label; a refusal reaches the
+ *   guest as `HTTP-request-denied` (a valid wasi:http error code);
+ * - sockets answer `access-denied` below FULL_ACCESS, `not-supported` under it
+ *   (toolhost has no socket implementation);
  * - polling is synchronous: guests run without JSPI, so a pollable that waits
  *   for a timer sleeps the worker thread (Atomics.wait, which costs no CPU),
  *   and one that can never become ready traps instead of hanging.
  */
 import type { LogLevel } from '../../core/events.js';
 import { SUPPORTED_WASI_IMPORTS } from '../supported-imports.js';
+import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult } from './http.js';
+import { WorktreeAdapter } from './worktree-fs.js';
 
-/** Where captured guest output goes. */
-export interface GuestOutput {
+/** The call an instance is serving, as its WASI imports see it. */
+export interface GuestCallScope {
+  /** Captured stdout/stderr, one line at a time. */
   line(stream: 'stdout' | 'stderr', text: string): void;
+  /** The call's environment. */
+  env(): Array<[string, string]>;
+  /** The call's preopened directories. */
+  preopens(): Array<[unknown, string]>;
+  /** Send an outgoing HTTP request through the host (blocks until it answers). */
+  http(request: GuestHttpRequest): GuestHttpResult;
+  /** Whether the call's network label lets sockets through (FULL_ACCESS). */
+  socketsAllowed(): boolean;
 }
 
+/** A scope with nothing in it: no call, no capabilities. */
+export const EMPTY_SCOPE: GuestCallScope = {
+  line() {},
+  env: () => [],
+  preopens: () => [],
+  http: () => ({ ok: false, error: { tag: 'HTTP-request-denied' } }),
+  socketsAllowed: () => false,
+};
+
 type Namespace = Record<string, unknown>;
-type Loaded = Record<'cli' | 'clocks' | 'filesystem' | 'http' | 'io' | 'random' | 'sockets', Namespace>;
+type Loaded = Record<'cli' | 'clocks' | 'filesystem' | 'io' | 'random' | 'sockets', Namespace>;
 
 const shimEntry = import.meta.resolve('@bytecodealliance/preview2-shim');
 const load = (name: string): Promise<Namespace> => import(new URL(`../browser/${name}.js`, shimEntry).href) as Promise<Namespace>;
@@ -33,7 +60,6 @@ const shim: Loaded = {
   cli: await load('cli'),
   clocks: await load('clocks'),
   filesystem: await load('filesystem'),
-  http: await load('http'),
   io: await load('io'),
   random: await load('random'),
   sockets: await load('sockets'),
@@ -107,37 +133,56 @@ function timer(deadline: bigint): ShimPollable {
   return pollable;
 }
 
-const denyHttp = {
-  handle(): never {
-    // A plain object (not an Error) becomes the result's `err` payload in jco's glue.
-    throw { tag: 'HTTP-request-denied' };
-  },
-};
-
-const socketsDenied = (): never => {
-  throw 'access-denied';
-};
+function socketImports(scope: GuestCallScope): Record<string, Namespace> {
+  // `access-denied` below FULL_ACCESS; under it `not-supported`: toolhost has no socket implementation.
+  const refuse = (): never => {
+    throw scope.socketsAllowed() ? 'not-supported' : 'access-denied';
+  };
+  return {
+    'wasi:sockets/network': sockets.network,
+    'wasi:sockets/instance-network': sockets.instanceNetwork,
+    'wasi:sockets/tcp': sockets.tcp,
+    'wasi:sockets/tcp-create-socket': { createTcpSocket: refuse },
+    'wasi:sockets/udp': sockets.udp,
+    'wasi:sockets/udp-create-socket': { createUdpSocket: refuse },
+    'wasi:sockets/ip-name-lookup': { ...sockets.ipNameLookup, resolveAddresses: refuse },
+  };
+}
 
 const sockets = shim.sockets as Record<'network' | 'instanceNetwork' | 'tcp' | 'udp' | 'ipNameLookup', Namespace>;
-const socketImports = {
-  'wasi:sockets/network': sockets.network,
-  'wasi:sockets/instance-network': sockets.instanceNetwork,
-  'wasi:sockets/tcp': sockets.tcp,
-  'wasi:sockets/tcp-create-socket': { createTcpSocket: socketsDenied },
-  'wasi:sockets/udp': sockets.udp,
-  'wasi:sockets/udp-create-socket': { createUdpSocket: socketsDenied },
-  'wasi:sockets/ip-name-lookup': { ...sockets.ipNameLookup, resolveAddresses: socketsDenied },
-};
 
 const filesystemShim = shim.filesystem as {
-  InMemoryFilesystemAdapter: new () => unknown;
-  createFilesystem(options: { adapter: unknown; preopens: Record<string, unknown> }): { types: Namespace; preopens: Namespace };
+  types: Namespace;
+  createFilesystem(options: { adapter: unknown; preopens: Record<string, unknown> }): { types: Namespace; preopens: { getDirectories(): Array<[unknown, string]> }; dispose(): void };
 };
-// No preopens: the guest sees no filesystem at all.
-const noFilesystem = filesystemShim.createFilesystem({ adapter: new filesystemShim.InMemoryFilesystemAdapter(), preopens: {} });
+
+/** The guest path of the worktree. */
+export const WORKTREE_PREOPEN = '/worktree';
+
+/** One call's worktree: its preopen list, and a way to close every descriptor when the call ends. */
+export interface WorktreeMount {
+  preopens: Array<[unknown, string]>;
+  dispose(): void;
+}
+
+/**
+ * Preopen `root` at {@link WORKTREE_PREOPEN} through the confining adapter.
+ * Descriptors stop working once `isActive` turns false (an instance kept for
+ * later calls cannot keep using this call's worktree).
+ */
+export function mountWorktree(root: string, readOnly: boolean, isActive: () => boolean): WorktreeMount {
+  const adapter = new WorktreeAdapter({ root, readOnly, isActive });
+  const filesystem = filesystemShim.createFilesystem({ adapter, preopens: { [WORKTREE_PREOPEN]: root } });
+  return {
+    preopens: filesystem.preopens.getDirectories(),
+    dispose() {
+      filesystem.dispose();
+      adapter.dispose();
+    },
+  };
+}
 
 const random = shim.random as Record<string, Namespace>;
-const http = shim.http as Record<string, Namespace>;
 const cli = shim.cli as {
   createCli(config: {
     stdout: StreamHandler;
@@ -159,7 +204,7 @@ interface StreamHandler {
  * guest's console.log writes the text, flushes, then writes the newline), so
  * flushes do not end a line; only a newline or the end of the call does.
  */
-function capturedStream(stream: 'stdout' | 'stderr', output: GuestOutput): StreamHandler & { endOfCall(): void } {
+function capturedStream(stream: 'stdout' | 'stderr', output: GuestCallScope): StreamHandler & { endOfCall(): void } {
   const decoder = new TextDecoder();
   let pending = '';
   return {
@@ -187,13 +232,18 @@ export interface WasiCapabilities {
   flushOutput(): void;
 }
 
-/** Build one instance's WASI imports. */
-export function createWasiImports(output: GuestOutput): WasiCapabilities {
-  const stdout = capturedStream('stdout', output);
-  const stderr = capturedStream('stderr', output);
+/** Build one instance's WASI imports, reading the current call from `scope`. */
+export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
+  const stdout = capturedStream('stdout', scope);
+  const stderr = capturedStream('stderr', scope);
   const guestCli = cli.createCli({ stdout, stderr, environment: {}, arguments: [] });
+  const http = createSyncHttp((request) => scope.http(request));
   const imports: Record<string, Namespace> = {
-    'wasi:cli/environment': guestCli.environment!,
+    'wasi:cli/environment': {
+      getEnvironment: () => scope.env().map(([key, value]) => [key, value]),
+      getArguments: () => [],
+      initialCwd: () => undefined,
+    },
     'wasi:cli/exit': guestCli.exit!,
     'wasi:cli/stdin': guestCli.stdin!,
     'wasi:cli/stdout': guestCli.stdout!,
@@ -205,17 +255,17 @@ export function createWasiImports(output: GuestOutput): WasiCapabilities {
     'wasi:cli/terminal-stderr': guestCli.terminalStderr!,
     'wasi:clocks/monotonic-clock': monotonicClock,
     'wasi:clocks/wall-clock': (shim.clocks as Record<string, Namespace>).wallClock!,
-    'wasi:filesystem/types': noFilesystem.types,
-    'wasi:filesystem/preopens': noFilesystem.preopens,
+    'wasi:filesystem/types': filesystemShim.types,
+    'wasi:filesystem/preopens': { getDirectories: () => scope.preopens() },
     'wasi:io/error': io.error,
     'wasi:io/poll': pollNamespace,
     'wasi:io/streams': io.streams,
     'wasi:random/random': random.random!,
     'wasi:random/insecure': random.insecure!,
     'wasi:random/insecure-seed': random.insecureSeed!,
-    'wasi:http/types': http.types!,
-    'wasi:http/outgoing-handler': denyHttp,
-    ...socketImports,
+    'wasi:http/types': http.types,
+    'wasi:http/outgoing-handler': http.outgoingHandler,
+    ...socketImports(scope),
   };
   return {
     imports,
@@ -228,7 +278,7 @@ export function createWasiImports(output: GuestOutput): WasiCapabilities {
 
 // The list the loader checks components against must match what is provided here.
 {
-  const provided = Object.keys(createWasiImports({ line() {} }).imports).sort().join();
+  const provided = Object.keys(createWasiImports(EMPTY_SCOPE).imports).sort().join();
   if (provided !== [...SUPPORTED_WASI_IMPORTS].sort().join()) {
     throw new Error('sandbox/wasi: provided imports differ from SUPPORTED_WASI_IMPORTS');
   }

@@ -8,7 +8,7 @@ import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
-import { GuestInstance, type InstantiateFn } from './guest-instance.js';
+import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { HostBridge, OutputLimitExceeded } from './host-bridge.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
@@ -127,7 +127,14 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
 }
 
 /** The instance for a call, and where it came from. */
-function acquire(runtime: ComponentRuntime, task: CallTask): { instance: GuestInstance; source: WorkerAccounting['instance']; instantiateMs: number } {
+function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall): { instance: GuestInstance; source: WorkerAccounting['instance']; instantiateMs: number } {
+  if (GuestInstance.needsBinding(active)) {
+    // A worktree or an environment is read while the guest initializes: make
+    // an instance for this call alone, with the call bound from the start.
+    const t0 = now();
+    const instance = new GuestInstance(runtime.instantiate, runtime.modules, active);
+    return { instance, source: 'fresh', instantiateMs: now() - t0 };
+  }
   const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
   const kept = task.isolation === 'worker' ? runtime.kept : conversation !== undefined ? runtime.conversations.get(conversation) : undefined;
   if (kept) return { instance: kept, source: 'reused', instantiateMs: 0 };
@@ -143,6 +150,11 @@ function acquire(runtime: ComponentRuntime, task: CallTask): { instance: GuestIn
 
 /** Keep or drop the instance after a call, by isolation; prepare the next spare. */
 function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInstance): void {
+  if (instance.boundTo !== undefined) {
+    // Made for one call's capabilities: never kept; the spare (if any) is untouched.
+    if (!runtime.spare) prepareSpare(runtime);
+    return;
+  }
   const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
   if (task.isolation === 'worker') {
     runtime.kept = instance.poisoned ? undefined : instance;
@@ -161,14 +173,15 @@ function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInsta
 
 async function call(task: CallTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {
   const runtime = await runtimeFor(task, bridge);
-  const { instance, source, instantiateMs } = acquire(runtime, task);
+  const active: ActiveCall = { bridge, context: task.context, capabilities: task.capabilities, stdioBudget: task.limits.stdioBytes, stdioTruncated: false };
+  const { instance, source, instantiateMs } = acquire(runtime, task, active);
   const capBytes = task.memoryMb * 1024 * 1024;
 
   const cpuBefore = cpuTimeMs();
   bridge.post({ type: 'guest-start', tid: threadTid, cpuMs: cpuBefore });
   let outcome: { ok: true; value: string } | { ok: false; error: ToolErrorData };
   try {
-    const value = instance.call({ bridge, context: task.context, stdioBudget: task.limits.stdioBytes, stdioTruncated: false }, task.tool, task.args);
+    const value = instance.call(active, task.tool, task.args);
     const bytes = Buffer.byteLength(value);
     outcome = bytes > task.limits.maxResultBytes
       ? { ok: false, error: { code: 'OUTPUT_LIMIT_EXCEEDED', message: `the result is ${bytes} bytes, over the limit of ${task.limits.maxResultBytes}`, details: { reason: 'result', bytes, limit: task.limits.maxResultBytes } } }

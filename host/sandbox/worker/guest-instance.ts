@@ -5,8 +5,9 @@
  */
 import type { LogLevel } from '../../core/events.js';
 import { LOG_LEVELS } from '../../core/events.js';
-import type { GuestCallContext, GuestToolInfo } from '../protocol.js';
-import { createWasiImports, levelForStream } from '../wasi/capabilities.js';
+import type { GuestCapabilities, GuestCallContext, GuestToolInfo } from '../protocol.js';
+import { createWasiImports, levelForStream, mountWorktree, type WorktreeMount } from '../wasi/capabilities.js';
+import type { GuestHttpResult } from '../wasi/http.js';
 import type { HostBridge } from './host-bridge.js';
 
 /** jco's instantiation-mode entry point (sync mode). */
@@ -25,6 +26,7 @@ interface ToolExports {
 export interface ActiveCall {
   bridge: HostBridge;
   context: GuestCallContext;
+  capabilities: GuestCapabilities;
   /** Bytes of captured stdio the call may still emit. */
   stdioBudget: number;
   stdioTruncated: boolean;
@@ -38,21 +40,64 @@ export class GuestInstance {
   /** The linear memories the component's core instances define. */
   readonly #memories: WebAssembly.Memory[] = [];
   #current: ActiveCall | undefined;
+  /** The current call's worktree, while it runs. */
+  #worktree: WorktreeMount | undefined;
   /** Set once the instance trapped or exited: it must not be used again. */
   poisoned = false;
+  /**
+   * Set when the instance was made for one call's capabilities (a worktree, an
+   * environment): guests read those once, while they initialize (wasi-libc's
+   * preopens, the preview1 adapter's state), so such an instance serves only
+   * the call it was made for and is never kept or reused.
+   */
+  readonly boundTo: ActiveCall | undefined;
 
-  constructor(instantiate: InstantiateFn, modules: ReadonlyMap<string, WebAssembly.Module>) {
+  /**
+   * Make an instance. With `boundTo`, the call is bound while the guest
+   * initializes, so the guest sees that call's worktree and environment.
+   */
+  constructor(instantiate: InstantiateFn, modules: ReadonlyMap<string, WebAssembly.Module>, boundTo?: ActiveCall) {
+    this.boundTo = boundTo;
     const wasi = createWasiImports({
       line: (stream, text) => this.#captured(stream, text),
+      env: () => this.#current?.capabilities.env ?? [],
+      preopens: () => this.#worktree?.preopens ?? [],
+      http: (request): GuestHttpResult => {
+        const active = this.#current;
+        if (!active) return { ok: false, error: { tag: 'HTTP-request-denied' } };
+        try {
+          return active.bridge.request({ op: 'http', request }) as GuestHttpResult;
+        } catch (error) {
+          return { ok: false, error: { tag: 'internal-error', val: (error as Error).message } };
+        }
+      },
+      socketsAllowed: () => this.#current?.capabilities.network === 'FULL_ACCESS',
     });
     this.#flushOutput = () => wasi.flushOutput();
-    const exports = instantiate(
+    if (boundTo) this.#bind(boundTo);
+    let exports: Record<string, unknown>;
+    try {
+      exports = this.#instantiate(instantiate, modules, wasi.imports);
+    } catch (error) {
+      this.#unbind();
+      throw error;
+    }
+    const tool = (exports[TOOL_INTERFACE] ?? exports.tool) as ToolExports | undefined;
+    if (!tool || typeof tool.call !== 'function' || typeof tool.describe !== 'function') {
+      this.#unbind();
+      throw new Error(`component does not export ${TOOL_INTERFACE}`);
+    }
+    this.#tool = tool;
+  }
+
+  #instantiate(instantiate: InstantiateFn, modules: ReadonlyMap<string, WebAssembly.Module>, wasiImports: Record<string, unknown>): Record<string, unknown> {
+    return instantiate(
       (name) => {
         const module = modules.get(name);
         if (!module) throw new Error(`component has no core module named ${name}`);
         return module;
       },
-      { ...wasi.imports, 'toolhost:tool/host': this.#hostImports() },
+      { ...wasiImports, 'toolhost:tool/host': this.#hostImports() },
       (module, imports) => {
         const instance = new WebAssembly.Instance(module, imports);
         // Remember defined memories (an exported one that is not an import) to measure them.
@@ -63,11 +108,6 @@ export class GuestInstance {
         return instance;
       },
     );
-    const tool = (exports[TOOL_INTERFACE] ?? exports.tool) as ToolExports | undefined;
-    if (!tool || typeof tool.call !== 'function' || typeof tool.describe !== 'function') {
-      throw new Error(`component does not export ${TOOL_INTERFACE}`);
-    }
-    this.#tool = tool;
   }
 
   /** Bytes of linear memory the instance holds now (memory never shrinks: this is its peak). */
@@ -81,16 +121,33 @@ export class GuestInstance {
 
   /** Run one call on this instance; throws whatever the guest or jco's glue threw. */
   call(active: ActiveCall, tool: string, args: string): string {
-    this.#current = active;
+    if (this.#current !== active) this.#bind(active);
     try {
       return this.#tool.call(tool, args);
     } finally {
       try {
         this.#flushOutput();
       } finally {
-        this.#current = undefined;
+        this.#unbind();
       }
     }
+  }
+
+  /** Whether a call's capabilities must be bound while the guest initializes (see `boundTo`). */
+  static needsBinding(active: Pick<ActiveCall, 'capabilities'>): boolean {
+    return active.capabilities.filesystem !== undefined || active.capabilities.env.length > 0;
+  }
+
+  #bind(active: ActiveCall): void {
+    this.#current = active;
+    const filesystem = active.capabilities.filesystem;
+    if (filesystem) this.#worktree = mountWorktree(filesystem.root, filesystem.readOnly, () => this.#current === active);
+  }
+
+  #unbind(): void {
+    this.#current = undefined;
+    this.#worktree?.dispose();
+    this.#worktree = undefined;
   }
 
   #captured(stream: 'stdout' | 'stderr', text: string): void {

@@ -13,6 +13,7 @@ export class OutputLimitExceeded extends Error {}
 
 /** How long the worker waits for the main thread to answer a host call. */
 const RPC_TIMEOUT_MS = 10_000;
+const HTTP_TIMEOUT_MS = 600_000;
 
 export class HostBridge {
   readonly #port: MessagePort;
@@ -66,15 +67,19 @@ export class HostBridge {
     return Atomics.load(this.#control, CONTROL_CANCELLED) !== 0;
   }
 
-  /** Ask the main thread and wait for its answer; throws when it fails or does not answer in time. */
-  request(request: RpcRequest): unknown {
+  /**
+   * Ask the main thread and wait for its answer; throws when it fails or does
+   * not answer in time. Outgoing HTTP may take as long as the call may (the
+   * call's wall clock stops the worker), so it waits longer.
+   */
+  request(request: RpcRequest, timeoutMs = request.op === 'http' ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS): unknown {
     const id = this.#nextId++;
     Atomics.store(this.#control, CONTROL_RPC_DOORBELL, 0);
     this.post({ type: 'rpc', id, request });
-    const deadline = Date.now() + RPC_TIMEOUT_MS;
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
       const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new Error(`host did not answer ${request.op} within ${RPC_TIMEOUT_MS} ms`);
+      if (remaining <= 0) throw new Error(`host did not answer ${request.op} within ${timeoutMs} ms`);
       Atomics.wait(this.#control, CONTROL_RPC_DOORBELL, 0, remaining);
       Atomics.store(this.#control, CONTROL_RPC_DOORBELL, 0);
       // Drain replies; a late reply to an earlier, timed-out request is skipped.

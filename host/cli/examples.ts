@@ -1,0 +1,32 @@
+/**
+ * The example tools on embedded defaults: each example component with the
+ * grant and default policy it needs, and nothing more. Components given with
+ * `--load` get no grant (DENY_ALL, MINIMAL) until the config file says otherwise.
+ */
+import { readdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { WasmLoadOptions, WasmLoadReport } from '../core/registry.js';
+import type { ToolRegistry } from '../index.js';
+
+export const EXAMPLE_LOAD_OPTIONS: Readonly<Record<string, WasmLoadOptions>> = {
+  // read_file / list_dir: the worktree, read-only, and nothing else.
+  files: {
+    grant: { privilege: 'DEFAULT' },
+    defaultPolicy: { privilege_level: 'DEFAULT', worktree_required: true },
+  },
+  // http_get: no network unless a call asks for it (up to public addresses only).
+  net: {
+    grant: { network: 'EGRESS_UNRESTRICTED' },
+    defaultPolicy: { network_policy: 'DENY_ALL' },
+  },
+};
+
+/** Register every example component in `dir`, each with its embedded grant. */
+export async function registerExamples(registry: ToolRegistry, dir: string): Promise<WasmLoadReport[]> {
+  const files = readdirSync(dir).filter((name) => name.endsWith('.wasm')).sort();
+  const reports: WasmLoadReport[] = [];
+  for (const file of files) {
+    reports.push(await registry.registerWasmTools(join(dir, file), EXAMPLE_LOAD_OPTIONS[basename(file, '.wasm')] ?? {}));
+  }
+  return reports;
+}

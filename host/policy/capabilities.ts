@@ -1,0 +1,121 @@
+/**
+ * Policy resolution: the tool's grant ∩ the call's request → the capabilities
+ * one call gets. A call asks for labels (or takes the tool's default policy,
+ * then the host's default); asking above the grant is refused. The result is
+ * what the capability layer builds the guest's WASI imports from.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { ToolhostError } from '../core/errors.js';
+import type { ApprovalRequest } from './approval.js';
+import type { AuditEntry } from './audit.js';
+import type { ExecutionPolicy, PolicyDefaults } from './execution-policy.js';
+import type { ToolGrant } from './grant.js';
+import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, type NetworkLabel, type PrivilegeLabel } from './labels.js';
+
+/** The guest path at which the worktree appears. */
+export const WORKTREE_GUEST_PATH = '/worktree';
+
+/** What one call may use. */
+export interface CallCapabilities {
+  network: NetworkLabel;
+  /** Egress allowlist entries (from the grant), as written. */
+  egressAllow: string[];
+  privilege: PrivilegeLabel;
+  /** The worktree the guest sees at {@link WORKTREE_GUEST_PATH}, if any. */
+  filesystem?: { root: string; readOnly: boolean };
+  /** The environment the guest sees. */
+  env: Record<string, string>;
+}
+
+export interface CapabilityRequest {
+  callId: string;
+  tool: string;
+  policy: ExecutionPolicy;
+  /** The tool's default policy, applied where the call is silent. */
+  toolDefaults: ExecutionPolicy;
+  grant: ToolGrant;
+  defaults: PolicyDefaults;
+  /** The worktree the caller bound (otherwise the grant's). */
+  workingDir?: string;
+  /** Environment values the caller offered. */
+  env?: Record<string, string>;
+  /** Where env values come from last (the host's environment). */
+  hostEnv: NodeJS.ProcessEnv;
+}
+
+/** A resolved call, with what must be approved and audited before it runs. */
+export interface ResolvedCapabilities {
+  capabilities: CallCapabilities;
+  /** Set when an approval hook must say yes first. */
+  approval?: Omit<ApprovalRequest, 'conversationId' | 'agentName'>;
+  /** The audit entry to record when the call is allowed (ELEVATED and up). */
+  audit?: { entry: AuditEntry; level: 'info' | 'warn' };
+}
+
+/** Thrown (as a ToolhostError) for a refused call; carries the audit entry of the denial. */
+export function denial(request: Pick<CapabilityRequest, 'callId' | 'tool'>, code: 'PERMISSION_DENIED' | 'TOOL_PRIVILEGE_ESCALATION' | 'WORKTREE_NOT_BOUND', message: string, labels: { network?: NetworkLabel; privilege?: PrivilegeLabel }): ToolhostError {
+  return new ToolhostError(code, message, { callId: request.callId, details: { ...labels } });
+}
+
+export function resolveCapabilities(request: CapabilityRequest): ResolvedCapabilities {
+  const { grant, defaults, policy, toolDefaults } = request;
+  const network = policy.networkPolicy ?? toolDefaults.networkPolicy ?? defaults.networkPolicy;
+  const privilege = policy.privilegeLevel ?? toolDefaults.privilegeLevel ?? defaults.privilegeLevel;
+  const maxNetwork = grant.network ?? 'DENY_ALL';
+  const maxPrivilege = grant.privilege ?? 'MINIMAL';
+  const labels = { network, privilege };
+
+  if (labelRank(NETWORK_LABELS, network) > labelRank(NETWORK_LABELS, maxNetwork)) {
+    throw denial(request, 'PERMISSION_DENIED', `tool "${request.tool}" is granted network_policy ${maxNetwork} at most; the call asked for ${network}`, labels);
+  }
+  if (labelRank(PRIVILEGE_LABELS, privilege) > labelRank(PRIVILEGE_LABELS, maxPrivilege)) {
+    throw denial(request, 'TOOL_PRIVILEGE_ESCALATION', `tool "${request.tool}" is granted privilege_level ${maxPrivilege} at most; the call asked for ${privilege}`, labels);
+  }
+
+  const worktreeRequired = policy.worktreeRequired ?? toolDefaults.worktreeRequired ?? false;
+  const bound = request.workingDir ?? grant.worktree;
+  if (worktreeRequired && bound === undefined) {
+    throw denial(request, 'WORKTREE_NOT_BOUND', `tool "${request.tool}" requires a worktree, but none is bound to the call (bind one with --worktree or the call's workingDir)`, labels);
+  }
+  if (bound !== undefined && !isAbsolute(resolve(bound))) {
+    throw denial(request, 'WORKTREE_NOT_BOUND', `the worktree "${bound}" is not a directory path`, labels);
+  }
+
+  const rank = labelRank(PRIVILEGE_LABELS, privilege);
+  const capabilities: CallCapabilities = { network, egressAllow: grant.egressAllow ?? [], privilege, env: {} };
+  // MINIMAL: no filesystem; DEFAULT: the worktree read-only; ELEVATED and up: read-write.
+  if (bound !== undefined && rank >= labelRank(PRIVILEGE_LABELS, 'DEFAULT')) {
+    capabilities.filesystem = { root: resolve(bound), readOnly: rank < labelRank(PRIVILEGE_LABELS, 'ELEVATED') };
+  }
+  // The environment: empty below ELEVATED; then only allowlisted keys, from
+  // configured values, the caller's env, or the host's environment, in that order.
+  if (rank >= labelRank(PRIVILEGE_LABELS, 'ELEVATED')) {
+    for (const key of grant.envAllow ?? []) {
+      const value = grant.env?.[key] ?? request.env?.[key] ?? request.hostEnv[key];
+      if (value !== undefined) capabilities.env[key] = value;
+    }
+  }
+
+  const resolved: ResolvedCapabilities = { capabilities };
+  const reasons: string[] = [];
+  if (privilege === 'PRIVILEGED') reasons.push('privilege_level PRIVILEGED');
+  if (network === 'FULL_ACCESS') reasons.push('network_policy FULL_ACCESS');
+  if (reasons.length > 0) resolved.approval = { callId: request.callId, tool: request.tool, network, privilege, reasons };
+  if (rank >= labelRank(PRIVILEGE_LABELS, 'ELEVATED')) {
+    resolved.audit = {
+      level: privilege === 'PRIVILEGED' ? 'warn' : 'info',
+      entry: {
+        callId: request.callId,
+        tool: request.tool,
+        network,
+        privilege,
+        decision: 'allowed',
+        grants: {
+          envKeys: Object.keys(capabilities.env),
+          ...(capabilities.filesystem ? { worktree: capabilities.filesystem.root, readOnly: capabilities.filesystem.readOnly } : {}),
+        },
+      },
+    };
+  }
+  return resolved;
+}
