@@ -92,6 +92,7 @@ export class ToolRegistry {
   readonly #makeLoader: ToolRegistryOptions['wasmLoader'];
   #loader: WasmToolLoader | undefined;
   #closed = false;
+  readonly #listeners = new Set<(names: string[]) => void>();
 
   constructor(options: ToolRegistryOptions = {}) {
     const cancelGraceMs = options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
@@ -128,6 +129,26 @@ export class ToolRegistry {
     return this.#deps.logger;
   }
 
+  /**
+   * Be told when tools are registered or removed (e.g. to send MCP's
+   * `notifications/tools/list_changed`). Returns a function that unsubscribes.
+   */
+  onToolsChanged(listener: (names: string[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    const names = this.names();
+    for (const listener of this.#listeners) {
+      try {
+        listener(names);
+      } catch (error) {
+        this.logger.warn({ err: (error as Error).message }, 'a tools-changed listener failed');
+      }
+    }
+  }
+
   /** Calls in flight. */
   get inFlight(): number {
     return this.#tracker.size;
@@ -147,6 +168,7 @@ export class ToolRegistry {
     }
     const validate = this.#schemas.compile(tool.name, tool.inputSchema);
     this.#tools.set(tool.name, { tool, validate });
+    this.#changed();
   }
 
   get(name: string): Tool | undefined {
@@ -168,7 +190,9 @@ export class ToolRegistry {
   }
 
   unregister(name: string): boolean {
-    return this.#tools.delete(name);
+    const removed = this.#tools.delete(name);
+    if (removed) this.#changed();
+    return removed;
   }
 
   /** Keep only the tools `predicate` accepts; returns the names removed. */
@@ -180,6 +204,7 @@ export class ToolRegistry {
         removed.push(name);
       }
     }
+    if (removed.length > 0) this.#changed();
     return removed;
   }
 
@@ -217,6 +242,7 @@ export class ToolRegistry {
     }
     const compiled = plan.map(({ name, tool }) => ({ name, tool, validate: this.#schemas.compile(name, tool.inputSchema) }));
     for (const entry of compiled) this.#tools.set(entry.name, { tool: entry.tool, validate: entry.validate });
+    if (compiled.length > 0) this.#changed();
     return report;
   }
 

@@ -26,6 +26,15 @@
  * No guest-supplied host path ever reaches `node:fs` other than as one
  * component (never `.`/`..`, never containing `/`) under `/proc/self/fd/N`.
  *
+ * As hygiene for whatever reads the worktree after the call, the guest may
+ * not create a symlink whose target, read from the link's directory, climbs
+ * out of the worktree, nor rename or hard-link one to where it would. This
+ * is best effort (moving a directory moves the links inside it unchecked,
+ * and the host may have put such links there): the guarantee is that this
+ * adapter never follows one out. Only directories and regular files can be
+ * opened (no FIFOs or devices); readlink of an absolute target is
+ * `not-permitted` (it would reveal a host path).
+ *
  * Read-only adapters refuse every mutation with `read-only`. When `isActive`
  * says the call has ended, or after {@link WorktreeAdapter.dispose}, every
  * operation fails with `bad-descriptor`, and the fds are closed.
@@ -625,7 +634,6 @@ export class WorktreeDescriptor {
     return { descriptor, fd };
   }
 
-
   /** Wrap a freshly opened fd as a descriptor (closing it if it is not a directory or regular file). */
   #adopt(fd: number, flags: DescriptorFlags, depth: number): WorktreeDescriptor {
     let kind: Kind;
@@ -655,14 +663,13 @@ export class WorktreeDescriptor {
       let dropped = false;
       return io.inputStreamCreate({
         blockingRead(len: bigint): Uint8Array {
-          let fd: number;
+          let bytes: Uint8Array;
           let read: number;
-          const size = Math.min(Number(len), MAX_READ);
-          const bytes = new Uint8Array(size);
           try {
-            fd = liveFd(session, handle);
-            if (size === 0) return bytes;
-            read = fs.readSync(fd, bytes, 0, size, position);
+            const fd = liveFd(session, handle);
+            bytes = new Uint8Array(Math.min(Number(len), MAX_READ));
+            if (bytes.byteLength === 0) return bytes;
+            read = fs.readSync(fd, bytes, 0, bytes.byteLength, position);
           } catch (error) {
             throw streamFailure(error);
           }
