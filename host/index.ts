@@ -18,11 +18,37 @@ export interface ToolRegistryOptions extends Omit<CoreRegistryOptions, 'wasmLoad
   sandbox?: SandboxOptions;
 }
 
+/** What the sandbox pool is doing (for metrics and health checks). */
+export interface SandboxStats {
+  threads: number;
+  queueSize: number;
+  /** Share of worker time spent running tasks (0..1). */
+  utilization: number;
+}
+
 /** The registry with the sandbox wired in: `registerWasmTools` loads components into the worker pool. */
 export class ToolRegistry extends CoreToolRegistry {
+  readonly #loader: { current?: SandboxLoader };
+
   constructor(options: ToolRegistryOptions = {}) {
     const { sandbox = {}, ...rest } = options;
-    super({ ...rest, wasmLoader: ({ logger }) => new SandboxLoader(sandbox, logger) });
+    const holder: { current?: SandboxLoader } = {};
+    super({
+      ...rest,
+      wasmLoader: ({ logger }) => {
+        holder.current = new SandboxLoader(sandbox, logger);
+        return holder.current;
+      },
+    });
+    this.#loader = holder;
+  }
+
+  /** The pool's state, once a component has been loaded (undefined before). */
+  sandboxStats(): SandboxStats | undefined {
+    const loader = this.#loader.current;
+    if (!loader) return undefined;
+    const pool = loader.pool;
+    return { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization };
   }
 }
 

@@ -72,6 +72,8 @@ export interface CallPathDeps {
   approve: ApprovalHook;
   /** Where allowlisted env values come from last. */
   hostEnv: NodeJS.ProcessEnv;
+  /** Told about every terminal event of an accepted or rejected call (metrics). */
+  onFinished(tool: string, event: TerminalEvent): void;
 }
 
 export const DEFAULT_CANCEL_GRACE_MS = 500;
@@ -97,7 +99,11 @@ export function rejectedCall(callId: string, error: unknown, startedAt = perform
 export function startCall(deps: CallPathDeps, name: string, args: unknown, options: CallOptions = {}): CallStream {
   const callId = options.callId ?? randomUUID();
   const startedAt = performance.now();
-  const rejected = (error: unknown): CallStream => rejectedCall(callId, error, startedAt);
+  const rejected = (error: unknown): CallStream => {
+    const stream = rejectedCall(callId, error, startedAt);
+    deps.onFinished(name, errorEvent(callId, toErrorData(error, callId), 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 }));
+    return stream;
+  };
 
   const registered = deps.lookup(name);
   if (!registered) {
@@ -249,6 +255,7 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     deps.tracker.end(callId);
     channel.push(event);
     channel.close();
+    deps.onFinished(tool.name, event);
     // Anything still listening (a native tool ignoring its signal) learns the call is over.
     if (!soft.signal.aborted) soft.abort(new ToolhostError('CANCELLED', 'the call is over', { callId }));
   };

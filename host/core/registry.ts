@@ -93,6 +93,7 @@ export class ToolRegistry {
   #loader: WasmToolLoader | undefined;
   #closed = false;
   readonly #listeners = new Set<(names: string[]) => void>();
+  readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
 
   constructor(options: ToolRegistryOptions = {}) {
     const cancelGraceMs = options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
@@ -121,6 +122,9 @@ export class ToolRegistry {
       audit: options.audit ?? createAuditLog(),
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
+      onFinished: (tool, event) => {
+        for (const listener of this.#finishedListeners) listener(tool, event);
+      },
     };
     this.#makeLoader = options.wasmLoader;
   }
@@ -136,6 +140,17 @@ export class ToolRegistry {
   onToolsChanged(listener: (names: string[]) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Be told about every call's terminal event (after it was delivered): for metrics. Returns an unsubscribe function. */
+  onCallFinished(listener: (tool: string, event: TerminalEvent) => void): () => void {
+    this.#finishedListeners.add(listener);
+    return () => this.#finishedListeners.delete(listener);
+  }
+
+  /** Unregister every tool a component brought (`tool.source`); returns their names. */
+  unloadComponent(component: string): string[] {
+    return this.retain((tool) => tool.executionMode !== 'sandboxed' || tool.source !== component);
   }
 
   #changed(): void {

@@ -1,0 +1,93 @@
+/**
+ * Prometheus metrics for a serving host (prom-client): calls by tool and
+ * outcome, call latency, budget kills, pool utilization and queue depth.
+ * Served at `/metrics` by the HTTP server.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ErrorCode } from '../core/errors.js';
+import type { ToolRegistry } from '../index.js';
+
+/** Codes that mean the host stopped a call at one of its limits. */
+const BUDGET_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'TOOL_TIMEOUT',
+  'WALL_TIMEOUT',
+  'CPU_BUDGET_EXCEEDED',
+  'MEMORY_LIMIT_EXCEEDED',
+  'OUTPUT_LIMIT_EXCEEDED',
+]);
+
+export interface HostMetrics {
+  readonly contentType: string;
+  /** The exposition text. */
+  metrics(): Promise<string>;
+  /** Stop listening to the registry. */
+  close(): void;
+}
+
+export function createMetrics(registry: ToolRegistry): HostMetrics {
+  const prometheus = new Registry();
+  const calls = new Counter({
+    name: 'toolhost_calls_total',
+    help: 'Calls by tool and outcome (ok, or the error code).',
+    labelNames: ['tool', 'outcome', 'stage'] as const,
+    registers: [prometheus],
+  });
+  const latency = new Histogram({
+    name: 'toolhost_call_duration_seconds',
+    help: 'Wall time of calls, from acceptance to the terminal event.',
+    labelNames: ['tool'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [prometheus],
+  });
+  const budgetKills = new Counter({
+    name: 'toolhost_budget_kills_total',
+    help: 'Calls the host ended at a limit, by tool and code.',
+    labelNames: ['tool', 'code'] as const,
+    registers: [prometheus],
+  });
+  new Gauge({
+    name: 'toolhost_pool_utilization_ratio',
+    help: 'Share of sandbox worker time spent running tasks since the pool started.',
+    registers: [prometheus],
+    collect() {
+      this.set(registry.sandboxStats()?.utilization ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'toolhost_pool_queue_depth',
+    help: 'Sandbox tasks waiting for a worker.',
+    registers: [prometheus],
+    collect() {
+      this.set(registry.sandboxStats()?.queueSize ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'toolhost_calls_in_flight',
+    help: 'Calls accepted and not yet finished.',
+    registers: [prometheus],
+    collect() {
+      this.set(registry.inFlight);
+    },
+  });
+  new Gauge({
+    name: 'toolhost_tools',
+    help: 'Tools registered.',
+    registers: [prometheus],
+    collect() {
+      this.set(registry.names().length);
+    },
+  });
+
+  const unsubscribe = registry.onCallFinished((tool, event) => {
+    const outcome = event.type === 'result' ? 'ok' : event.code;
+    calls.inc({ tool, outcome, stage: event.type === 'result' ? 'run' : event.stage });
+    if (event.type === 'result' || event.stage === 'run') latency.observe({ tool }, event.accounting.wallMs / 1000);
+    if (event.type === 'error' && BUDGET_CODES.has(event.code)) budgetKills.inc({ tool, code: event.code });
+  });
+
+  return {
+    contentType: prometheus.contentType,
+    metrics: () => prometheus.metrics(),
+    close: unsubscribe,
+  };
+}
