@@ -139,6 +139,8 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     return rejected(error);
   }
   const { capabilities } = resolved;
+  // Native tools see the worktree bound to the call (or the tool's), whatever the privilege: they are trusted code.
+  const workingDir = options.workingDir ?? registered.tool.grant?.worktree;
   if (typeof options.callId === 'string' && options.callId.length === 0) {
     return rejected(new ToolhostError('INVALID_INPUT', 'callId must not be empty'));
   }
@@ -217,7 +219,7 @@ export function startCall(deps: CallPathDeps, name: string, args: unknown, optio
     ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
     ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
     ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
-    ...(options.workingDir ?? registered.tool.grant?.worktree) === undefined ? {} : { workingDir: (options.workingDir ?? registered.tool.grant?.worktree)! },
+    ...(workingDir === undefined ? {} : { workingDir }),
     env: Object.freeze({ ...capabilities.env }),
     capabilities,
     signal: soft.signal,
