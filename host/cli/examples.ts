@@ -3,10 +3,7 @@
  * grant and default policy it needs, and nothing more. Components given with
  * `--load` get no grant (DENY_ALL, MINIMAL) until the config file says otherwise.
  */
-import { readdirSync } from 'node:fs';
-import { basename, join } from 'node:path';
-import type { WasmLoadOptions, WasmLoadReport } from '../core/registry.js';
-import type { ToolRegistry } from '../index.js';
+import type { WasmLoadOptions } from '../core/registry.js';
 
 export const EXAMPLE_LOAD_OPTIONS: Readonly<Record<string, WasmLoadOptions>> = {
   // read_file / list_dir: the worktree, read-only, and nothing else.
@@ -20,13 +17,3 @@ export const EXAMPLE_LOAD_OPTIONS: Readonly<Record<string, WasmLoadOptions>> = {
     defaultPolicy: { network_policy: 'DENY_ALL' },
   },
 };
-
-/** Register every example component in `dir`, each with its embedded grant. */
-export async function registerExamples(registry: ToolRegistry, dir: string): Promise<WasmLoadReport[]> {
-  const files = readdirSync(dir).filter((name) => name.endsWith('.wasm')).sort();
-  const reports: WasmLoadReport[] = [];
-  for (const file of files) {
-    reports.push(await registry.registerWasmTools(join(dir, file), EXAMPLE_LOAD_OPTIONS[basename(file, '.wasm')] ?? {}));
-  }
-  return reports;
-}

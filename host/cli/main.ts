@@ -7,13 +7,13 @@
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ToolRegistry } from '../index.js';
 import { ToolhostError, toErrorData, type ToolErrorData } from '../core/errors.js';
 import { isTerminal } from '../core/events.js';
-import { examplesDir } from './package-root.js';
-import { registerExamples } from './examples.js';
+import { findConfig, loadConfig, registryOptions } from '../config/index.js';
 import { inspectComponent } from './inspect.js';
+import { serve, type ServeOptions } from './serve.js';
 
 /** A usage problem: exit code 2. */
 class UsageError extends Error {}
@@ -30,6 +30,22 @@ function parseJsonOption(value: string, option: string): unknown {
   }
 }
 
+function checkWorktree(dir: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch {
+    isDirectory = false;
+  }
+  if (!isDirectory) throw new UsageError(`--worktree must name an existing directory: ${dir}`);
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
+  return port;
+}
+
 function printError(data: ToolErrorData): void {
   const error: Record<string, unknown> = { code: data.code, message: data.message };
   if (data.details !== undefined) error.details = data.details;
@@ -37,18 +53,22 @@ function printError(data: ToolErrorData): void {
   process.stderr.write(`${JSON.stringify({ error })}\n`);
 }
 
-/** A registry with `--load` paths, or the example tools when none are given. */
-async function openRegistry(loads: string[]): Promise<ToolRegistry> {
-  const registry = new ToolRegistry();
+/**
+ * A registry configured by the config file (`--config`, else ./toolhost.yaml,
+ * else the embedded defaults), holding the `--load` components when given,
+ * otherwise the configured tools (the example tools by default).
+ */
+async function openRegistry(loads: string[], configPath: string | undefined): Promise<ToolRegistry> {
+  const loaded = await loadConfig(findConfig(process.cwd(), configPath));
+  const registry = new ToolRegistry(registryOptions(loaded.resolved));
   try {
     if (loads.length > 0) {
       await registry.registerWasmTools(loads);
     } else {
-      const examples = examplesDir();
-      if (!examples) {
-        throw new ToolhostError('COMPONENT_INVALID', 'the example tools are not built (guest-tools/dist is empty): run `npm run build:guests`, or pass --load PATH');
+      if (loaded.resolved.tools.length === 0) {
+        throw new ToolhostError('COMPONENT_INVALID', 'no tools to load: the example tools are not built (run `npm run build:guests`), and no --load PATH or config file names any');
       }
-      await registerExamples(registry, examples);
+      for (const load of loaded.resolved.tools) await registry.registerWasmTools(load.path, load.options);
     }
   } catch (error) {
     await registry.close();
@@ -57,8 +77,8 @@ async function openRegistry(loads: string[]): Promise<ToolRegistry> {
   return registry;
 }
 
-async function list(options: { load: string[]; json?: boolean }): Promise<number> {
-  const registry = await openRegistry(options.load);
+async function list(options: { load: string[]; json?: boolean; config?: string }): Promise<number> {
+  const registry = await openRegistry(options.load, options.config);
   try {
     const definitions = registry.definitions();
     if (options.json) {
@@ -77,6 +97,7 @@ async function list(options: { load: string[]; json?: boolean }): Promise<number
 
 interface CallCommandOptions {
   args: string;
+  config?: string;
   load: string[];
   policy?: string;
   conversation?: string;
@@ -92,16 +113,8 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
   if (policy !== undefined && (typeof policy !== 'object' || policy === null || Array.isArray(policy))) {
     throw new UsageError('--policy must be a JSON object (an ExecutionPolicy)');
   }
-  if (options.worktree !== undefined) {
-    let isDirectory = false;
-    try {
-      isDirectory = statSync(options.worktree).isDirectory();
-    } catch {
-      isDirectory = false;
-    }
-    if (!isDirectory) throw new UsageError(`--worktree must name an existing directory: ${options.worktree}`);
-  }
-  const registry = await openRegistry(options.load);
+  if (options.worktree !== undefined) checkWorktree(options.worktree);
+  const registry = await openRegistry(options.load, options.config);
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
@@ -157,7 +170,8 @@ function program(): Command {
     .description('list the tools with their schemas')
     .option('--load <path>', 'a component file or a directory of them (repeatable; default: the example tools)', collect, [])
     .option('--json', 'print the definitions as JSON')
-    .action(async (options: { load: string[]; json?: boolean }) => {
+    .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)')
+    .action(async (options: { load: string[]; json?: boolean; config?: string }) => {
       process.exitCode = await list(options);
     });
 
@@ -167,6 +181,7 @@ function program(): Command {
     .argument('<name>', 'the tool to call')
     .requiredOption('--args <json>', 'the arguments, as JSON')
     .option('--load <path>', 'a component file or a directory of them (repeatable; default: the example tools)', collect, [])
+    .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)')
     .option('--policy <json>', 'an ExecutionPolicy as JSON (proto field names, e.g. {"timeout":"1.5s","budget_cpu_ms":100})')
     .option('--conversation <id>', 'the conversation id (scopes the tools\' state)')
     .option('--worktree <dir>', 'the worktree bound to the call (seen by the guest at /worktree, per its privilege)')
@@ -175,6 +190,23 @@ function program(): Command {
     .option('--events', 'print every event as a JSON line (start, progress, delta, log, result, error)')
     .action(async (name: string, options: CallCommandOptions) => {
       process.exitCode = await call(name, options);
+    });
+
+  root
+    .command('serve')
+    .description('serve the tools over MCP (Streamable HTTP or stdio) and gRPC until SIGINT/SIGTERM')
+    .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)')
+    .addOption(new Option('--mcp <transport>', 'MCP transport').choices(['http', 'stdio', 'none']))
+    .option('--port <port>', 'MCP HTTP port (0: any free port)', parsePort)
+    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+    .option('--load <path>', 'extra components, on top of the config\'s (repeatable)', collect, [])
+    .option('--worktree <dir>', 'the worktree bound to every call')
+    .option('--grpc', 'serve the gRPC ToolService (default: on, except with --mcp stdio)')
+    .option('--no-grpc', 'do not serve gRPC')
+    .option('--grpc-port <port>', 'gRPC port (default 50063)', parsePort)
+    .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
+      if (options.worktree !== undefined) checkWorktree(options.worktree);
+      process.exitCode = await serve(options);
     });
 
   root

@@ -1,0 +1,351 @@
+/**
+ * A validated config file turned into what the host uses: camelCase values,
+ * defaults filled in, labels upper-cased, paths absolute (relative paths are
+ * resolved against the config file's directory).
+ *
+ * Resolution has no side effects: nothing is opened or started. The audit log
+ * file, the logger and the approval hook are made by {@link registryOptions},
+ * when the registry is.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { ToolhostError } from '../core/errors.js';
+import { createDefaultLogger } from '../core/logger.js';
+import type { WasmLoadOptions } from '../core/registry.js';
+import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from '../core/retry.js';
+import type { JsonSchema } from '../core/tool.js';
+import type { ToolRegistryOptions } from '../index.js';
+import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
+import { createAuditLog } from '../policy/audit.js';
+import { DEFAULT_POLICY_DEFAULTS, type ExecutionPolicyInput, type PolicyDefaults } from '../policy/execution-policy.js';
+import type { ToolGrant } from '../policy/grant.js';
+import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel } from '../policy/labels.js';
+import { DEFAULT_CANCEL_GRACE_MS } from '../core/call-path.js';
+import type { SandboxOptions } from '../sandbox/loader.js';
+import type { ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
+
+/** MCP over Streamable HTTP, unless the config says otherwise. */
+export const DEFAULT_MCP_HTTP = { enabled: true, host: '127.0.0.1', port: 3000 } as const;
+/** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
+export const DEFAULT_GRPC = { enabled: true, host: '127.0.0.1', port: 50063 } as const;
+/** The host's log level when neither `TOOLHOST_LOG` nor the config sets one. */
+export const DEFAULT_LOG_LEVEL = 'warn';
+
+/** Where a value came from in the config file (for messages about it later, e.g. a failed load). */
+export interface ConfigOrigin {
+  file: string;
+  line: number;
+  column: number;
+}
+
+/** One `registerWasmTools` call: a component file or directory, with its options. */
+export interface ToolLoad {
+  /** Absolute path. */
+  path: string;
+  options: WasmLoadOptions;
+  /** The config entry it came from (absent for the embedded defaults). */
+  origin?: ConfigOrigin;
+}
+
+/** A native HTTP streaming tool (implemented elsewhere; passed through as configured). */
+export interface HttpToolSpec {
+  name: string;
+  description: string;
+  url: string;
+  /** Absent: the tool's own default. */
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  headers: Record<string, string>;
+  timeoutMs?: number;
+  inputSchema: JsonSchema;
+  grant: ToolGrant;
+  defaultPolicy?: ExecutionPolicyInput;
+  origin?: ConfigOrigin;
+}
+
+interface McpServerSpecBase {
+  /** The namespace of its tools (`<name>.<tool>`). */
+  name: string;
+  timeoutMs?: number;
+  /** The grant of every tool imported from it. */
+  grant: ToolGrant;
+  defaultPolicy?: ExecutionPolicyInput;
+  origin?: ConfigOrigin;
+}
+
+/** An MCP server started as a child process, spoken to over stdio. */
+export interface McpStdioServerSpec extends McpServerSpecBase {
+  transport: 'stdio';
+  /** A program name looked up on PATH, or an absolute path (a relative path with a `/` was resolved). */
+  command: string;
+  args: string[];
+  /** Added to the child's environment. */
+  env: Record<string, string>;
+  /** Absolute; the config file's directory unless set. */
+  cwd: string;
+}
+
+/** An MCP server reached over Streamable HTTP. */
+export interface McpHttpServerSpec extends McpServerSpecBase {
+  transport: 'http';
+  url: string;
+  headers: Record<string, string>;
+  /** The environment variable holding a bearer token to send (read when connecting). */
+  bearerTokenEnv?: string;
+}
+
+export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec;
+
+/** The servers `toolhost serve` starts. */
+export interface ServerSettings {
+  mcp: {
+    http: {
+      enabled: boolean;
+      host: string;
+      port: number;
+      /** Host header values accepted (absent: the server's own default). */
+      allowedHosts?: string[];
+      /** The environment variable holding the bearer token clients must send (absent: none required). */
+      bearerTokenEnv?: string;
+    };
+  };
+  grpc: { enabled: boolean; host: string; port: number };
+}
+
+/** The configuration in the host's terms. */
+export interface ResolvedConfig {
+  /** The config file (absolute), or undefined for the embedded defaults. */
+  file?: string;
+  /** What relative paths were resolved against: the config file's directory. */
+  baseDir: string;
+  /** The host log's level: `TOOLHOST_LOG`, else `host.log_level`, else `warn`. */
+  logLevel: string;
+  /** Defaults and ceilings, merged over DEFAULT_POLICY_DEFAULTS. */
+  defaults: PolicyDefaults;
+  cancelGraceMs: number;
+  retry: RetryOptions;
+  /** Pool and output options (only what the file sets; the sandbox defaults the rest). `cacheDir` is absolute. */
+  sandbox: SandboxOptions;
+  /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
+  approval: 'never' | 'always';
+  /** `stderr`, or the absolute path of the audit log file. */
+  auditLog: 'stderr' | { file: string };
+  /** Components to load, in order. */
+  tools: ToolLoad[];
+  httpTools: HttpToolSpec[];
+  mcpServers: McpServerSpec[];
+  servers: ServerSettings;
+  /** Expose load/unload as MCP admin tools. */
+  adminTools: boolean;
+}
+
+/** What {@link resolveConfig} needs besides the file's data. */
+export interface ResolveContext {
+  /** The directory relative paths are resolved against. */
+  baseDir: string;
+  /** The config file (absolute), if there is one. */
+  file?: string;
+  /** Where `TOOLHOST_LOG` is read (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+  /** The position of a config entry, for `origin` fields. */
+  originOf?: (path: ReadonlyArray<string | number>) => ConfigOrigin;
+}
+
+/**
+ * Host defaults and ceilings from `host.defaults` and `host.ceilings`, merged
+ * over DEFAULT_POLICY_DEFAULTS. Labels must already be valid.
+ */
+export function resolvePolicyDefaults(host: HostSection = {}): PolicyDefaults {
+  const defaults: PolicyDefaults = { ...DEFAULT_POLICY_DEFAULTS };
+  const d = host.defaults ?? {};
+  const c = host.ceilings ?? {};
+  if (d.wall_ms !== undefined) defaults.wallMs = d.wall_ms;
+  if (d.cpu_ms !== undefined) defaults.cpuMs = d.cpu_ms;
+  if (d.memory_mb !== undefined) defaults.memoryMb = d.memory_mb;
+  if (d.network_policy !== undefined) defaults.networkPolicy = label(NETWORK_LABELS, d.network_policy);
+  if (d.privilege_level !== undefined) defaults.privilegeLevel = label(PRIVILEGE_LABELS, d.privilege_level);
+  if (c.wall_ms !== undefined) defaults.maxWallMs = c.wall_ms;
+  if (c.cpu_ms !== undefined) defaults.maxCpuMs = c.cpu_ms;
+  if (c.memory_mb !== undefined) defaults.maxMemoryMb = c.memory_mb;
+  if (c.max_retries !== undefined) defaults.maxRetries = c.max_retries;
+  return defaults;
+}
+
+/** Retry backoff from `host.retry`, over DEFAULT_RETRY_OPTIONS. */
+export function resolveRetry(host: HostSection = {}): RetryOptions {
+  return {
+    baseMs: host.retry?.base_ms ?? DEFAULT_RETRY_OPTIONS.baseMs,
+    capMs: host.retry?.cap_ms ?? DEFAULT_RETRY_OPTIONS.capMs,
+  };
+}
+
+/**
+ * A grant in the host's terms: labels upper-cased, the worktree absolute.
+ *
+ * @param baseDir what a relative worktree is resolved against
+ */
+export function resolveGrant(entry: GrantEntry = {}, baseDir: string): ToolGrant {
+  const grant: ToolGrant = {};
+  if (entry.network !== undefined) grant.network = label(NETWORK_LABELS, entry.network);
+  if (entry.egress_allow !== undefined) grant.egressAllow = [...entry.egress_allow];
+  if (entry.privilege !== undefined) grant.privilege = label(PRIVILEGE_LABELS, entry.privilege);
+  if (entry.env_allow !== undefined) grant.envAllow = [...entry.env_allow];
+  if (entry.env !== undefined) grant.env = { ...entry.env };
+  if (entry.memory_mb !== undefined) grant.memoryMb = entry.memory_mb;
+  if (entry.worktree !== undefined) grant.worktree = resolve(baseDir, entry.worktree);
+  return grant;
+}
+
+/**
+ * Turn a validated config file into the host's values. The file must have
+ * passed the schema and the semantic checks (`loadConfig` does both).
+ */
+export function resolveConfig(config: ConfigFile, context: ResolveContext): ResolvedConfig {
+  const { baseDir } = context;
+  const env = context.env ?? process.env;
+  const host = config.host ?? {};
+  const originOf = (path: ReadonlyArray<string | number>): { origin?: ConfigOrigin } =>
+    context.originOf ? { origin: context.originOf(path) } : {};
+
+  const sandbox: SandboxOptions = {};
+  const pool = host.pool ?? {};
+  if (pool.threads !== undefined) sandbox.threads = pool.threads;
+  if (pool.max_queue !== undefined) sandbox.maxQueue = pool.max_queue;
+  if (pool.max_heap_mb !== undefined) sandbox.maxHeapMb = pool.max_heap_mb;
+  if (pool.idle_timeout_ms !== undefined) sandbox.idleTimeoutMs = pool.idle_timeout_ms;
+  if (pool.cache_dir !== undefined) sandbox.cacheDir = resolve(baseDir, pool.cache_dir);
+  const limits = host.output_limits;
+  if (limits) {
+    const outputLimits: NonNullable<SandboxOptions['outputLimits']> = {};
+    if (limits.stdio_bytes !== undefined) outputLimits.stdioBytes = limits.stdio_bytes;
+    if (limits.max_events !== undefined) outputLimits.maxEvents = limits.max_events;
+    if (limits.max_event_bytes !== undefined) outputLimits.maxEventBytes = limits.max_event_bytes;
+    if (limits.max_result_bytes !== undefined) outputLimits.maxResultBytes = limits.max_result_bytes;
+    sandbox.outputLimits = outputLimits;
+  }
+
+  const tools = (config.tools ?? []).map((entry, i): ToolLoad => {
+    const options: WasmLoadOptions = { grant: resolveGrant(entry.grant, baseDir) };
+    if (entry.isolation !== undefined) options.isolation = entry.isolation;
+    if (entry.default_policy !== undefined) options.defaultPolicy = policyInput(entry.default_policy);
+    return { path: resolve(baseDir, entry.path), options, ...originOf(['tools', i]) };
+  });
+
+  const httpTools = (config.http_tools ?? []).map((entry, i): HttpToolSpec => {
+    const spec: HttpToolSpec = {
+      name: entry.name,
+      description: entry.description,
+      url: entry.url,
+      headers: { ...entry.headers },
+      inputSchema: structuredClone(entry.input_schema),
+      grant: resolveGrant(entry.grant, baseDir),
+      ...originOf(['http_tools', i]),
+    };
+    if (entry.method !== undefined) spec.method = entry.method;
+    if (entry.timeout_ms !== undefined) spec.timeoutMs = entry.timeout_ms;
+    if (entry.default_policy !== undefined) spec.defaultPolicy = policyInput(entry.default_policy);
+    return spec;
+  });
+
+  const mcpServers = (config.mcp_servers ?? []).map((entry, i): McpServerSpec => {
+    const base: McpServerSpecBase = { name: entry.name, grant: resolveGrant(entry.grant, baseDir), ...originOf(['mcp_servers', i]) };
+    if (entry.timeout_ms !== undefined) base.timeoutMs = entry.timeout_ms;
+    if (entry.default_policy !== undefined) base.defaultPolicy = policyInput(entry.default_policy);
+    if (entry.url !== undefined) {
+      const spec: McpHttpServerSpec = { ...base, transport: 'http', url: entry.url, headers: { ...entry.headers } };
+      if (entry.bearer_token_env !== undefined) spec.bearerTokenEnv = entry.bearer_token_env;
+      return spec;
+    }
+    return {
+      ...base,
+      transport: 'stdio',
+      command: resolveCommand(entry.command, baseDir),
+      args: [...(entry.args ?? [])],
+      env: { ...entry.env },
+      cwd: resolve(baseDir, entry.cwd ?? '.'),
+    };
+  });
+
+  const mcpHttp = config.servers?.mcp?.http ?? {};
+  const grpc = config.servers?.grpc ?? {};
+  const servers: ServerSettings = {
+    mcp: {
+      http: {
+        enabled: mcpHttp.enabled ?? DEFAULT_MCP_HTTP.enabled,
+        host: mcpHttp.host ?? DEFAULT_MCP_HTTP.host,
+        port: mcpHttp.port ?? DEFAULT_MCP_HTTP.port,
+        ...(mcpHttp.allowed_hosts === undefined ? {} : { allowedHosts: [...mcpHttp.allowed_hosts] }),
+        ...(mcpHttp.bearer_token_env === undefined ? {} : { bearerTokenEnv: mcpHttp.bearer_token_env }),
+      },
+    },
+    grpc: {
+      enabled: grpc.enabled ?? DEFAULT_GRPC.enabled,
+      host: grpc.host ?? DEFAULT_GRPC.host,
+      port: grpc.port ?? DEFAULT_GRPC.port,
+    },
+  };
+
+  const resolved: ResolvedConfig = {
+    baseDir,
+    logLevel: env.TOOLHOST_LOG || host.log_level || DEFAULT_LOG_LEVEL,
+    defaults: resolvePolicyDefaults(host),
+    cancelGraceMs: host.cancel_grace_ms ?? DEFAULT_CANCEL_GRACE_MS,
+    retry: resolveRetry(host),
+    sandbox,
+    approval: host.approval ?? 'never',
+    auditLog: host.audit_log === undefined || host.audit_log === 'stderr' ? 'stderr' : { file: resolve(baseDir, host.audit_log) },
+    tools,
+    httpTools,
+    mcpServers,
+    servers,
+    adminTools: config.admin_tools ?? false,
+  };
+  if (context.file !== undefined) resolved.file = context.file;
+  return resolved;
+}
+
+/** Approves every PRIVILEGED and FULL_ACCESS call (`approval: always`). */
+export const approveAll: ApprovalHook = () => true;
+
+/**
+ * The registry options a resolved config stands for: defaults and ceilings,
+ * cancellation grace, retry backoff, sandbox options, the logger (at the
+ * config's level), the audit log (stderr, or the configured file, opened now)
+ * and the approval hook (from `approval`). `overrides` win over the config,
+ * key by key: an embedder's own `approve` hook, logger or audit log replaces
+ * the configured one (and the audit file is then not opened).
+ *
+ * ```ts
+ * const { resolved } = await loadConfig(findConfig(process.cwd(), options.config));
+ * const registry = new ToolRegistry(registryOptions(resolved));
+ * for (const load of resolved.tools) await registry.registerWasmTools(load.path, load.options);
+ * ```
+ */
+export function registryOptions(resolved: ResolvedConfig, overrides: ToolRegistryOptions = {}): ToolRegistryOptions {
+  const { outputLimits, ...pool } = resolved.sandbox;
+  const options: ToolRegistryOptions = {
+    defaults: { ...resolved.defaults },
+    cancelGraceMs: resolved.cancelGraceMs,
+    retry: { ...resolved.retry },
+    sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
+  };
+  if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
+  if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);
+  if (overrides.approve === undefined) options.approve = resolved.approval === 'always' ? approveAll : denyAllApprovals;
+  const given = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as ToolRegistryOptions;
+  return { ...options, ...given };
+}
+
+/** A command with a `/` is a path (relative to the config file's directory); a bare name is looked up on PATH. */
+function resolveCommand(command: string, baseDir: string): string {
+  return command.includes('/') && !isAbsolute(command) ? resolve(baseDir, command) : command;
+}
+
+/** A default policy as the registry takes it (an ExecutionPolicyInput; a copy). */
+function policyInput(entry: PolicyEntry): ExecutionPolicyInput {
+  return structuredClone(entry);
+}
+
+function label<L extends string>(vocabulary: readonly L[], value: string): L {
+  const parsed = parseLabel(vocabulary, value);
+  if (parsed === undefined) throw new ToolhostError('INTERNAL', `unchecked label "${value}" reached config resolution`);
+  return parsed;
+}

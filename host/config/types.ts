@@ -1,0 +1,135 @@
+/**
+ * The shape of `toolhost.yaml` as written (snake_case), once it passed the
+ * published schema. `toolhost.schema.json` is the source of truth: these types
+ * restate it for TypeScript, so keep the two in step.
+ */
+import type { JsonSchema } from '../core/tool.js';
+import type { DurationInput } from '../policy/execution-policy.js';
+
+/** The whole file. Every key is optional. */
+export interface ConfigFile {
+  host?: HostSection;
+  tools?: ToolEntry[];
+  http_tools?: HttpToolEntry[];
+  mcp_servers?: McpServerEntry[];
+  servers?: ServersSection;
+  admin_tools?: boolean;
+}
+
+/** The host's own log levels (`TOOLHOST_LOG` overrides the file's). */
+export type ConfigLogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+export interface HostSection {
+  log_level?: ConfigLogLevel;
+  defaults?: {
+    wall_ms?: number;
+    cpu_ms?: number;
+    memory_mb?: number;
+    network_policy?: string;
+    privilege_level?: string;
+  };
+  ceilings?: {
+    wall_ms?: number;
+    cpu_ms?: number;
+    memory_mb?: number;
+    max_retries?: number;
+  };
+  cancel_grace_ms?: number;
+  retry?: { base_ms?: number; cap_ms?: number };
+  pool?: {
+    threads?: number;
+    max_queue?: number;
+    max_heap_mb?: number;
+    cache_dir?: string;
+    idle_timeout_ms?: number;
+  };
+  output_limits?: {
+    stdio_bytes?: number;
+    max_events?: number;
+    max_event_bytes?: number;
+    max_result_bytes?: number;
+  };
+  approval?: 'never' | 'always';
+  /** `stderr` or a file path. */
+  audit_log?: string;
+}
+
+/** A grant as written (labels in any case). */
+export interface GrantEntry {
+  network?: string;
+  egress_allow?: string[];
+  privilege?: string;
+  env_allow?: string[];
+  env?: Record<string, string>;
+  memory_mb?: number;
+  worktree?: string;
+}
+
+/** An ExecutionPolicy as written (sw4rm field names; labels in any case). */
+export interface PolicyEntry {
+  timeout?: DurationInput;
+  max_retries?: number;
+  backoff?: 'exponential';
+  worktree_required?: boolean;
+  network_policy?: string;
+  privilege_level?: string;
+  budget_cpu_ms?: number;
+  budget_wall_ms?: number;
+  memory_mb?: number;
+}
+
+export interface ToolEntry {
+  path: string;
+  isolation?: 'call' | 'conversation' | 'worker';
+  grant?: GrantEntry;
+  default_policy?: PolicyEntry;
+}
+
+export interface HttpToolEntry {
+  name: string;
+  description: string;
+  url: string;
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  headers?: Record<string, string>;
+  timeout_ms?: number;
+  input_schema: Exclude<JsonSchema, boolean>;
+  grant?: GrantEntry;
+  default_policy?: PolicyEntry;
+}
+
+interface McpServerCommon {
+  name: string;
+  timeout_ms?: number;
+  grant?: GrantEntry;
+  default_policy?: PolicyEntry;
+}
+
+export interface McpStdioServerEntry extends McpServerCommon {
+  command: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  url?: never;
+}
+
+export interface McpHttpServerEntry extends McpServerCommon {
+  url: string;
+  headers?: Record<string, string>;
+  bearer_token_env?: string;
+  command?: never;
+}
+
+export type McpServerEntry = McpStdioServerEntry | McpHttpServerEntry;
+
+export interface ServersSection {
+  mcp?: {
+    http?: {
+      enabled?: boolean;
+      host?: string;
+      port?: number;
+      allowed_hosts?: string[];
+      bearer_token_env?: string;
+    };
+  };
+  grpc?: { enabled?: boolean; host?: string; port?: number };
+}

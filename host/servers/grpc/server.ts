@@ -1,0 +1,82 @@
+/**
+ * `startGrpcServer`: the sw4rm ToolService over a registry, on a TCP port.
+ *
+ * ```ts
+ * const server = await startGrpcServer(registry, { port: 50063 });   // 127.0.0.1 by default
+ * // ...
+ * await server.close();   // graceful, then forced after `shutdownTimeoutMs`
+ * ```
+ */
+import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { toolServiceDefinition } from './proto.js';
+import { createToolServiceHandlers, type GrpcToolSource, type ToolServiceOptions } from './service.js';
+
+/** The port sw4rm's docs use for ToolService. */
+export const DEFAULT_GRPC_PORT = 50063;
+export const DEFAULT_GRPC_HOST = '127.0.0.1';
+
+export interface GrpcServerOptions extends ToolServiceOptions {
+  /** The address to listen on (default 127.0.0.1: loopback only). */
+  host?: string;
+  /** The port (default 50063; 0 picks a free one, reported in the result). */
+  port?: number;
+  /** Transport security (default: insecure, which is why the default host is loopback). */
+  credentials?: ServerCredentials;
+  /** How long `close()` lets calls in flight finish before it cancels them (ms, default 5000). */
+  shutdownTimeoutMs?: number;
+  /** grpc-js server options (e.g. `grpc.max_receive_message_length`). */
+  channelOptions?: ChannelOptions;
+}
+
+export interface GrpcServerHandle {
+  /** The port bound (the chosen one when 0 was asked for). */
+  readonly port: number;
+  readonly host: string;
+  /** `host:port`, as a client's target. */
+  readonly address: string;
+  /** Stop accepting calls, let the ones in flight finish (bounded), then stop. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Serve the registry's tools as sw4rm's `sw4rm.tool.ToolService`. */
+export async function startGrpcServer(registry: GrpcToolSource, options: GrpcServerOptions = {}): Promise<GrpcServerHandle> {
+  const host = options.host ?? DEFAULT_GRPC_HOST;
+  const port = options.port ?? DEFAULT_GRPC_PORT;
+  if (typeof host !== 'string' || host.length === 0) throw new TypeError('options.host must be a non-empty string');
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new TypeError('options.port must be an integer in 0..65535');
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 5_000;
+  if (!Number.isFinite(shutdownTimeoutMs) || shutdownTimeoutMs < 0) throw new TypeError('options.shutdownTimeoutMs must be a non-negative number');
+
+  const handlers = createToolServiceHandlers(registry, options.worktree === undefined ? {} : { worktree: options.worktree });
+  const server = new Server(options.channelOptions);
+  server.addService(toolServiceDefinition(), handlers);
+  const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const bound = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${hostPart}:${port}`, options.credentials ?? ServerCredentials.createInsecure(), (error, actual) => {
+      if (error) reject(error);
+      else resolve(actual);
+    });
+  });
+  const address = `${hostPart}:${bound}`;
+  registry.logger.info({ address }, 'gRPC ToolService listening');
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= new Promise<void>((resolve) => {
+      // Past the bound, calls in flight are cancelled (their clients see CANCELLED; the calls end CANCELLED).
+      const timer = setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, shutdownTimeoutMs);
+      timer.unref?.();
+      server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }).then(() => {
+      registry.logger.info({ address }, 'gRPC ToolService stopped');
+    });
+    return closing;
+  };
+  return { port: bound, host, address, close };
+}

@@ -1,0 +1,263 @@
+/**
+ * The ToolService handlers: Call, CallStream and Cancel over the registry's one
+ * call path. Nothing is decided here: lookup, policy, validation, budgets and
+ * events all happen in the call path; this file translates.
+ *
+ * - A call refused before its tool ran (the call path's `stage: 'rejected'`,
+ *   or OVERLOADED with nothing but `start` before it) ends with a gRPC status
+ *   (see status.ts). Anything after the tool started (a budget, a crash, the
+ *   tool's error, a cancel) ends with a normal final frame whose summary says
+ *   `"status":"error"` (or `"cancelled"`).
+ * - CallStream holds the `start` frame for one event-loop turn, so that an
+ *   OVERLOADED that follows at once can still be a status. A later OVERLOADED
+ *   (after frames went out) ends the stream with a final error frame.
+ * - A client that goes away (RST_STREAM, a closed connection) or whose
+ *   deadline passes aborts the call's signal: the call is cancelled, the way
+ *   `registry.cancel` does it. Once the call is over, nothing is cancelled.
+ * - Cancel(ToolCall) reads only `call_id` and answers a ToolError whose
+ *   error_code is CANCELLED, NOT_FOUND or ALREADY_COMPLETED.
+ */
+import {
+  Metadata,
+  type handleServerStreamingCall,
+  type handleUnaryCall,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import type { CallStream } from '../../core/call-path.js';
+import { toErrorData, type CancelOutcome } from '../../core/errors.js';
+import { isTerminal, type TerminalEvent, type ToolEvent } from '../../core/events.js';
+import type { Logger } from '../../core/logger.js';
+import type { ToolRegistry } from '../../core/registry.js';
+import { parseToolCall, requestCallId, type ParsedToolCall } from './call-request.js';
+import { FrameBuilder } from './frames.js';
+import type { ToolCallMessage, ToolErrorMessage, ToolFrameMessage } from './proto.js';
+import { CALL_ID_METADATA_KEY, toServiceError } from './status.js';
+
+/** What every server call has (grpc-js does not export its `ServerSurfaceCall`); a writable stream is one too. */
+type SurfaceCall = ServerUnaryCall<ToolCallMessage, unknown>;
+
+/** What the gRPC service needs from a registry (the package's `ToolRegistry` has it all). */
+export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'>;
+
+export interface ToolServiceOptions {
+  /** The worktree bound to a tool's calls (the call path confines the tool to it). */
+  worktree?: (toolName: string) => string | undefined;
+}
+
+export interface ToolServiceHandlers extends UntypedServiceImplementation {
+  Call: handleUnaryCall<ToolCallMessage, ToolFrameMessage>;
+  CallStream: handleServerStreamingCall<ToolCallMessage, ToolFrameMessage>;
+  Cancel: handleUnaryCall<ToolCallMessage, ToolErrorMessage>;
+}
+
+const CANCEL_MESSAGES: Record<CancelOutcome, string> = {
+  CANCELLED: 'the call is being cancelled; its stream ends with a final frame whose summary says cancelled',
+  NOT_FOUND: 'no call with this call_id is in flight or finished recently',
+  ALREADY_COMPLETED: 'the call had already finished',
+};
+
+/** The ToolService implementation, for `server.addService(toolServiceDefinition(), handlers)`. */
+export function createToolServiceHandlers(registry: GrpcToolSource, options: ToolServiceOptions = {}): ToolServiceHandlers {
+  if (options.worktree !== undefined && typeof options.worktree !== 'function') {
+    throw new TypeError('options.worktree must be a function (toolName) => string | undefined');
+  }
+  const log = registry.logger.child({ component: 'grpc' });
+  const handlers: ToolServiceHandlers = {
+    Call(call, callback) {
+      handleCall(registry, options, log, call, callback).catch((error: unknown) => {
+        log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC Call handler failed');
+        callback(toServiceError(toErrorData(error)));
+      });
+    },
+    CallStream(call) {
+      handleCallStream(registry, options, log, call).catch((error: unknown) => {
+        log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC CallStream handler failed');
+        if (!isGone(call)) call.emit('error', toServiceError(toErrorData(error)));
+      });
+    },
+    Cancel(call, callback) {
+      const callId = typeof call.request.call_id === 'string' ? call.request.call_id : '';
+      if (callId.length === 0) {
+        callback(null, { call_id: '', error_code: 'NOT_FOUND', message: 'call_id is empty: there is no call to cancel' });
+        return;
+      }
+      const outcome = registry.cancel(callId);
+      log.debug({ callId, outcome }, 'gRPC Cancel');
+      callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
+    },
+  };
+  return handlers;
+}
+
+/** Call: run to the terminal event and answer its frame alone. */
+async function handleCall(
+  registry: GrpcToolSource,
+  options: ToolServiceOptions,
+  log: Logger,
+  call: ServerUnaryCall<ToolCallMessage, ToolFrameMessage>,
+  callback: sendUnaryData<ToolFrameMessage>,
+): Promise<void> {
+  const started = startCall(registry, options, log, call);
+  if ('refused' in started) {
+    callback(started.refused);
+    return;
+  }
+  const { stream, unwatch } = started;
+  try {
+    let onlyStart = true;
+    let deltas = 0;
+    let terminal: TerminalEvent | undefined;
+    for await (const event of stream) {
+      if (isTerminal(event)) {
+        terminal = event;
+        break;
+      }
+      if (event.type === 'delta') deltas += 1;
+      if (event.type !== 'start') onlyStart = false;
+    }
+    if (terminal === undefined) {
+      callback(toServiceError({ code: 'INTERNAL', message: 'the call ended without a terminal event' }, stream.callId));
+      return;
+    }
+    if (isRefusal(terminal, onlyStart)) {
+      callback(toServiceError(toErrorData(terminal, stream.callId), stream.callId));
+      return;
+    }
+    callback(null, new FrameBuilder(stream.callId).unary(terminal, deltas));
+  } finally {
+    unwatch();
+  }
+}
+
+/** CallStream: one frame per event, `final` on the terminal event's frame. */
+async function handleCallStream(
+  registry: GrpcToolSource,
+  options: ToolServiceOptions,
+  log: Logger,
+  call: ServerWritableStream<ToolCallMessage, ToolFrameMessage>,
+): Promise<void> {
+  const started = startCall(registry, options, log, call);
+  if ('refused' in started) {
+    call.emit('error', started.refused);
+    return;
+  }
+  const { stream, unwatch } = started;
+  const frames = new FrameBuilder(stream.callId);
+  let held: ToolEvent | undefined;
+  let heldTimer: NodeJS.Immediate | undefined;
+  /** Write one event's frame (dropped once the client is gone); false when the client is behind. */
+  const write = (event: ToolEvent): boolean => {
+    const frame = frames.next(event);
+    if (isGone(call)) return true;
+    return call.write(frame);
+  };
+  const flushHeld = (): void => {
+    if (heldTimer !== undefined) clearImmediate(heldTimer);
+    heldTimer = undefined;
+    if (held === undefined) return;
+    const event = held;
+    held = undefined;
+    write(event);
+  };
+  try {
+    for await (const event of stream) {
+      if (event.type === 'start' && frames.count === 0 && held === undefined) {
+        held = event;
+        heldTimer = setImmediate(flushHeld);
+        continue;
+      }
+      if (isTerminal(event) && isRefusal(event, frames.count === 0)) {
+        if (heldTimer !== undefined) clearImmediate(heldTimer);
+        held = undefined;
+        if (!isGone(call)) call.emit('error', toServiceError(toErrorData(event, stream.callId), stream.callId));
+        return;
+      }
+      flushHeld();
+      const flowing = write(event);
+      if (isTerminal(event)) {
+        if (!isGone(call)) call.end();
+        return;
+      }
+      if (!flowing) await drained(call);
+    }
+    // The call path always ends with a terminal event; this is a safety net.
+    if (!isGone(call)) call.emit('error', toServiceError({ code: 'INTERNAL', message: 'the call ended without a terminal event' }, stream.callId));
+  } finally {
+    if (heldTimer !== undefined) clearImmediate(heldTimer);
+    unwatch();
+  }
+}
+
+type Started = { stream: CallStream; unwatch: () => void } | { refused: ReturnType<typeof toServiceError> };
+
+/** Parse the request, start the call with a signal the client's cancel and deadline abort, and send the call id. */
+function startCall(registry: GrpcToolSource, options: ToolServiceOptions, log: Logger, call: SurfaceCall): Started {
+  const callId = requestCallId(call.request);
+  let parsed: ParsedToolCall;
+  try {
+    parsed = parseToolCall(call.request, call.metadata, callId, options.worktree);
+  } catch (error) {
+    return { refused: toServiceError(toErrorData(error, callId), callId) };
+  }
+  log.debug({ callId, tool: parsed.toolName, ...(parsed.providerId === undefined ? {} : { providerId: parsed.providerId }) }, 'gRPC call');
+  const abort = new AbortController();
+  const unwatch = watchClient(call, abort);
+  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal });
+  const metadata = new Metadata();
+  metadata.set(CALL_ID_METADATA_KEY, /^[\x20-\x7e]*$/.test(callId) ? callId : encodeURIComponent(callId));
+  if (!isGone(call)) call.sendMetadata(metadata);
+  return { stream, unwatch };
+}
+
+/** A refusal: the call path's `rejected` stage, or OVERLOADED before anything but `start`. */
+function isRefusal(terminal: TerminalEvent, nothingButStart: boolean): boolean {
+  if (terminal.type !== 'error') return false;
+  return terminal.stage === 'rejected' || (terminal.code === 'OVERLOADED' && nothingButStart);
+}
+
+/**
+ * Abort `abort` when the client cancels (grpc-js's `cancelled`, which also
+ * follows a deadline the server enforces) or its deadline passes. Returns the
+ * function that stops watching (call it once the call is over).
+ */
+function watchClient(call: SurfaceCall, abort: AbortController): () => void {
+  const onCancelled = (): void => abort.abort();
+  call.on('cancelled', onCancelled);
+  if (call.cancelled) abort.abort();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = call.getDeadline();
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  if (Number.isFinite(at)) {
+    const delay = Math.max(0, at - Date.now());
+    // setTimeout cannot wait longer than 2^31-1 ms; grpc-js still reports such a deadline as `cancelled`.
+    if (delay <= 2_147_483_647) {
+      timer = setTimeout(() => abort.abort(), delay);
+      timer.unref?.();
+    }
+  }
+  return () => {
+    call.removeListener('cancelled', onCancelled);
+    clearTimeout(timer);
+  };
+}
+
+function isGone(call: ServerWritableStream<ToolCallMessage, ToolFrameMessage> | SurfaceCall): boolean {
+  if (call.cancelled) return true;
+  const writable = call as Partial<Pick<ServerWritableStream<ToolCallMessage, ToolFrameMessage>, 'destroyed' | 'writableEnded'>>;
+  return writable.destroyed === true || writable.writableEnded === true;
+}
+
+/** Wait until the client reads again, or goes away. */
+function drained(call: ServerWritableStream<ToolCallMessage, ToolFrameMessage>): Promise<void> {
+  if (isGone(call)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      for (const name of ['drain', 'cancelled', 'close', 'error'] as const) call.removeListener(name, done);
+      resolve();
+    };
+    for (const name of ['drain', 'cancelled', 'close', 'error'] as const) call.once(name, done);
+  });
+}

@@ -1,0 +1,327 @@
+/**
+ * MCP over Streamable HTTP on a plain `node:http` server.
+ *
+ * Routes: `POST|GET|DELETE /mcp` (the SDK's StreamableHTTPServerTransport, one
+ * stateful session per client, each with its own SDK Server over the shared
+ * registry), `GET /healthz`, `GET /metrics`.
+ *
+ * Every request's `Host` header must be on the allowlist (403 otherwise): a
+ * defence against DNS rebinding, checked before anything else for every route.
+ * With a bearer token, `/mcp` and `/metrics` need `Authorization: Bearer <token>`
+ * (401 otherwise); `/healthz` stays open for probes and reveals only counts.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { checkMcpServerOptions, createMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+
+/** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
+export interface MetricsSource {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
+export interface McpHttpServerOptions extends McpServerOptions {
+  /** The address to listen on (default 127.0.0.1). */
+  host?: string;
+  /** The port (default 0: an ephemeral port; read it from the result). */
+  port?: number;
+  /**
+   * Accepted `Host` headers: `name:port` (exact) or a bare `name` (any port);
+   * IPv6 in brackets (`[::1]:8080`). Default: `127.0.0.1:<port>`,
+   * `localhost:<port>`, `[::1]:<port>` and `<host>:<port>`.
+   */
+  allowedHosts?: string[];
+  /** When set, `/mcp` and `/metrics` need `Authorization: Bearer <token>`. */
+  bearerToken?: string;
+  /** Served at `GET /metrics` (404 without it). */
+  metrics?: MetricsSource;
+  /** Extra fields for `GET /healthz` (e.g. sandbox pool stats). */
+  health?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
+  /** Concurrent MCP sessions before new ones get 503 (default 1000). */
+  maxSessions?: number;
+  /** Largest accepted request body, in bytes (default 4 MiB; 413 beyond). */
+  maxBodyBytes?: number;
+}
+
+export interface McpHttpServer {
+  /** The MCP endpoint, e.g. `http://127.0.0.1:43123/mcp`. */
+  readonly url: string;
+  readonly port: number;
+  /** Open MCP sessions. */
+  readonly sessions: number;
+  /** Close every session (cancelling their calls in flight) and the HTTP server. */
+  close(): Promise<void>;
+}
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+}
+
+const MCP_PATH = '/mcp';
+const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
+
+/** Start serving MCP over Streamable HTTP; resolves once the server listens. */
+export async function startMcpHttpServer(registry: McpToolSource, options: McpHttpServerOptions = {}): Promise<McpHttpServer> {
+  const {
+    host = '127.0.0.1',
+    port = 0,
+    allowedHosts,
+    bearerToken,
+    metrics,
+    health,
+    maxSessions = 1000,
+    maxBodyBytes = DEFAULT_MAX_BODY,
+    ...serverOptions
+  } = options;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError('options.port must be an integer from 0 to 65535');
+  if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new TypeError('options.maxSessions must be a positive integer');
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
+  if (bearerToken !== undefined && (typeof bearerToken !== 'string' || bearerToken.length === 0)) {
+    throw new TypeError('options.bearerToken must be a non-empty string');
+  }
+  if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
+    throw new TypeError('options.allowedHosts must be an array of non-empty strings');
+  }
+  if (metrics !== undefined && typeof metrics.metrics !== 'function') throw new TypeError('options.metrics must have a metrics() method');
+  // Fail on bad server options now, not on the first session.
+  checkMcpServerOptions(serverOptions);
+
+  const sessions = new Map<string, Session>();
+  const pending = new Set<Session>();
+  const tokenDigest = bearerToken === undefined ? undefined : digest(bearerToken);
+  let hostCheck: (header: string | undefined) => boolean = () => false;
+  let closing = false;
+
+  const handleMcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const method = req.method ?? 'GET';
+    if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
+      res.setHeader('Allow', 'GET, POST, DELETE');
+      return rpcError(res, 405, -32000, 'Method not allowed');
+    }
+    let body: unknown;
+    if (method === 'POST') {
+      const read = await readJson(req, maxBodyBytes);
+      if (!read.ok) return rpcError(res, read.status, read.status === 413 ? -32000 : -32700, read.message);
+      body = read.value;
+    }
+    const sessionId = header(req, 'mcp-session-id');
+    if (sessionId !== undefined) {
+      const session = sessions.get(sessionId);
+      if (!session) return rpcError(res, 404, -32001, 'Session not found');
+      await session.transport.handleRequest(req, res, body);
+      return;
+    }
+    if (method !== 'POST' || !isInitializeRequest(body)) {
+      return rpcError(res, 400, -32000, 'Bad Request: no valid session id (send initialize first)');
+    }
+    if (closing) return rpcError(res, 503, -32000, 'the server is closing');
+    if (sessions.size + pending.size >= maxSessions) return rpcError(res, 503, -32000, `too many sessions (at most ${maxSessions})`);
+    const session = openSession();
+    pending.add(session);
+    try {
+      await session.server.connect(session.transport);
+      await session.transport.handleRequest(req, res, body);
+    } finally {
+      pending.delete(session);
+      // An initialize that did not create a session leaves nothing behind.
+      if (session.transport.sessionId === undefined || !sessions.has(session.transport.sessionId)) {
+        await session.server.close().catch(() => undefined);
+      }
+    }
+  };
+
+  const openSession = (): Session => {
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, session);
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    const session: Session = { transport, server: createMcpServer(registry, serverOptions) };
+    session.server.onerror = (error) => registry.logger.debug({ err: error.message }, 'mcp http: session error');
+    return session;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (!hostCheck(header(req, 'host'))) {
+      return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32000, message: `Forbidden: Host header not allowed` }, id: null });
+    }
+    const path = pathOf(req.url);
+    if (path === '/healthz') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET, HEAD');
+      const extra = health ? await health() : {};
+      return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: sessions.size, ...extra });
+    }
+    if (path !== MCP_PATH && path !== '/metrics') return sendJson(res, 404, { error: 'not found' });
+    if (tokenDigest && !authorized(header(req, 'authorization'), tokenDigest)) {
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      return sendJson(res, 401, { jsonrpc: '2.0', error: { code: -32000, message: 'Unauthorized: a valid bearer token is required' }, id: null });
+    }
+    if (path === '/metrics') {
+      if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
+      if (!metrics) return sendJson(res, 404, { error: 'metrics are not enabled' });
+      const text = await metrics.metrics();
+      res.writeHead(200, { 'Content-Type': metrics.contentType });
+      res.end(text);
+      return;
+    }
+    await handleMcp(req, res);
+  };
+
+  const http: HttpServer = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      registry.logger.warn({ err: (error as Error).message, url: req.url }, 'mcp http: request failed');
+      if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(port, host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = (http.address() as AddressInfo).port;
+  hostCheck = hostMatcher(allowedHosts ?? defaultAllowedHosts(host, bound));
+  const url = `http://${hostForUrl(host)}:${bound}${MCP_PATH}`;
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    port: bound,
+    get sessions() {
+      return sessions.size;
+    },
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        const all = [...sessions.values(), ...pending];
+        sessions.clear();
+        // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
+        await Promise.allSettled(all.map((session) => session.server.close()));
+        await new Promise<void>((resolve) => {
+          http.close(() => resolve());
+          http.closeAllConnections();
+        });
+      })();
+      return closed;
+    },
+  };
+}
+
+/** The Host headers accepted by default: the loopback names, and the bound host, at the bound port. */
+export function defaultAllowedHosts(host: string, port: number): string[] {
+  const names = new Set(['127.0.0.1', 'localhost', '[::1]']);
+  if (host !== '0.0.0.0' && host !== '::') names.add(hostForUrl(host).toLowerCase());
+  return [...names].map((name) => `${name}:${port}`);
+}
+
+/** A matcher for Host headers: `name:port` entries match exactly, bare names match any port. */
+export function hostMatcher(allowed: readonly string[]): (header: string | undefined) => boolean {
+  const exact = new Set<string>();
+  const names = new Set<string>();
+  for (const entry of allowed) {
+    const lower = entry.trim().toLowerCase();
+    if (splitHost(lower).port === undefined) names.add(lower);
+    else exact.add(lower);
+  }
+  return (header) => {
+    if (header === undefined || header === '') return false;
+    const lower = header.trim().toLowerCase();
+    if (exact.has(lower)) return true;
+    return names.has(splitHost(lower).name);
+  };
+}
+
+function splitHost(value: string): { name: string; port: string | undefined } {
+  if (value.startsWith('[')) {
+    const end = value.indexOf(']');
+    if (end < 0) return { name: value, port: undefined };
+    const rest = value.slice(end + 1);
+    return { name: value.slice(0, end + 1), port: rest.startsWith(':') ? rest.slice(1) : undefined };
+  }
+  const colon = value.lastIndexOf(':');
+  if (colon < 0 || value.indexOf(':') !== colon) return { name: value, port: undefined };
+  return { name: value.slice(0, colon), port: value.slice(colon + 1) };
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/** Compare the presented token with the expected one in constant time (both hashed to equal lengths first). */
+function authorized(header: string | undefined, expected: Buffer): boolean {
+  if (header === undefined) return false;
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  const presented = digest(match?.[1] ?? '');
+  return timingSafeEqual(presented, expected) && match !== null;
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function pathOf(url: string | undefined): string {
+  const raw = url ?? '/';
+  const query = raw.indexOf('?');
+  return query < 0 ? raw : raw.slice(0, query);
+}
+
+type ReadResult = { ok: true; value: unknown } | { ok: false; status: 400 | 413; message: string };
+
+/** Read a JSON body of at most `limit` bytes (a larger body is drained and refused). */
+function readJson(req: IncomingMessage, limit: number): Promise<ReadResult> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(header(req, 'content-length'));
+    const tooLarge: ReadResult = { ok: false, status: 413, message: `request body larger than ${limit} bytes` };
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      resolve(tooLarge);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+    });
+    req.once('error', reject);
+    req.once('end', () => {
+      if (size > limit) return resolve(tooLarge);
+      try {
+        resolve({ ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+      } catch (error) {
+        resolve({ ok: false, status: 400, message: `Parse error: ${(error as Error).message}` });
+      }
+    });
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+function methodNotAllowed(res: ServerResponse, allow: string): void {
+  res.setHeader('Allow', allow);
+  sendJson(res, 405, { error: 'method not allowed' });
+}

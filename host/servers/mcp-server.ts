@@ -1,0 +1,370 @@
+/**
+ * The MCP server adapter: a low-level SDK `Server` whose `tools/list` and
+ * `tools/call` are the registry's definitions and the registry's one call path.
+ *
+ * Nothing is decided here: policy, validation, budgets and events all happen in
+ * the call path. The adapter translates an MCP request into `CallOptions`, the
+ * call's events into MCP notifications, and its terminal event into a
+ * `CallToolResult`.
+ *
+ * - Every outcome of `tools/call` is a tool result, including a rejected call
+ *   (TOOL_NOT_FOUND, INVALID_INPUT, PERMISSION_DENIED...): `isError: true`, the
+ *   text `CODE: message`, and `{ error: { code, message, details } }` in
+ *   `structuredContent` (omitted for tools that declare an output schema, whose
+ *   structured content must match it) and in `_meta['toolhost/error']`. An agent
+ *   sees the code and can correct itself. Malformed JSON-RPC is still rejected by
+ *   the SDK with a protocol error.
+ * - `progress` events become `notifications/progress` (progress = pct, total =
+ *   100) when the request carried a `progressToken`; `delta` events too, with the
+ *   delta's JSON text as `message`, the last progress value, and
+ *   `_meta['toolhost/delta'] = true`. Progress never goes backwards.
+ * - `log` events become `notifications/message` at the event's level (`trace`
+ *   maps to `debug`, `warn` to `warning`), from `info` up unless the client
+ *   chose another level with `logging/setLevel`.
+ * - `notifications/cancelled` aborts the request's signal, which is the call's
+ *   `signal`: the call is cancelled and ends CANCELLED (its reply is dropped, as
+ *   the protocol requires).
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  SetLevelRequestSchema,
+  type CallToolResult,
+  type LoggingLevel,
+  type ServerNotification,
+  type ServerRequest,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { CallOptions, CallStream } from '../core/call-path.js';
+import type { McpDefinition } from '../core/definitions.js';
+import type { ErrorCode } from '../core/errors.js';
+import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
+import type { ToolRegistry } from '../core/registry.js';
+import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
+
+/** The `_meta` keys of a `tools/call` request that toolhost reads, and of its result. */
+export const MCP_META_KEYS = {
+  /** Request: an ExecutionPolicy object (proto field names); it can only narrow the tool's grant. */
+  policy: 'toolhost/policy',
+  /** Request: the conversation whose state the call reads and writes. */
+  conversationId: 'toolhost/conversationId',
+  /** Request: the agent's session (defaults to the MCP session id, when the transport has one). */
+  sessionId: 'toolhost/sessionId',
+  /** Request: the calling agent's name. */
+  agentName: 'toolhost/agentName',
+  /** Result: the call's id. */
+  callId: 'toolhost/callId',
+  /** Result: the call's accounting (wall ms, CPU ms, memory, attempts...). */
+  accounting: 'toolhost/accounting',
+  /** Result: the failure `{ code, message, details }` when `isError` is true. */
+  error: 'toolhost/error',
+  /** Progress notification: set when the notification carries a delta. */
+  delta: 'toolhost/delta',
+} as const;
+
+/** What the MCP adapters need from a registry (the package's `ToolRegistry` has it all). */
+export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'>;
+
+/** MCP's log levels, least severe first. */
+const MCP_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+const TO_MCP_LEVEL: Record<LogLevel, LoggingLevel> = { trace: 'debug', debug: 'debug', info: 'info', warn: 'warning', error: 'error' };
+
+export interface McpServerOptions {
+  /** The name and version the server reports in `initialize` (default: toolhost and its package version). */
+  serverInfo?: { name: string; version: string };
+  /** Instructions for the client, sent in `initialize`. */
+  instructions?: string;
+  /** The worktree bound to a tool's calls (the call path confines the tool to it). */
+  worktree?: (toolName: string) => string | undefined;
+  /**
+   * The lowest level of tool `log` events sent as `notifications/message`
+   * until the client sets one with `logging/setLevel` (default `info`; `off` sends none).
+   */
+  logLevel?: LoggingLevel | 'off';
+  /** How long to gather tool registrations before sending `notifications/tools/list_changed` (ms, default 50). */
+  listChangedDebounceMs?: number;
+}
+
+interface ResolvedServerOptions {
+  serverInfo: { name: string; version: string };
+  instructions: string | undefined;
+  worktree: ((toolName: string) => string | undefined) | undefined;
+  logLevel: LoggingLevel | 'off';
+  listChangedDebounceMs: number;
+}
+
+/** Check server options up front (throws a TypeError naming the bad option). */
+export function checkMcpServerOptions(options: McpServerOptions): void {
+  resolveOptions(options);
+}
+
+function resolveOptions(options: McpServerOptions): ResolvedServerOptions {
+  const debounce = options.listChangedDebounceMs ?? 50;
+  if (!Number.isFinite(debounce) || debounce < 0) throw new TypeError('options.listChangedDebounceMs must be a non-negative number');
+  const logLevel = options.logLevel ?? 'info';
+  if (logLevel !== 'off' && !MCP_LEVELS.includes(logLevel)) {
+    throw new TypeError(`options.logLevel must be one of ${MCP_LEVELS.join(', ')} or off`);
+  }
+  if (options.worktree !== undefined && typeof options.worktree !== 'function') {
+    throw new TypeError('options.worktree must be a function (toolName) => string | undefined');
+  }
+  return {
+    serverInfo: options.serverInfo ?? { name: 'toolhost', version: packageVersion() },
+    instructions: options.instructions,
+    worktree: options.worktree,
+    logLevel,
+    listChangedDebounceMs: debounce,
+  };
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/**
+ * A low-level MCP `Server` over the registry, with the `tools` (listChanged)
+ * and `logging` capabilities. Connect it to any transport; one server per
+ * connection, any number of servers per registry.
+ *
+ * It stops listening to the registry when its transport closes (it sets
+ * `server.onclose`; wrap that function rather than replacing it).
+ */
+export function createMcpServer(registry: McpToolSource, options: McpServerOptions = {}): Server {
+  const resolved = resolveOptions(options);
+  const server = new Server(resolved.serverInfo, {
+    capabilities: { tools: { listChanged: true } },
+    ...(resolved.instructions === undefined ? {} : { instructions: resolved.instructions }),
+  });
+  // Registered after construction so that the SDK's own setLevel handler (which
+  // filters only out-of-request messages) is not installed: ours filters the
+  // per-request log notifications below.
+  server.registerCapabilities({ logging: {} });
+  let logLevel = resolved.logLevel;
+  server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    logLevel = request.params.level;
+    return {};
+  });
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(registry) }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: args = {} } = request.params;
+    const meta: Record<string, unknown> = request.params._meta ?? {};
+    const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
+    let callOptions: CallOptions;
+    try {
+      callOptions = callOptionsFrom(name, meta, extra, resolved);
+    } catch (error) {
+      const message = (error as Error).message;
+      return errorResult({ code: 'INVALID_INPUT', message, details: undefined }, hasOutputSchema);
+    }
+    const stream = registry.stream(name, args, callOptions);
+    const terminal = await forwardEvents(stream, name, meta.progressToken, extra, () => logLevel);
+    return toCallToolResult(terminal, hasOutputSchema);
+  });
+
+  let timer: NodeJS.Timeout | undefined;
+  const unsubscribe = registry.onToolsChanged(() => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (!server.transport) return;
+      server.sendToolListChanged().catch((error: unknown) => {
+        registry.logger.debug({ err: (error as Error).message }, 'mcp: could not send tools/list_changed');
+      });
+    }, resolved.listChangedDebounceMs);
+    timer.unref?.();
+  });
+  server.onclose = () => {
+    unsubscribe();
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  return server;
+}
+
+/** The registry's tools as MCP tools; a tool whose input is not an object is left out (MCP arguments are objects). */
+export function listTools(registry: Pick<McpToolSource, 'definitions' | 'logger'>): McpTool[] {
+  const tools: McpTool[] = [];
+  for (const definition of registry.definitions('mcp')) {
+    const tool = toMcpTool(definition);
+    if (tool) tools.push(tool);
+    else registry.logger.debug({ tool: definition.name }, 'mcp: tool left out of tools/list: its input schema does not describe an object');
+  }
+  return tools;
+}
+
+function toMcpTool(definition: McpDefinition): McpTool | undefined {
+  const inputSchema = objectSchema(definition.inputSchema);
+  if (!inputSchema) return undefined;
+  const tool: McpTool = { name: definition.name, description: definition.description, inputSchema, annotations: definition.annotations };
+  const outputSchema = definition.outputSchema === undefined ? undefined : objectSchema(definition.outputSchema, false);
+  // MCP's structured content is an object: an output schema of another type is not advertised.
+  if (outputSchema) tool.outputSchema = outputSchema;
+  return tool;
+}
+
+/** A JSON Schema with `type: "object"` at its root (`true` and type-less schemas are read as objects), or undefined. */
+function objectSchema(schema: unknown, lenient = true): McpTool['inputSchema'] | undefined {
+  if (schema === true) return lenient ? { type: 'object' } : undefined;
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return undefined;
+  const record = schema as Record<string, unknown>;
+  if (record.type === 'object') return record as McpTool['inputSchema'];
+  if (record.type === undefined && lenient) return { ...record, type: 'object' } as McpTool['inputSchema'];
+  return undefined;
+}
+
+/** The output schema `tools/list` advertises for a tool, if any. */
+function outputSchemaOf(registry: McpToolSource, name: string): unknown {
+  const schema = registry.get(name)?.outputSchema;
+  return schema === undefined ? undefined : objectSchema(schema, false);
+}
+
+function callOptionsFrom(name: string, meta: Record<string, unknown>, extra: Extra, options: ResolvedServerOptions): CallOptions {
+  const call: CallOptions = { signal: extra.signal };
+  const text = (key: string): string | undefined => {
+    const value = meta[key];
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== 'string' || value.length === 0) throw new Error(`_meta["${key}"] must be a non-empty string`);
+    return value;
+  };
+  const conversationId = text(MCP_META_KEYS.conversationId);
+  if (conversationId !== undefined) call.conversationId = conversationId;
+  const sessionId = text(MCP_META_KEYS.sessionId) ?? extra.sessionId;
+  if (sessionId !== undefined) call.sessionId = sessionId;
+  const agentName = text(MCP_META_KEYS.agentName);
+  if (agentName !== undefined) call.agentName = agentName;
+  const policy = meta[MCP_META_KEYS.policy];
+  // Parsed, checked against the grant and refused when wider by the call path, not here.
+  if (policy !== undefined && policy !== null) call.policy = policy as ExecutionPolicyInput;
+  const worktree = options.worktree?.(name);
+  if (worktree !== undefined) call.workingDir = worktree;
+  return call;
+}
+
+/** Send the call's non-terminal events as notifications, in order, and return its terminal event. */
+async function forwardEvents(
+  stream: CallStream,
+  tool: string,
+  progressToken: unknown,
+  extra: Extra,
+  level: () => LoggingLevel | 'off',
+): Promise<TerminalEvent> {
+  const token = typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined;
+  let progress = 0;
+  let sent = false;
+  const send = async (notification: ServerNotification): Promise<void> => {
+    sent = true;
+    try {
+      await extra.sendNotification(notification);
+    } catch {
+      // The client went away; the call still runs to its terminal event (the signal cancels it).
+    }
+  };
+  for await (const event of stream as AsyncIterable<ToolEvent>) {
+    switch (event.type) {
+      case 'progress':
+        if (token === undefined) break;
+        if (event.pct !== undefined) progress = Math.max(progress, event.pct);
+        await send({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress, total: 100, ...(event.message === undefined ? {} : { message: event.message }) },
+        });
+        break;
+      case 'delta':
+        if (token === undefined) break;
+        await send({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress, total: 100, message: JSON.stringify(event.data) ?? 'null', _meta: { [MCP_META_KEYS.delta]: true } },
+        });
+        break;
+      case 'log': {
+        const threshold = level();
+        const mcpLevel = TO_MCP_LEVEL[event.level];
+        if (threshold === 'off' || MCP_LEVELS.indexOf(mcpLevel) < MCP_LEVELS.indexOf(threshold)) break;
+        await send({
+          method: 'notifications/message',
+          params: { level: mcpLevel, logger: tool, data: { callId: event.callId, source: event.source, message: event.message } },
+        });
+        break;
+      }
+      case 'result':
+      case 'error':
+        // SDK clients (1.x) drop a progress notification read in the same chunk as the response, and
+        // some then close the connection (typescript-sdk issue #2580): give the last notification a
+        // turn of the event loop to leave on its own before the result follows.
+        if (sent) await new Promise<void>((resolve) => setImmediate(resolve));
+        return event;
+      default:
+        break;
+    }
+  }
+  return {
+    type: 'error',
+    callId: stream.callId,
+    code: 'INTERNAL',
+    message: 'the call ended without a terminal event',
+    stage: 'run',
+    accounting: { wallMs: 0, queuedMs: 0, attempts: 0, events: 0 },
+  };
+}
+
+/** A call's terminal event as an MCP tool result. */
+export function toCallToolResult(terminal: TerminalEvent, hasOutputSchema: boolean): CallToolResult {
+  const meta = { [MCP_META_KEYS.callId]: terminal.callId, [MCP_META_KEYS.accounting]: terminal.accounting };
+  if (terminal.type === 'error') {
+    const result = errorResult({ code: terminal.code, message: terminal.message, details: terminal.details }, hasOutputSchema);
+    result._meta = { ...meta, ...result._meta };
+    return result;
+  }
+  const { result } = terminal;
+  const content: CallToolResult['content'] = result.content.map((block) =>
+    block.type === 'text' ? { type: 'text', text: block.text } : { type: 'image', data: block.data, mimeType: block.mimeType },
+  );
+  const out: CallToolResult = { content, _meta: meta };
+  if (isPlainObject(result.structuredContent)) out.structuredContent = result.structuredContent;
+  return out;
+}
+
+function errorResult(error: { code: ErrorCode; message: string; details: unknown }, hasOutputSchema: boolean): CallToolResult {
+  const data: Record<string, unknown> = { code: error.code, message: error.message };
+  if (error.details !== undefined) data.details = error.details;
+  const result: CallToolResult = {
+    content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
+    isError: true,
+    _meta: { [MCP_META_KEYS.error]: data },
+  };
+  // A tool with an output schema: clients check structured content against it, even on errors.
+  if (!hasOutputSchema) result.structuredContent = { error: data };
+  return result;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+let cachedVersion: string | undefined;
+
+/** toolhost's version, from its package.json (found upwards from this file, in sources and in dist/). */
+function packageVersion(): string {
+  if (cachedVersion !== undefined) return cachedVersion;
+  cachedVersion = '0.0.0';
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (manifest.name === 'toolhost' && typeof manifest.version === 'string') {
+        cachedVersion = manifest.version;
+        break;
+      }
+    } catch {
+      // not here; keep looking upwards
+    }
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return cachedVersion;
+}
