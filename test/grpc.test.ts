@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
-import { loadSync, type MessageTypeDefinition, type PackageDefinition, type ServiceDefinition } from '@grpc/proto-loader';
+import { loadSync, type PackageDefinition, type ServiceDefinition } from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineNativeTool, richResult, toolError, ToolhostError, type TerminalEvent, type ToolRegistry } from '../host/index.js';
 import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
@@ -237,9 +237,10 @@ function nativeTools(registry: ToolRegistry): void {
 describe('the proto', () => {
   it('matches the sw4rm.tool contract field for field', () => {
     const fields = (name: string): Array<[string, number, string, string]> => {
-      const message = clientPackage[`sw4rm.tool.${name}`] as MessageTypeDefinition;
-      const descriptor = message.type as { field: Array<{ name: string; number: number; type: string; typeName: string }> };
-      return descriptor.field.map((field) => [field.name, field.number, field.type, field.typeName]);
+      const message = clientPackage[`sw4rm.tool.${name}`] as unknown as { type: { field: Array<{ name: string; number: number; type: string; typeName: string }> } };
+      // Type names come as written in the file: qualify the package-relative ones.
+      const qualified = (typeName: string): string => (typeName === '' || typeName.includes('.') ? typeName.replace(/^\./, '') : `sw4rm.tool.${typeName}`);
+      return message.type.field.map((field) => [field.name, field.number, field.type, qualified(field.typeName)]);
     };
     expect(fields('ExecutionPolicy')).toEqual([
       ['timeout', 1, 'TYPE_MESSAGE', 'google.protobuf.Duration'],
@@ -447,7 +448,7 @@ describe('the gRPC ToolService', () => {
       expect(data[8]).toEqual({ chunks: 3 });
       const summaries = frames.map((frame) => parse(frame.summary));
       expect(summaries.slice(0, -1)).toEqual(data.slice(0, -1).map((d) => ({ type: d.type })));
-      expect(summaries.at(-1)).toMatchObject({ type: 'result', status: 'ok', accounting: { events: 8 } });
+      expect(summaries.at(-1)).toMatchObject({ type: 'result', status: 'ok', accounting: { events: 7 } });   // events counts what followed start
     });
 
     it('ends a failed tool with a final error frame and an OK status', async () => {
@@ -563,7 +564,9 @@ describe('the gRPC ToolService', () => {
       const error = await rejection(unary(client, { call_id: 'dup-1', tool_name: 'echo', args: jsonArgs({ text: 'x' }) }));
       expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(error.details).toContain('already in flight');
-      expect(finished.has('dup-1')).toBe(false);
+      // The refusal is reported (with stage `rejected`); the first call is still running.
+      expect(finished.get('dup-1')).toMatchObject({ stage: 'rejected', code: 'INVALID_INPUT' });
+      expect(await Promise.race([first.then(() => 'ended'), sleep(50).then(() => 'running')])).toBe('running');
       expect((await cancel(client, 'dup-1')).error_code).toBe('CANCELLED');
       expect(parse((await first).summary)).toMatchObject({ status: 'cancelled' });
     });

@@ -357,6 +357,21 @@ describe('the HTTP streaming tool: failures', () => {
     expect(error.details.details).toMatchObject({ status: 500, bodyExcerpt: '{"error":"boom",\n "detail": "the model is overloaded"}', contentType: 'application/json' });
   });
 
+  it('never shows the URL\'s query string (it may carry a key) in errors', async () => {
+    httpTool('keyed_fail', '/fail?key=s3cret');
+    httpTool('keyed_denied', '/json?key=s3cret');
+    httpTool('keyed_truncated', '/truncated?key=s3cret');
+    const failed = await call('keyed_fail');
+    const denied = await call('keyed_denied', {}, { policy: { network_policy: 'DENY_ALL' } });
+    const truncated = await call('keyed_truncated');
+    expect(main.requests.at(-1)!.url).toBe('/truncated?key=s3cret');
+    for (const events of [failed, denied, truncated]) {
+      expect(terminal(events).type).toBe('error');
+      expect(JSON.stringify(terminal(events))).not.toContain('s3cret');
+    }
+    expect(terminal(denied)).toMatchObject({ code: 'NETWORK_DENIED', details: { url: `${main.base}/json` } });
+  });
+
   it('caps the excerpt of a long error body', async () => {
     httpTool('fail_long', '/fail-long');
     const error = expectToolError(await call('fail_long'), 'HTTP_STATUS');

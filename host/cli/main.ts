@@ -12,6 +12,7 @@ import { ToolRegistry } from '../index.js';
 import { ToolhostError, toErrorData, type ToolErrorData } from '../core/errors.js';
 import { isTerminal } from '../core/events.js';
 import { findConfig, loadConfig, registryOptions } from '../config/index.js';
+import { registerConfiguredComponents } from './configured-tools.js';
 import { inspectComponent } from './inspect.js';
 import { serve, type ServeOptions } from './serve.js';
 
@@ -68,7 +69,7 @@ async function openRegistry(loads: string[], configPath: string | undefined): Pr
       if (loaded.resolved.tools.length === 0) {
         throw new ToolhostError('COMPONENT_INVALID', 'no tools to load: the example tools are not built (run `npm run build:guests`), and no --load PATH or config file names any');
       }
-      for (const load of loaded.resolved.tools) await registry.registerWasmTools(load.path, load.options);
+      await registerConfiguredComponents(registry, loaded.resolved.tools);
     }
   } catch (error) {
     await registry.close();

@@ -15,6 +15,7 @@ import { createMetrics } from '../servers/metrics.js';
 import { startMcpHttpServer, type McpHttpServer } from '../servers/mcp-http.js';
 import { importMcpServer, type McpImport } from '../servers/mcp-import.js';
 import { serveMcpStdio, type McpStdioServer } from '../servers/mcp-stdio.js';
+import { registerConfiguredComponents } from './configured-tools.js';
 
 export interface ServeOptions {
   config?: string;
@@ -117,7 +118,7 @@ export async function serve(options: ServeOptions): Promise<number> {
 
 /** Components, HTTP tools and imported MCP servers from the config, then `--load` paths. */
 async function loadTools(registry: ToolRegistry, resolved: ResolvedConfig, options: ServeOptions, imports: McpImport[]): Promise<void> {
-  for (const load of resolved.tools) await registry.registerWasmTools(load.path, load.options);
+  await registerConfiguredComponents(registry, resolved.tools);
   if (options.load.length > 0) await registry.registerWasmTools(options.load);
   for (const spec of resolved.httpTools) {
     registry.register(createHttpStreamingTool({

@@ -398,8 +398,16 @@ async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, eve
     }
     if (error instanceof EgressError) {
       if (error.toolhostCode === 'NETWORK_DENIED') {
-        events.account({ networkDenied: [{ url: displayUrl(error.url), reason: error.message }] });
-        return error;
+        // The refusal itself (code NETWORK_DENIED), with the URL shown without its query.
+        const deniedUrl = displayUrl(error.url);
+        const reason = redactMessage(error.message);
+        events.account({ networkDenied: [{ url: deniedUrl, reason }] });
+        const address = (error.details as { address?: unknown } | undefined)?.address;
+        return new EgressError(error.wasiCode, reason, {
+          url: deniedUrl,
+          ...(error.decision === undefined ? {} : { decision: error.decision }),
+          ...(typeof address === 'string' ? { address } : {}),
+        });
       }
       const code = codeOfEgress(error.wasiCode.tag, phase);
       const what = phase === 'body' ? `the response body of ${method} ${shown} failed` : `${method} ${shown} failed`;

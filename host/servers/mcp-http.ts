@@ -7,6 +7,9 @@
  *
  * Every request's `Host` header must be on the allowlist (403 otherwise): a
  * defence against DNS rebinding, checked before anything else for every route.
+ * (The SDK transport's own `allowedHosts` option is not used: it sees only
+ * requests that reach a session, and matches exact strings, where this check
+ * also covers `/healthz`, `/metrics` and new sessions, and accepts bare names.)
  * With a bearer token, `/mcp` and `/metrics` need `Authorization: Bearer <token>`
  * (401 otherwise); `/healthz` stays open for probes and reveals only counts.
  */
@@ -139,7 +142,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, session);
+        if (!closing) sessions.set(id, session);
       },
     });
     transport.onclose = () => {
