@@ -87,6 +87,10 @@ export { EgressChecker, classifyAddress, parseEgressAllowlist } from './policy/e
 export type { EgressDecision, EgressPolicy, EgressRule } from './policy/egress.js';
 export { EgressError, egressFetch, egressStream, followRedirects } from './policy/egress-http.js';
 export type { EgressRequest, EgressResponse } from './policy/egress-http.js';
+export { createHttpStreamingTool } from './native/http-streaming-tool.js';
+export type { HttpStreamingToolSpec, HttpStreamSummary, HttpToolMethod } from './native/http-streaming-tool.js';
+export { ConfigError, embeddedConfig, findConfig, loadConfig, registryOptions } from './config/index.js';
+export type { LoadedConfig, ResolvedConfig } from './config/index.js';
 export { SandboxLoader, TOOL_EXPORT } from './sandbox/loader.js';
 export type { SandboxOptions } from './sandbox/loader.js';
 export { ComponentCache, defaultCacheDir } from './sandbox/component-cache.js';
