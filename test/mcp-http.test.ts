@@ -6,6 +6,7 @@ import { LoggingMessageNotificationSchema, ToolListChangedNotificationSchema, ty
 import { defineNativeTool, toolError, type TerminalEvent, type ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { createMetrics, type HostMetrics } from '../host/servers/metrics.js';
+import { callWithProgress } from './fixtures/mcp/progress.js';
 import { example, hasCGuests, makeRegistry } from './helpers.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -171,17 +172,14 @@ describe('MCP over Streamable HTTP', () => {
 
   it('sends progress and deltas as progress notifications before the result', async () => {
     const client = await connect();
-    const seen: Array<{ progress: number; total?: number; message?: string; at: number }> = [];
-    let order = 0;
-    const result = (await client.callTool({ name: 'steps', arguments: { n: 3 } }, undefined, {
-      onprogress: (progress) => seen.push({ ...progress, at: order++ }),
-    })) as CallToolResult;
-    const resultAt = order;
+    const { result, progress } = await callWithProgress(client, 'steps', { n: 3 });
     expect(result.structuredContent).toEqual({ done: 3 });
-    const messages = seen.map((entry) => entry.message);
+    const messages = progress.map((entry) => entry.message);
     expect(messages).toEqual(['step 1 of 3', '{"step":1}', 'step 2 of 3', '{"step":2}', 'step 3 of 3', '{"step":3}']);
-    expect(seen.every((entry) => entry.total === 100 && entry.at < resultAt)).toBe(true);
-    expect(seen.map((entry) => Math.round(entry.progress))).toEqual([33, 33, 67, 67, 100, 100]);
+    expect(progress.every((entry) => entry.total === 100 && !entry.afterResult)).toBe(true);
+    expect(progress.map((entry) => Math.round(entry.progress))).toEqual([33, 33, 67, 67, 100, 100]);
+    // Deltas are marked, so a client can tell them from progress messages.
+    expect(progress.map((entry) => entry._meta?.['toolhost/delta'] === true)).toEqual([false, true, false, true, false, true]);
   });
 
   it('sends a tool\'s log events as notifications/message', async () => {

@@ -8,6 +8,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { defineNativeTool, type TerminalEvent } from '../host/index.js';
 import { serveMcpStdio } from '../host/servers/mcp-stdio.js';
+import { callWithProgress } from './fixtures/mcp/progress.js';
 import { makeRegistry, root } from './helpers.js';
 
 const fixture = join(root, 'test', 'fixtures', 'mcp', 'toolhost-stdio.mjs');
@@ -50,10 +51,11 @@ describe('toolhost serving MCP over stdio (a spawned process)', () => {
   });
 
   it('forwards progress and deltas', async () => {
-    const messages: Array<string | undefined> = [];
-    const result = (await client.callTool({ name: 'ticks', arguments: { n: 2 } }, undefined, { onprogress: (progress) => messages.push(progress.message) })) as CallToolResult;
+    const { result, progress } = await callWithProgress(client, 'ticks', { n: 2 });
     expect(result.structuredContent).toEqual({ ticks: 2 });
-    expect(messages).toEqual(['tick 1', '{"tick":1}', 'tick 2', '{"tick":2}']);
+    expect(progress.map((entry) => entry.message)).toEqual(['tick 1', '{"tick":1}', 'tick 2', '{"tick":2}']);
+    expect(progress.map((entry) => entry.progress)).toEqual([50, 50, 100, 100]);
+    expect(progress.some((entry) => entry.afterResult)).toBe(false);
   });
 
   it('returns failures as isError results', async () => {

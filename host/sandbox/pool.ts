@@ -159,11 +159,14 @@ export class SandboxPool {
     const signal = handlers.signal ? AbortSignal.any([handlers.signal, budgetAbort.signal]) : budgetAbort.signal;
     let watchdog: NodeJS.Timeout | undefined;
     let guest: { tid: number | undefined; cpuStartMs: number; startedAt: number } | undefined;
+    /** The last reading, for when the thread is already gone (a stopped worker). */
+    let lastUsed: number | undefined;
     const cpuUsed = (): number | undefined => {
       if (!guest) return undefined;
-      if (guest.tid === undefined) return performance.now() - guest.startedAt;
+      if (guest.tid === undefined) return (lastUsed = performance.now() - guest.startedAt);
       const now = readThreadCpuMs(guest.tid);
-      return now === undefined ? undefined : now - guest.cpuStartMs;
+      if (now !== undefined) lastUsed = now - guest.cpuStartMs;
+      return lastUsed;
     };
     const watch = (budgetMs: number): void => {
       const used = cpuUsed();
