@@ -302,6 +302,55 @@ describe('MCP over Streamable HTTP', () => {
   });
 });
 
+describe('stopping the MCP HTTP server gracefully', () => {
+  it('lets calls in flight finish within drainMs, refusing new calls and sessions meanwhile', async () => {
+    const registry = makeRegistry();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    registry.register(defineNativeTool({
+      name: 'finish_later',
+      description: 'Finishes when the test lets it.',
+      inputSchema: { type: 'object' },
+      run: async () => {
+        started();
+        await gate;
+        return { finished: true };
+      },
+    }));
+    const server = await startMcpHttpServer(registry);
+    const first = new Client({ name: 'first', version: '1.0.0' });
+    const second = new Client({ name: 'second', version: '1.0.0' });
+    try {
+      await first.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+      await second.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+      const pending = first.callTool({ name: 'finish_later', arguments: {} });
+      await running;
+      const closing = server.close({ drainMs: 10_000 });
+      // While draining: a new call is refused as OVERLOADED, and so is a new session.
+      const refused = (await second.callTool({ name: 'finish_later', arguments: {} })) as CallToolResult;
+      expect(refused.isError).toBe(true);
+      expect(text(refused)).toMatch(/^OVERLOADED: /);
+      expect((await raw(server.url, { method: 'POST', headers: MCP_HEADERS, body: INIT })).status).toBe(503);
+      release();
+      expect(((await pending) as CallToolResult).structuredContent).toEqual({ finished: true });
+      await closing;
+      expect(server.sessions).toBe(0);
+    } finally {
+      release();
+      await first.close();
+      await second.close();
+      await server.close();
+      await registry.close();
+    }
+  });
+});
+
 describe('MCP over Streamable HTTP with a bearer token', () => {
   let registry: ToolRegistry;
   let server: McpHttpServer;

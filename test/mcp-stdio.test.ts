@@ -138,6 +138,29 @@ describe('serveMcpStdio in process', () => {
     await pending;
   });
 
+  it('lets a call in flight finish when closed with drainMs', async () => {
+    registry.register(defineNativeTool({
+      name: 'brief',
+      description: 'Takes a moment.',
+      inputSchema: { type: 'object' },
+      run: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return { done: true };
+      },
+    }));
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const served = await serveMcpStdio(registry, { stdin, stdout });
+    const client = new Client({ name: 'draining', version: '1.0.0' });
+    await client.connect(new StreamPairTransport(stdout, stdin));
+    const pending = client.callTool({ name: 'brief', arguments: {} });
+    await expect.poll(() => registry.inFlight).toBe(1);
+    const closing = served.close({ drainMs: 5_000 });
+    expect(((await pending) as CallToolResult).structuredContent).toEqual({ done: true });
+    await closing;
+    await client.close();
+  });
+
   it('leaves console alone unless it serves on process.stdout, and restores it on close', async () => {
     const log = console.log;
     const stdin = new PassThrough();

@@ -107,8 +107,9 @@ export async function serve(options: ServeOptions): Promise<number> {
   process.stderr.write(`toolhost: ${reason}: stopping (${registry.inFlight} calls in flight)\n`);
 
   // Stop accepting, let calls in flight finish for a while, then cancel what remains.
-  await Promise.allSettled([mcpHttp?.close(), mcpStdio?.close(), grpc?.close()]);
-  const deadline = Date.now() + (options.drainMs ?? DEFAULT_DRAIN_MS);
+  const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
+  await Promise.allSettled([mcpHttp?.close({ drainMs }), mcpStdio?.close({ drainMs }), grpc?.close()]);
+  const deadline = Date.now() + drainMs;
   while (registry.inFlight > 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 50));
   metrics.close();
   await Promise.allSettled(imports.map((mcpImport) => mcpImport.close()));

@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { checkMcpServerOptions, createMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
 export interface MetricsSource {
@@ -56,8 +56,12 @@ export interface McpHttpServer {
   readonly port: number;
   /** Open MCP sessions. */
   readonly sessions: number;
-  /** Close every session (cancelling their calls in flight) and the HTTP server. */
-  close(): Promise<void>;
+  /**
+   * Stop: new sessions get 503 and new calls an OVERLOADED result at once; calls
+   * in flight get up to `drainMs` (default 0) to finish; then every session is
+   * closed (cancelling what still runs) and the HTTP server with them.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 interface Session {
@@ -99,6 +103,9 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   const tokenDigest = bearerToken === undefined ? undefined : digest(bearerToken);
   let hostCheck: (header: string | undefined) => boolean = () => false;
   let closing = false;
+  // POST requests being answered: a call's POST stays open until its response is written.
+  let activePosts = 0;
+  const postsDone = new Set<() => void>();
 
   const handleMcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
@@ -106,6 +113,19 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       res.setHeader('Allow', 'GET, POST, DELETE');
       return rpcError(res, 405, -32000, 'Method not allowed');
     }
+    if (method === 'POST') {
+      activePosts += 1;
+      try {
+        return await handleMcpRequest(req, res, method);
+      } finally {
+        activePosts -= 1;
+        if (activePosts === 0) for (const done of [...postsDone]) done();
+      }
+    }
+    return handleMcpRequest(req, res, method);
+  };
+
+  const handleMcpRequest = async (req: IncomingMessage, res: ServerResponse, method: string): Promise<void> => {
     let body: unknown;
     if (method === 'POST') {
       const read = await readJson(req, maxBodyBytes);
@@ -204,9 +224,15 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     get sessions() {
       return sessions.size;
     },
-    close() {
+    close({ drainMs = 0 } = {}) {
       closed ??= (async () => {
         closing = true;
+        if (drainMs > 0) {
+          const deadline = Date.now() + drainMs;
+          await Promise.all([...sessions.values(), ...pending].map((session) => drainMcpServer(session.server, drainMs)));
+          // Then let the answers already produced reach their clients.
+          await waitUntil(() => activePosts === 0, postsDone, deadline - Date.now());
+        }
         const all = [...sessions.values(), ...pending];
         sessions.clear();
         // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
@@ -219,6 +245,25 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       return closed;
     },
   };
+}
+
+/** Resolve when `condition()` holds (re-checked whenever a waiter in `waiters` is called) or after `ms`. */
+function waitUntil(condition: () => boolean, waiters: Set<() => void>, ms: number): Promise<void> {
+  if (condition() || ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (!condition()) return;
+      finish();
+    };
+    const finish = (): void => {
+      clearTimeout(timer);
+      waiters.delete(check);
+      resolve();
+    };
+    const timer = setTimeout(finish, ms);
+    timer.unref?.();
+    waiters.add(check);
+  });
 }
 
 /** The Host headers accepted by default: the loopback names, and the bound host, at the bound port. */

@@ -124,6 +124,42 @@ function resolveOptions(options: McpServerOptions): ResolvedServerOptions {
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
+/** Per-server state the fronts need for a graceful stop. */
+interface ServerState {
+  inFlight: number;
+  draining: boolean;
+  idle: Set<() => void>;
+}
+
+const states = new WeakMap<Server, ServerState>();
+
+/** `tools/call` requests a server made by `createMcpServer` is running. */
+export function mcpCallsInFlight(server: Server): number {
+  return states.get(server)?.inFlight ?? 0;
+}
+
+/**
+ * Stop a server taking new calls (they get an isError result with OVERLOADED)
+ * and wait until its calls in flight finish, or `drainMs` passes. The caller
+ * then closes it, which cancels whatever still runs.
+ */
+export async function drainMcpServer(server: Server, drainMs: number): Promise<void> {
+  const state = states.get(server);
+  if (!state) return;
+  state.draining = true;
+  if (state.inFlight === 0 || drainMs <= 0) return;
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      state.idle.delete(done);
+      resolve();
+    };
+    const timer = setTimeout(done, drainMs);
+    timer.unref?.();
+    state.idle.add(done);
+  });
+}
+
 /**
  * A low-level MCP `Server` over the registry, with the `tools` (listChanged)
  * and `logging` capabilities. Connect it to any transport; one server per
@@ -148,11 +184,16 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
     return {};
   });
 
+  const state: ServerState = { inFlight: 0, draining: false, idle: new Set() };
+  states.set(server, state);
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(registry) }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {} } = request.params;
     const meta: Record<string, unknown> = request.params._meta ?? {};
     const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
+    if (state.draining) {
+      return errorResult({ code: 'OVERLOADED', message: 'the server is shutting down and takes no new calls', details: undefined }, hasOutputSchema);
+    }
     let callOptions: CallOptions;
     try {
       callOptions = callOptionsFrom(name, meta, extra, resolved);
@@ -160,9 +201,20 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
       const message = (error as Error).message;
       return errorResult({ code: 'INVALID_INPUT', message, details: undefined }, hasOutputSchema);
     }
-    const stream = registry.stream(name, args, callOptions);
-    const terminal = await forwardEvents(stream, name, meta.progressToken, extra, () => logLevel);
-    return toCallToolResult(terminal, hasOutputSchema);
+    state.inFlight += 1;
+    try {
+      const stream = registry.stream(name, args, callOptions);
+      const terminal = await forwardEvents(stream, name, meta.progressToken, extra, () => logLevel);
+      return toCallToolResult(terminal, hasOutputSchema);
+    } finally {
+      state.inFlight -= 1;
+      // Told a turn later, once the SDK has handed this call's response to the transport.
+      if (state.inFlight === 0 && state.idle.size > 0) {
+        setImmediate(() => {
+          if (state.inFlight === 0) for (const idle of [...state.idle]) idle();
+        });
+      }
+    }
   });
 
   let timer: NodeJS.Timeout | undefined;

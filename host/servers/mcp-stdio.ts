@@ -8,7 +8,7 @@ import { Console } from 'node:console';
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 
 export interface McpStdioOptions extends McpServerOptions {
   /** Where requests come from (default `process.stdin`). */
@@ -26,7 +26,11 @@ export interface McpStdioServer {
   readonly server: Server;
   /** Resolves when the session ends: stdin ended, or `close()` was called. */
   readonly closed: Promise<void>;
-  close(): Promise<void>;
+  /**
+   * End the session: new calls get an OVERLOADED result at once, calls in
+   * flight get up to `drainMs` (default 0) to finish, then the rest are cancelled.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 const STDOUT_METHODS = ['log', 'info', 'debug', 'dir', 'dirxml', 'table'] as const;
@@ -53,9 +57,11 @@ export async function serveMcpStdio(registry: McpToolSource, options: McpStdioOp
   };
   server.onerror = (error) => registry.logger.debug({ err: error.message }, 'mcp stdio: protocol error');
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => {
+  const close = ({ drainMs = 0 }: { drainMs?: number } = {}): Promise<void> => {
     // Closing aborts the requests in flight: their calls are cancelled.
-    closing ??= server.close().then(() => closed);
+    closing ??= drainMcpServer(server, drainMs)
+      .then(() => server.close())
+      .then(() => closed);
     return closing;
   };
   await server.connect(transport);
