@@ -59,6 +59,7 @@ import { richResult } from '../core/result.js';
 import type { JsonSchema, Tool, ToolGrant, ToolOutput, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import {
+  CLIENT_MANAGED_HEADERS,
   DEFAULT_BETWEEN_BYTES_TIMEOUT_MS,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FIRST_BYTE_TIMEOUT_MS,
@@ -136,19 +137,7 @@ const NDJSON_TYPES: ReadonlySet<string> = new Set([
   'application/x-jsonlines',
 ]);
 /** Headers the HTTP client sets itself (framing, the host): configuring them is an error. */
-const RESERVED_HEADERS: ReadonlySet<string> = new Set([
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'content-length',
-  'expect',
-  'http2-settings',
-  'te',
-  'trailer',
-]);
+const RESERVED_HEADERS: ReadonlySet<string> = new Set([...CLIENT_MANAGED_HEADERS, 'te', 'trailer']);
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** How much of an error response's body is read for its excerpt. */
 const EXCERPT_BYTES = 2048;

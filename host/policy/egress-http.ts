@@ -256,7 +256,8 @@ export interface EgressStreamResponse {
 /** A response after {@link followRedirects}: `url` is the final URL, `redirects` the URLs that answered 3xx. */
 export type RedirectedResponse<R> = R & { redirects: string[] };
 
-const DROPPED_HEADERS = new Set([
+/** Headers the client sets itself (framing, the host): a caller's values are dropped. */
+export const CLIENT_MANAGED_HEADERS: ReadonlySet<string> = new Set([
   'host',
   'connection',
   'keep-alive',
@@ -313,7 +314,7 @@ export async function egressStream(request: EgressRequest, checker: EgressChecke
 
   const headers: string[] = [];
   for (const [name, value] of request.headers) {
-    if (!DROPPED_HEADERS.has(name.toLowerCase())) headers.push(name, value);
+    if (!CLIENT_MANAGED_HEADERS.has(name.toLowerCase())) headers.push(name, value);
   }
 
   let response: Awaited<ReturnType<Client['request']>>;
