@@ -137,6 +137,7 @@ async function loadTools(registry: ToolRegistry, resolved: ResolvedConfig, optio
   for (const spec of resolved.mcpServers) {
     const common = {
       name: spec.name,
+      grant: spec.grant,
       ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
       ...(spec.defaultPolicy === undefined ? {} : { defaultPolicy: spec.defaultPolicy }),
     };

@@ -31,6 +31,7 @@ import type { ToolEventSink } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { richResult, type ContentBlock } from '../core/result.js';
 import type { JsonSchema, Tool, ToolRun } from '../core/tool.js';
+import type { ToolGrant } from '../policy/grant.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 
 export interface McpImportOptions {
@@ -52,6 +53,8 @@ export interface McpImportOptions {
   timeoutMs?: number;
   /** The policy the imported tools' calls get where they say nothing (e.g. a `timeout`). */
   defaultPolicy?: ExecutionPolicyInput;
+  /** What the imported tools are granted (their calls' labels are checked against it, as for any tool). */
+  grant?: ToolGrant;
 }
 
 export interface McpImport {
@@ -128,6 +131,7 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     ...(remote.annotations?.readOnlyHint === undefined ? {} : { readOnly: remote.annotations.readOnlyHint }),
     source: `mcp:${name}`,
     ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }),
+    ...(options.grant === undefined ? {} : { grant: options.grant }),
     invoke: (args, ctx, events) => callRemote(client, progress, name, remote.name, args, ctx, events),
   });
 
