@@ -87,11 +87,16 @@ function callStream(callId: string, channel: EventChannel<ToolEvent>, tracker: C
   };
 }
 
-/** A call refused before it started: its stream holds only the error, with `stage: 'rejected'`. */
-export function rejectedCall(callId: string, error: unknown, startedAt = performance.now()): CallStream {
+/**
+ * A call refused before it started: its stream holds only the error, with
+ * `stage: 'rejected'`; `onEvent` sees that event too (metrics).
+ */
+export function rejectedCall(callId: string, error: unknown, startedAt = performance.now(), onEvent?: (event: ErrorEvent) => void): CallStream {
+  const event = errorEvent(callId, toErrorData(error, callId), 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 });
   const channel = new EventChannel<ToolEvent>();
-  channel.push(errorEvent(callId, toErrorData(error, callId), 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 }));
+  channel.push(event);
   channel.close();
+  onEvent?.(event);
   return callStream(callId, channel, undefined);
 }
 
@@ -99,11 +104,7 @@ export function rejectedCall(callId: string, error: unknown, startedAt = perform
 export function startCall(deps: CallPathDeps, name: string, args: unknown, options: CallOptions = {}): CallStream {
   const callId = options.callId ?? randomUUID();
   const startedAt = performance.now();
-  const rejected = (error: unknown): CallStream => {
-    const stream = rejectedCall(callId, error, startedAt);
-    deps.onFinished(name, errorEvent(callId, toErrorData(error, callId), 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 }));
-    return stream;
-  };
+  const rejected = (error: unknown): CallStream => rejectedCall(callId, error, startedAt, (event) => deps.onFinished(name, event));
 
   const registered = deps.lookup(name);
   if (!registered) {

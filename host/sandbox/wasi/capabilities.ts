@@ -24,6 +24,7 @@
  *   and one that can never become ready traps instead of hanging.
  */
 import type { LogLevel } from '../../core/events.js';
+import { WORKTREE_GUEST_PATH } from '../../policy/capabilities.js';
 import { SUPPORTED_WASI_IMPORTS } from '../supported-imports.js';
 import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult } from './http.js';
 import { WorktreeAdapter } from './worktree-fs.js';
@@ -156,8 +157,6 @@ const filesystemShim = shim.filesystem as {
   createFilesystem(options: { adapter: unknown; preopens: Record<string, unknown> }): { types: Namespace; preopens: { getDirectories(): Array<[unknown, string]> }; dispose(): void };
 };
 
-/** The guest path of the worktree. */
-export const WORKTREE_PREOPEN = '/worktree';
 
 /** One call's worktree: its preopen list, and a way to close every descriptor when the call ends. */
 export interface WorktreeMount {
@@ -166,13 +165,13 @@ export interface WorktreeMount {
 }
 
 /**
- * Preopen `root` at {@link WORKTREE_PREOPEN} through the confining adapter.
+ * Preopen `root` at {@link WORKTREE_GUEST_PATH} through the confining adapter.
  * Descriptors stop working once `isActive` turns false (an instance kept for
  * later calls cannot keep using this call's worktree).
  */
 export function mountWorktree(root: string, readOnly: boolean, isActive: () => boolean): WorktreeMount {
   const adapter = new WorktreeAdapter({ root, readOnly, isActive });
-  const filesystem = filesystemShim.createFilesystem({ adapter, preopens: { [WORKTREE_PREOPEN]: root } });
+  const filesystem = filesystemShim.createFilesystem({ adapter, preopens: { [WORKTREE_GUEST_PATH]: root } });
   return {
     preopens: filesystem.preopens.getDirectories(),
     dispose() {
