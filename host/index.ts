@@ -3,55 +3,19 @@
  * registry and one call path.
  *
  * ```ts
- * import { ToolRegistry } from 'toolhost';
- * const registry = new ToolRegistry();
- * await registry.registerWasmTools('guest-tools/dist');
- * const result = await registry.execute('sha256', { text: 'abc' });
- * await registry.close();
+ * import { createHost } from 'toolhost';
+ * const host = await createHost(); // the example tools, on embedded defaults
+ * const result = await host.registry.execute('sha256', { text: 'abc' });
+ * await host.close();
  * ```
+ *
+ * This file only re-exports; the host is assembled in `compose/`.
  */
-import { ToolRegistry as CoreToolRegistry, type ToolRegistryOptions as CoreRegistryOptions } from './core/registry.js';
-import { SandboxLoader, type SandboxOptions } from './sandbox/loader.js';
-
-export interface ToolRegistryOptions extends Omit<CoreRegistryOptions, 'wasmLoader'> {
-  /** The sandbox: worker threads, queue bound, transpile cache directory, output caps. */
-  sandbox?: SandboxOptions;
-}
-
-/** What the sandbox pool is doing (for metrics and health checks). */
-export interface SandboxStats {
-  threads: number;
-  queueSize: number;
-  /** Share of worker time spent running tasks (0..1). */
-  utilization: number;
-}
-
-/** The registry with the sandbox wired in: `registerWasmTools` loads components into the worker pool. */
-export class ToolRegistry extends CoreToolRegistry {
-  readonly #loader: { current?: SandboxLoader };
-
-  constructor(options: ToolRegistryOptions = {}) {
-    const { sandbox = {}, ...rest } = options;
-    const holder: { current?: SandboxLoader } = {};
-    super({
-      ...rest,
-      wasmLoader: ({ logger }) => {
-        holder.current = new SandboxLoader(sandbox, logger);
-        return holder.current;
-      },
-    });
-    this.#loader = holder;
-  }
-
-  /** The pool's state, once a component has been loaded (undefined before). */
-  sandboxStats(): SandboxStats | undefined {
-    const loader = this.#loader.current;
-    if (!loader) return undefined;
-    const pool = loader.pool;
-    return { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization };
-  }
-}
-
+export { createHost, loadHostConfig, openHost } from './compose/host.js';
+export type { CreateHostOptions, Host, HostConfig, OpenHostOptions } from './compose/host.js';
+export { approveAll, createRegistry, registryOptions } from './compose/registry.js';
+export type { RegistryOptions } from './compose/registry.js';
+export { registerAdminTools } from './compose/admin-tools.js';
 export type { CallOptions, CallStream } from './core/call-path.js';
 export type { ToolContext } from './core/context.js';
 export { modelSafeName, toDefinition } from './core/definitions.js';
@@ -64,8 +28,8 @@ export { Extensions, extensionKey } from './core/extensions.js';
 export type { ExtensionKey } from './core/extensions.js';
 export { createDefaultLogger, silentLogger } from './core/logger.js';
 export type { Logger } from './core/logger.js';
-export { ToolRegistry as CoreToolRegistry } from './core/registry.js';
-export type { LoadedComponentTools, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './core/registry.js';
+export { ToolRegistry } from './core/registry.js';
+export type { LoadedComponentTools, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './core/registry.js';
 export { isRichResult, jsonResult, richResult } from './core/result.js';
 export type { CallAccounting, ContentBlock, ImageContent, RichResult, TextContent, ToolResult } from './core/result.js';
 export { ConversationState, InMemoryStateStore } from './core/state.js';
@@ -89,7 +53,7 @@ export { EgressError, egressFetch, egressStream, followRedirects } from './polic
 export type { EgressRequest, EgressResponse } from './policy/egress-http.js';
 export { createHttpStreamingTool } from './native/http-streaming-tool.js';
 export type { HttpStreamingToolSpec, HttpStreamSummary, HttpToolMethod } from './native/http-streaming-tool.js';
-export { ConfigError, embeddedConfig, findConfig, loadConfig, registryOptions } from './config/index.js';
+export { ConfigError, embeddedConfig, findConfig, loadConfig } from './config/index.js';
 export type { LoadedConfig, ResolvedConfig } from './config/index.js';
 export { SandboxLoader, TOOL_EXPORT } from './sandbox/loader.js';
 export type { SandboxOptions } from './sandbox/loader.js';

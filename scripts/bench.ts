@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Piscina } from 'piscina';
-import { ToolRegistry, createDefaultLogger, defineNativeTool, type CallAccounting, type ToolRegistryOptions } from '../host/index.js';
+import { createDefaultLogger, createRegistry, defineNativeTool, type CallAccounting, type RegistryOptions } from '../host/index.js';
 import { formatBudgetTable, measureEnforcement, type BudgetRow } from './bench-budgets.js';
 
 type InstanceSource = NonNullable<CallAccounting['instance']>;
@@ -367,9 +367,9 @@ async function main(): Promise<void> {
 
   // 2-5. Through the whole host. The name collision of the second ctools load is
   //      expected, so only errors are logged.
-  const registryOptions: ToolRegistryOptions = { logger: createDefaultLogger('error'), sandbox: { threads, maxQueue } };
+  const registryOptions: RegistryOptions = { logger: createDefaultLogger('error'), sandbox: { threads, maxQueue } };
   if (values['cache-dir'] !== undefined) registryOptions.sandbox = { ...registryOptions.sandbox, cacheDir: values['cache-dir'] };
-  const registry = new ToolRegistry(registryOptions);
+  const registry = createRegistry(registryOptions);
   try {
     const host = (name: string): CallFn => async () => {
       const result = await registry.execute(name, payload);
@@ -433,7 +433,7 @@ async function main(): Promise<void> {
   } else if (!existsSync(spinner)) {
     meta.skipped.push(`budget rows skipped: ${spinner} is missing (run node scripts/build-guests.mjs --fixtures; needs clang)`);
   } else {
-    const budgets = new ToolRegistry({ ...registryOptions, sandbox: { ...registryOptions.sandbox, maxQueue } });
+    const budgets = createRegistry({ ...registryOptions, sandbox: { ...registryOptions.sandbox, maxQueue } });
     try {
       await budgets.registerWasmTools(spinner);
       await budgets.execute('counter', {});

@@ -15,12 +15,12 @@ import {
   embeddedConfig,
   findConfig,
   loadConfig,
-  registryOptions,
 } from '../host/config/index.js';
-import { EXAMPLE_LOAD_OPTIONS } from '../host/cli/examples.js';
+import { registryOptions } from '../host/compose/registry.js';
+import { EXAMPLE_LOAD_OPTIONS } from '../host/config/examples.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../host/policy/execution-policy.js';
 import { MemoryAuditLog } from '../host/policy/audit.js';
-import { ToolRegistry, ToolhostError, silentLogger } from '../host/index.js';
+import { ToolhostError, createRegistry, silentLogger } from '../host/index.js';
 import { example, examplesDir, hasCGuests, root, sharedCacheDir } from './helpers.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'toolhost-config-'));
@@ -75,7 +75,7 @@ describe('the example file and the embedded defaults', () => {
     expect(resolved.adminTools).toBe(false);
   });
 
-  it('the embedded defaults load the example tools with the grants of host/cli/examples.ts', async () => {
+  it('the embedded defaults load the example tools with the grants of host/config/examples.ts', async () => {
     const loaded = await loadConfig(undefined, { env: {} });
     expect(loaded.file).toBeUndefined();
     expect(loaded.config).toEqual({});
@@ -492,7 +492,7 @@ describe('resolution', () => {
 describe('the resolved values run', () => {
   it.skipIf(!hasCGuests)('the example file\'s components load into a registry with their grants', async () => {
     const { resolved } = await loadConfig(join(root, 'toolhost.example.yaml'), { env: {} });
-    const registry = new ToolRegistry(registryOptions(resolved, {
+    const registry = createRegistry(registryOptions(resolved, {
       logger: silentLogger,
       audit: new MemoryAuditLog(),
       sandbox: { ...resolved.sandbox, cacheDir: sharedCacheDir, threads: 2 },

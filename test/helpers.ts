@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ToolRegistry, silentLogger, type ToolEvent, type ToolRegistryOptions } from '../host/index.js';
+import { createRegistry, silentLogger, type RegistryOptions, type ToolEvent, type ToolRegistry } from '../host/index.js';
 import { MemoryAuditLog } from '../host/policy/audit.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
@@ -22,8 +22,8 @@ export function freshCacheDir(): string {
   return mkdtempSync(join(tmpdir(), 'toolhost-cache-'));
 }
 
-export function makeRegistry(options: ToolRegistryOptions = {}): ToolRegistry {
-  return new ToolRegistry({
+export function makeRegistry(options: RegistryOptions = {}): ToolRegistry {
+  return createRegistry({
     logger: silentLogger,
     audit: new MemoryAuditLog(),
     ...options,

@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CoreToolRegistry, silentLogger, type CallOptions, type ErrorEvent, type ResultEvent, type ToolEvent } from '../host/index.js';
+import { ToolRegistry, silentLogger, type CallOptions, type ErrorEvent, type ResultEvent, type ToolEvent } from '../host/index.js';
 import { createHttpStreamingTool, type HttpStreamingToolSpec } from '../host/native/http-streaming-tool.js';
 import { MemoryAuditLog } from '../host/policy/audit.js';
 import { collect, terminalCount, types } from './helpers.js';
@@ -221,10 +221,10 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------
 // The registry and tools
 
-let registry: CoreToolRegistry;
+let registry: ToolRegistry;
 
 beforeEach(() => {
-  registry = new CoreToolRegistry({ logger: silentLogger, audit: new MemoryAuditLog() });
+  registry = new ToolRegistry({ logger: silentLogger, audit: new MemoryAuditLog() });
 });
 
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  CoreToolRegistry,
+  ToolRegistry,
   Extensions,
   defineNativeTool,
   extensionKey,
@@ -43,13 +43,13 @@ const failing = defineNativeTool({
   },
 });
 
-let registry: CoreToolRegistry;
+let registry: ToolRegistry;
 afterEach(async () => {
   await registry.close();
 });
 
-function makeRegistry(store?: StateStore): CoreToolRegistry {
-  registry = new CoreToolRegistry({ logger: silentLogger, ...(store ? { stateStore: store } : {}) });
+function makeRegistry(store?: StateStore): ToolRegistry {
+  registry = new ToolRegistry({ logger: silentLogger, ...(store ? { stateStore: store } : {}) });
   registry.register(greet);
   registry.register(failing);
   return registry;
@@ -212,7 +212,7 @@ describe('the structured log', () => {
         return logger;
       },
     };
-    registry = new CoreToolRegistry({ logger });
+    registry = new ToolRegistry({ logger });
     registry.register(greet);
     registry.register(failing);
     await registry.execute('greet', { who: 'Z' }, { callId: 'logged-1' });

@@ -3,7 +3,7 @@
  * worktree requirement, the environment, and the audit log.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoreToolRegistry, defineNativeTool, silentLogger, type ToolGrant } from '../host/index.js';
+import { ToolRegistry, defineNativeTool, silentLogger, type ToolGrant } from '../host/index.js';
 import { MemoryAuditLog } from '../host/policy/audit.js';
 import type { ApprovalHook } from '../host/policy/approval.js';
 
@@ -19,15 +19,15 @@ function probe(grant: ToolGrant, defaultPolicy?: Record<string, unknown>) {
   });
 }
 
-let registry: CoreToolRegistry;
+let registry: ToolRegistry;
 let audit: MemoryAuditLog;
 afterEach(async () => {
   await registry.close();
 });
 
-function setup(grant: ToolGrant, options: { approve?: ApprovalHook; defaultPolicy?: Record<string, unknown>; hostEnv?: NodeJS.ProcessEnv } = {}): CoreToolRegistry {
+function setup(grant: ToolGrant, options: { approve?: ApprovalHook; defaultPolicy?: Record<string, unknown>; hostEnv?: NodeJS.ProcessEnv } = {}): ToolRegistry {
   audit = new MemoryAuditLog();
-  registry = new CoreToolRegistry({
+  registry = new ToolRegistry({
     logger: silentLogger,
     audit,
     hostEnv: options.hostEnv ?? { HOME: '/home/host', SECRET: 'host-secret', API_TOKEN: 'from-host' },

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoreToolRegistry, ToolhostError, defineNativeTool, silentLogger, toolError, type ToolRegistry } from '../host/index.js';
+import { ToolRegistry, ToolhostError, createRegistry, defineNativeTool, silentLogger, toolError } from '../host/index.js';
 import { backoffDelay } from '../host/core/retry.js';
 import { collect, fixture, hasCGuests, makeRegistry } from './helpers.js';
 
@@ -19,12 +19,12 @@ function flaky(failures: number, idempotent: boolean) {
   });
 }
 
-const registries: Array<CoreToolRegistry | ToolRegistry> = [];
+const registries: ToolRegistry[] = [];
 afterEach(async () => {
   await Promise.all(registries.splice(0).map((r) => r.close()));
 });
-function nativeRegistry(...tools: ReturnType<typeof defineNativeTool>[]): CoreToolRegistry {
-  const registry = new CoreToolRegistry({ logger: silentLogger, retry: { baseMs: 5, capMs: 20 } });
+function nativeRegistry(...tools: ReturnType<typeof defineNativeTool>[]): ToolRegistry {
+  const registry = new ToolRegistry({ logger: silentLogger, retry: { baseMs: 5, capMs: 20 } });
   for (const tool of tools) registry.register(tool);
   registries.push(registry);
   return registry;

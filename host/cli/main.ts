@@ -8,16 +8,12 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ToolRegistry } from '../index.js';
-import { ToolhostError, toErrorData, type ToolErrorData } from '../core/errors.js';
+import { openHost, type Host } from '../compose/host.js';
+import { toErrorData, type ToolErrorData } from '../core/errors.js';
 import { isTerminal } from '../core/events.js';
-import { findConfig, loadConfig, registryOptions } from '../config/index.js';
-import { registerConfiguredComponents } from './configured-tools.js';
-import { inspectComponent } from './inspect.js';
-import { serve, type ServeOptions } from './serve.js';
+import type { ServeOptions } from './serve.js';
+import { UsageError } from './usage-error.js';
 
-/** A usage problem: exit code 2. */
-class UsageError extends Error {}
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -55,33 +51,20 @@ function printError(data: ToolErrorData): void {
 }
 
 /**
- * A registry configured by the config file (`--config`, else ./toolhost.yaml,
- * else the embedded defaults), holding the `--load` components when given,
- * otherwise the configured tools (the example tools by default).
+ * The host for `list` and `call`: the one `serve` would build for the same
+ * `--config` and `--load` (see `openHost`). Config warnings go to stderr.
  */
-async function openRegistry(loads: string[], configPath: string | undefined): Promise<ToolRegistry> {
-  const loaded = await loadConfig(findConfig(process.cwd(), configPath));
-  const registry = new ToolRegistry(registryOptions(loaded.resolved));
-  try {
-    if (loads.length > 0) {
-      await registry.registerWasmTools(loads);
-    } else {
-      if (loaded.resolved.tools.length === 0) {
-        throw new ToolhostError('COMPONENT_INVALID', 'no tools to load: the example tools are not built (run `npm run build:guests`), and no --load PATH or config file names any');
-      }
-      await registerConfiguredComponents(registry, loaded.resolved.tools);
-    }
-  } catch (error) {
-    await registry.close();
-    throw error;
-  }
-  return registry;
+async function open(loads: string[], configPath: string | undefined): Promise<Host> {
+  const { host, warnings } = await openHost({ load: loads, ...(configPath === undefined ? {} : { configPath }) });
+  for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
+  return host;
 }
 
 async function list(options: { load: string[]; json?: boolean; config?: string }): Promise<number> {
-  const registry = await openRegistry(options.load, options.config);
+  const host = await open(options.load, options.config);
   try {
-    const definitions = registry.definitions();
+    const definitions = host.registry.definitions();
+    if (definitions.length === 0) process.stderr.write('toolhost: no tools: the config names none (and no --load PATH was given)\n');
     if (options.json) {
       process.stdout.write(`${JSON.stringify(definitions, null, 2)}\n`);
     } else {
@@ -92,7 +75,7 @@ async function list(options: { load: string[]; json?: boolean; config?: string }
     }
     return 0;
   } finally {
-    await registry.close();
+    await host.close();
   }
 }
 
@@ -115,13 +98,13 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
     throw new UsageError('--policy must be a JSON object (an ExecutionPolicy)');
   }
   if (options.worktree !== undefined) checkWorktree(options.worktree);
-  const registry = await openRegistry(options.load, options.config);
+  const host = await open(options.load, options.config);
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const stream = registry.stream(name, args, {
+    const stream = host.registry.stream(name, args, {
       signal: controller.signal,
       ...(policy === undefined ? {} : { policy: policy as Record<string, unknown> }),
       ...(options.conversation === undefined ? {} : { conversationId: options.conversation }),
@@ -146,11 +129,12 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await registry.close();
+    await host.close();
   }
 }
 
 async function inspect(path: string, options: { json?: boolean }): Promise<number> {
+  const { inspectComponent } = await import('./inspect.js');
   const report = await inspectComponent(path);
   if (options.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -207,6 +191,8 @@ function program(): Command {
     .option('--grpc-port <port>', 'gRPC port (default 50063)', parsePort)
     .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
       if (options.worktree !== undefined) checkWorktree(options.worktree);
+      // The servers (MCP SDK, grpc-js) load only when something is served.
+      const { serve } = await import('./serve.js');
       process.exitCode = await serve(options);
     });
 

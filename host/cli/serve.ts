@@ -1,21 +1,21 @@
 /**
- * `toolhost serve`: load the configuration (or the embedded defaults), build
- * the registry, load its tools, and serve them over MCP (Streamable HTTP or
- * stdio) and gRPC until SIGINT/SIGTERM (or, over stdio, until stdin ends);
- * then stop accepting calls, let the ones in flight finish (bounded), exit 0.
+ * `toolhost serve`: open the host the way `list` and `call` do (see
+ * `openHost`), and serve its tools over MCP (Streamable HTTP or stdio) and
+ * gRPC until SIGINT/SIGTERM (or, over stdio, until stdin ends); then stop
+ * accepting calls, let the ones in flight finish (bounded), exit 0.
+ *
+ * The servers' modules (the MCP SDK, grpc-js) are imported here, when a
+ * server is started, so other commands never load them.
  */
 import { resolve } from 'node:path';
-import { findConfig, loadConfig, registryOptions, type ResolvedConfig } from '../config/index.js';
-import { defineNativeTool } from '../core/tool.js';
-import { ToolhostError, toolError } from '../core/errors.js';
-import { ToolRegistry } from '../index.js';
-import { createHttpStreamingTool } from '../native/http-streaming-tool.js';
-import { startGrpcServer, type GrpcServerHandle } from '../servers/grpc/index.js';
-import { createMetrics } from '../servers/metrics.js';
-import { startMcpHttpServer, type McpHttpServer } from '../servers/mcp-http.js';
-import { importMcpServer, type McpImport } from '../servers/mcp-import.js';
-import { serveMcpStdio, type McpStdioServer } from '../servers/mcp-stdio.js';
-import { registerConfiguredComponents } from './configured-tools.js';
+import { createHost, loadHostConfig } from '../compose/host.js';
+import type { ResolvedConfig } from '../config/resolve.js';
+import { ToolhostError } from '../core/errors.js';
+import type { GrpcServerHandle } from '../servers/grpc/index.js';
+import type { McpHttpServer } from '../servers/mcp-http.js';
+import type { McpStdioServer } from '../servers/mcp-stdio.js';
+import type { HostMetrics } from '../servers/metrics.js';
+import { UsageError } from './usage-error.js';
 
 export interface ServeOptions {
   config?: string;
@@ -34,34 +34,46 @@ export interface ServeOptions {
 
 const DEFAULT_DRAIN_MS = 10_000;
 
+/** Which servers to start, from the options over the config. */
+function chooseServers(options: ServeOptions, config: ResolvedConfig): { mcp: 'stdio' | 'http' | 'none'; grpc: boolean } {
+  const mcp = options.mcp ?? (config.servers.mcp.http.enabled ? 'http' : 'none');
+  const grpc = options.grpc ?? (config.servers.grpc.enabled && mcp !== 'stdio');
+  if (mcp === 'none' && !grpc) {
+    throw new UsageError('nothing to serve: MCP is off (--mcp none, or servers.mcp.http.enabled: false) and so is gRPC (--no-grpc, or servers.grpc.enabled: false)');
+  }
+  return { mcp, grpc };
+}
+
 /** Run the server until it is told to stop; resolves with the exit code. */
 export async function serve(options: ServeOptions): Promise<number> {
-  const loaded = await loadConfig(findConfig(process.cwd(), options.config));
-  const { resolved } = loaded;
-  const mode = options.mcp ?? (resolved.servers.mcp.http.enabled ? 'http' : 'none');
+  const hostOptions = { load: options.load, ...(options.config === undefined ? {} : { configPath: options.config }) };
+  const { config, warnings, file } = await loadHostConfig(hostOptions);
+  // Decide what to serve before anything is loaded or started.
+  const chosen = chooseServers(options, config);
   // Over stdio, stdout carries the protocol and nothing else.
   const say = (line: string): void => {
-    (mode === 'stdio' ? process.stderr : process.stdout).write(`${line}\n`);
+    (chosen.mcp === 'stdio' ? process.stderr : process.stdout).write(`${line}\n`);
   };
-  for (const warning of loaded.warnings) process.stderr.write(`toolhost: ${warning}\n`);
 
-  const registry = new ToolRegistry(registryOptions(resolved));
-  const imports: McpImport[] = [];
+  for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
+  const host = await createHost(config, hostOptions);
+  const { registry } = host;
   let mcpHttp: McpHttpServer | undefined;
   let mcpStdio: McpStdioServer | undefined;
   let grpc: GrpcServerHandle | undefined;
-  const metrics = createMetrics(registry);
+  let metrics: HostMetrics | undefined;
   try {
-    await loadTools(registry, resolved, options, imports);
     const worktree = options.worktree === undefined ? undefined : resolve(options.worktree);
     const worktreeFor = worktree === undefined ? undefined : () => worktree;
 
-    if (mode === 'http') {
-      const http = resolved.servers.mcp.http;
+    if (chosen.mcp === 'http') {
+      const http = config.servers.mcp.http;
       const bearerToken = http.bearerTokenEnv === undefined ? undefined : process.env[http.bearerTokenEnv];
       if (http.bearerTokenEnv !== undefined && !bearerToken) {
         throw new ToolhostError('INVALID_INPUT', `servers.mcp.http.bearer_token_env names ${http.bearerTokenEnv}, which is not set in the environment`);
       }
+      const [{ startMcpHttpServer }, { createMetrics }] = await Promise.all([import('../servers/mcp-http.js'), import('../servers/metrics.js')]);
+      metrics = createMetrics(registry);
       mcpHttp = await startMcpHttpServer(registry, {
         host: options.host ?? http.host,
         port: options.port ?? http.port,
@@ -71,25 +83,26 @@ export async function serve(options: ServeOptions): Promise<number> {
         metrics,
         health: () => ({ pool: registry.sandboxStats() ?? null }),
       });
-    } else if (mode === 'stdio') {
+    } else if (chosen.mcp === 'stdio') {
+      const { serveMcpStdio } = await import('../servers/mcp-stdio.js');
       mcpStdio = await serveMcpStdio(registry, worktreeFor === undefined ? {} : { worktree: worktreeFor });
     }
-    if (options.grpc ?? (resolved.servers.grpc.enabled && mode !== 'stdio')) {
+    if (chosen.grpc) {
+      const { startGrpcServer } = await import('../servers/grpc/index.js');
       grpc = await startGrpcServer(registry, {
-        host: options.host ?? resolved.servers.grpc.host,
-        port: options.grpcPort ?? resolved.servers.grpc.port,
+        host: options.host ?? config.servers.grpc.host,
+        port: options.grpcPort ?? config.servers.grpc.port,
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
       });
     }
   } catch (error) {
-    metrics.close();
-    await Promise.allSettled(imports.map((mcpImport) => mcpImport.close()));
-    await Promise.allSettled([mcpHttp?.close(), grpc?.close()]);
-    await registry.close();
+    metrics?.close();
+    await Promise.allSettled([mcpHttp?.close(), mcpStdio?.close(), grpc?.close()]);
+    await host.close();
     throw error;
   }
 
-  say(`toolhost: serving ${registry.names().length} tools${loaded.file ? ` from ${loaded.file}` : ' (embedded defaults)'}`);
+  say(`toolhost: serving ${registry.names().length} tools${file ? ` from ${file}` : ' (embedded defaults)'}`);
   if (mcpHttp) {
     say(`  MCP (Streamable HTTP): ${mcpHttp.url}`);
     const base = mcpHttp.url.replace(/\/mcp$/, '');
@@ -111,81 +124,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   await Promise.allSettled([mcpHttp?.close({ drainMs }), mcpStdio?.close({ drainMs }), grpc?.close()]);
   const deadline = Date.now() + drainMs;
   while (registry.inFlight > 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 50));
-  metrics.close();
-  await Promise.allSettled(imports.map((mcpImport) => mcpImport.close()));
-  await registry.close();
+  metrics?.close();
+  await host.close();
   return 0;
-}
-
-/** Components, HTTP tools and imported MCP servers from the config, then `--load` paths. */
-async function loadTools(registry: ToolRegistry, resolved: ResolvedConfig, options: ServeOptions, imports: McpImport[]): Promise<void> {
-  await registerConfiguredComponents(registry, resolved.tools);
-  if (options.load.length > 0) await registry.registerWasmTools(options.load);
-  for (const spec of resolved.httpTools) {
-    registry.register(createHttpStreamingTool({
-      name: spec.name,
-      description: spec.description,
-      url: spec.url,
-      headers: spec.headers,
-      inputSchema: spec.inputSchema,
-      grant: spec.grant,
-      ...(spec.method === undefined ? {} : { method: spec.method }),
-      ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
-      ...(spec.defaultPolicy === undefined ? {} : { defaultPolicy: spec.defaultPolicy }),
-    }));
-  }
-  for (const spec of resolved.mcpServers) {
-    const common = {
-      name: spec.name,
-      grant: spec.grant,
-      ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
-      ...(spec.defaultPolicy === undefined ? {} : { defaultPolicy: spec.defaultPolicy }),
-    };
-    if (spec.transport === 'stdio') {
-      imports.push(await importMcpServer(registry, { ...common, command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd }));
-    } else {
-      const token = spec.bearerTokenEnv === undefined ? undefined : process.env[spec.bearerTokenEnv];
-      const headers = token === undefined ? spec.headers : { ...spec.headers, authorization: `Bearer ${token}` };
-      imports.push(await importMcpServer(registry, { ...common, url: spec.url, headers }));
-    }
-  }
-  if (resolved.adminTools) registerAdminTools(registry);
-}
-
-/** `toolhost_load` and `toolhost_unload`: load or unload a component at runtime (only when the config enables them). */
-export function registerAdminTools(registry: ToolRegistry): void {
-  registry.register(defineNativeTool({
-    name: 'toolhost_load',
-    description: 'Load a WebAssembly component (a file path on the host) and register its tools. Admin tool.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        path: { type: 'string', minLength: 1, description: 'The component file (or a directory of them) on the host.' },
-        isolation: { enum: ['call', 'conversation', 'worker'] },
-      },
-      required: ['path'],
-      additionalProperties: false,
-    },
-    async run(args) {
-      const { path, isolation } = args as { path: string; isolation?: 'call' | 'conversation' | 'worker' };
-      const report = await registry.registerWasmTools(resolve(path), isolation === undefined ? {} : { isolation });
-      return { components: report.components.map((c) => ({ component: c.component, tools: c.tools, cache: c.cache })), renamed: report.renamed };
-    },
-  }));
-  registry.register(defineNativeTool({
-    name: 'toolhost_unload',
-    description: 'Unregister every tool a component brought. Admin tool.',
-    inputSchema: {
-      type: 'object',
-      properties: { component: { type: 'string', minLength: 1, description: 'The component name (its file name without .wasm).' } },
-      required: ['component'],
-      additionalProperties: false,
-    },
-    run(args) {
-      const { component } = args as { component: string };
-      const removed = registry.unloadComponent(component);
-      if (removed.length === 0) throw toolError('NOT_LOADED', `no tools from a component named "${component}" are registered`);
-      return { removed };
-    },
-  }));
 }

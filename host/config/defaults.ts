@@ -1,14 +1,14 @@
 /**
  * The embedded defaults, used when there is no config file: the example tools
  * in `guest-tools/dist`, each with the grant and default policy of
- * `host/cli/examples.ts`; MCP over HTTP on 127.0.0.1:3000 and gRPC on
+ * `host/config/examples.ts`; MCP over HTTP on 127.0.0.1:3000 and gRPC on
  * 127.0.0.1:50063; every other setting the host's default (DENY_ALL, MINIMAL,
  * no approvals, the audit log on stderr).
  */
 import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { EXAMPLE_LOAD_OPTIONS } from '../cli/examples.js';
-import { examplesDir } from '../cli/package-root.js';
+import { EXAMPLE_LOAD_OPTIONS } from './examples.js';
+import { examplesDir } from './package-root.js';
 import type { LoadedConfig } from './load.js';
 import { resolveConfig, type ToolLoad } from './resolve.js';
 

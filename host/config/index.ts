@@ -5,8 +5,7 @@
  * ```ts
  * const loaded = await loadConfig(findConfig(process.cwd(), options.config));
  * for (const warning of loaded.warnings) process.stderr.write(`${warning}\n`);
- * const registry = new ToolRegistry(registryOptions(loaded.resolved));
- * for (const { path, options } of loaded.resolved.tools) await registry.registerWasmTools(path, options);
+ * const host = await createHost(loaded); // host/compose: registry, components, HTTP tools, MCP imports
  * ```
  */
 export { checkConfig } from './checks.js';
@@ -22,8 +21,6 @@ export {
   DEFAULT_GRPC,
   DEFAULT_LOG_LEVEL,
   DEFAULT_MCP_HTTP,
-  approveAll,
-  registryOptions,
   resolveConfig,
   resolveGrant,
   resolvePolicyDefaults,

@@ -4,18 +4,14 @@
  * resolved against the config file's directory).
  *
  * Resolution has no side effects: nothing is opened or started. The audit log
- * file, the logger and the approval hook are made by {@link registryOptions},
- * when the registry is.
+ * file, the logger and the approval hook are made by the composition root
+ * (`host/compose/`), when the registry is.
  */
 import { isAbsolute, resolve } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
-import { createDefaultLogger } from '../core/logger.js';
 import type { WasmLoadOptions } from '../core/registry.js';
 import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from '../core/retry.js';
 import type { JsonSchema } from '../core/tool.js';
-import type { ToolRegistryOptions } from '../index.js';
-import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
-import { createAuditLog } from '../policy/audit.js';
 import { DEFAULT_POLICY_DEFAULTS, type ExecutionPolicyInput, type PolicyDefaults } from '../policy/execution-policy.js';
 import type { ToolGrant } from '../policy/grant.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel } from '../policy/labels.js';
@@ -300,38 +296,6 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   };
   if (context.file !== undefined) resolved.file = context.file;
   return resolved;
-}
-
-/** Approves every PRIVILEGED and FULL_ACCESS call (`approval: always`). */
-export const approveAll: ApprovalHook = () => true;
-
-/**
- * The registry options a resolved config stands for: defaults and ceilings,
- * cancellation grace, retry backoff, sandbox options, the logger (at the
- * config's level), the audit log (stderr, or the configured file, opened now)
- * and the approval hook (from `approval`). `overrides` win over the config,
- * key by key: an embedder's own `approve` hook, logger or audit log replaces
- * the configured one (and the audit file is then not opened).
- *
- * ```ts
- * const { resolved } = await loadConfig(findConfig(process.cwd(), options.config));
- * const registry = new ToolRegistry(registryOptions(resolved));
- * for (const load of resolved.tools) await registry.registerWasmTools(load.path, load.options);
- * ```
- */
-export function registryOptions(resolved: ResolvedConfig, overrides: ToolRegistryOptions = {}): ToolRegistryOptions {
-  const { outputLimits, ...pool } = resolved.sandbox;
-  const options: ToolRegistryOptions = {
-    defaults: { ...resolved.defaults },
-    cancelGraceMs: resolved.cancelGraceMs,
-    retry: { ...resolved.retry },
-    sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
-  };
-  if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
-  if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);
-  if (overrides.approve === undefined) options.approve = resolved.approval === 'always' ? approveAll : denyAllApprovals;
-  const given = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as ToolRegistryOptions;
-  return { ...options, ...given };
 }
 
 /** A command with a `/` is a path (relative to the config file's directory); a bare name is looked up on PATH. */

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { packageRoot } from '../cli/package-root.js';
+import { packageRoot } from './package-root.js';
 import type { ConfigFile } from './types.js';
 
 /** The schema's file name, at the package root. */

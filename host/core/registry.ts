@@ -57,9 +57,19 @@ export interface WasmLoadOptions {
   defaultPolicy?: ExecutionPolicyInput;
 }
 
+/** What the sandbox's worker pool is doing (for metrics and health checks). */
+export interface SandboxStats {
+  threads: number;
+  queueSize: number;
+  /** Share of worker time spent running tasks (0..1). */
+  utilization: number;
+}
+
 /** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
 export interface WasmToolLoader {
   load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]>;
+  /** The pool's state, once it has started (undefined before). */
+  stats?(): SandboxStats | undefined;
   close(): Promise<void>;
 }
 
@@ -80,8 +90,11 @@ export interface ToolRegistryOptions {
   approve?: ApprovalHook;
   /** Where allowlisted environment values come from when neither the grant nor the call sets them (default: process.env). */
   hostEnv?: NodeJS.ProcessEnv;
-  /** Makes the loader behind `registerWasmTools`; the package's `ToolRegistry` supplies the sandbox's. */
-  wasmLoader?: (registry: { logger: Logger }) => WasmToolLoader;
+  /**
+   * The loader behind `registerWasmTools` (the sandbox's, when the registry is
+   * made by `createRegistry` or `createHost`). The registry closes it.
+   */
+  wasmLoader?: WasmToolLoader;
 }
 
 export class ToolRegistry {
@@ -89,8 +102,7 @@ export class ToolRegistry {
   readonly #schemas = new SchemaCompiler();
   readonly #tracker = new CallTracker();
   readonly #deps: CallPathDeps;
-  readonly #makeLoader: ToolRegistryOptions['wasmLoader'];
-  #loader: WasmToolLoader | undefined;
+  readonly #loader: WasmToolLoader | undefined;
   #closed = false;
   readonly #listeners = new Set<(names: string[]) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
@@ -126,7 +138,7 @@ export class ToolRegistry {
         for (const listener of this.#finishedListeners) listener(tool, event);
       },
     };
-    this.#makeLoader = options.wasmLoader;
+    this.#loader = options.wasmLoader;
   }
 
   get logger(): Logger {
@@ -162,6 +174,11 @@ export class ToolRegistry {
         this.logger.warn({ err: (error as Error).message }, 'a tools-changed listener failed');
       }
     }
+  }
+
+  /** The sandbox pool's state, once a component has started it (undefined before, or without a sandbox). */
+  sandboxStats(): SandboxStats | undefined {
+    return this.#loader?.stats?.();
   }
 
   /** Calls in flight. */
@@ -302,10 +319,7 @@ export class ToolRegistry {
 
   #wasmLoader(): WasmToolLoader {
     if (!this.#loader) {
-      if (!this.#makeLoader) {
-        throw new ToolhostError('INTERNAL', 'this registry has no Wasm loader; use the ToolRegistry exported by the toolhost package');
-      }
-      this.#loader = this.#makeLoader({ logger: this.logger });
+      throw new ToolhostError('INTERNAL', 'this registry has no Wasm loader: make it with createRegistry() or createHost() from the toolhost package');
     }
     return this.#loader;
   }

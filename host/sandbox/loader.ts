@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import type { LoadedComponentTools, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
+import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, type CachedComponent } from './component-cache.js';
 import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
@@ -56,6 +56,12 @@ export class SandboxLoader implements WasmToolLoader {
   /** The transpile cache (its `transpiles` count shows whether loads were served from disk). */
   get cache(): ComponentCache {
     return this.#cache;
+  }
+
+  /** The pool's state, once it has started. */
+  stats(): SandboxStats | undefined {
+    const pool = this.#pool;
+    return pool && { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization };
   }
 
   /** The worker pool, started on first use. */

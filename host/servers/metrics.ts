@@ -5,7 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../core/errors.js';
-import type { ToolRegistry } from '../index.js';
+import type { ToolRegistry } from '../core/registry.js';
 
 /** Codes that mean the host stopped a call at one of its limits. */
 const BUDGET_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([

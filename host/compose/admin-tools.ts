@@ -1,0 +1,46 @@
+/**
+ * `toolhost_load` and `toolhost_unload`: load or unload a component at
+ * runtime. Registered only when the config says `admin_tools: true`: they let
+ * a caller run any component file the host can read.
+ */
+import { resolve } from 'node:path';
+import { toolError } from '../core/errors.js';
+import type { ToolRegistry } from '../core/registry.js';
+import { defineNativeTool } from '../core/tool.js';
+
+export function registerAdminTools(registry: ToolRegistry): void {
+  registry.register(defineNativeTool({
+    name: 'toolhost_load',
+    description: 'Load a WebAssembly component (a file path on the host) and register its tools. Admin tool.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        path: { type: 'string', minLength: 1, description: 'The component file (or a directory of them) on the host.' },
+        isolation: { enum: ['call', 'conversation', 'worker'] },
+      },
+      required: ['path'],
+      additionalProperties: false,
+    },
+    async run(args) {
+      const { path, isolation } = args as { path: string; isolation?: 'call' | 'conversation' | 'worker' };
+      const report = await registry.registerWasmTools(resolve(path), isolation === undefined ? {} : { isolation });
+      return { components: report.components.map((c) => ({ component: c.component, tools: c.tools, cache: c.cache })), renamed: report.renamed };
+    },
+  }));
+  registry.register(defineNativeTool({
+    name: 'toolhost_unload',
+    description: 'Unregister every tool a component brought. Admin tool.',
+    inputSchema: {
+      type: 'object',
+      properties: { component: { type: 'string', minLength: 1, description: 'The component name (its file name without .wasm).' } },
+      required: ['component'],
+      additionalProperties: false,
+    },
+    run(args) {
+      const { component } = args as { component: string };
+      const removed = registry.unloadComponent(component);
+      if (removed.length === 0) throw toolError('NOT_LOADED', `no tools from a component named "${component}" are registered`);
+      return { removed };
+    },
+  }));
+}

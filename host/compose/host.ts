@@ -1,0 +1,111 @@
+/**
+ * The composition root: the one place a host is assembled from a config.
+ * `toolhost list`, `call` and `serve` all open their host here, so they show
+ * the same tools for the same config; `serve` only adds servers on top.
+ *
+ * Order: registry (with the sandbox loader in it) → the config's components →
+ * `load` extras → HTTP tools → imported MCP servers → admin tools. If any
+ * step fails, what was made so far is closed and the error is re-thrown.
+ */
+import { embeddedConfig } from '../config/defaults.js';
+import { findConfig } from '../config/find.js';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import type { ResolvedConfig } from '../config/resolve.js';
+import type { ToolRegistry } from '../core/registry.js';
+import type { McpImport } from '../servers/mcp-import.js';
+import { registerAdminTools } from './admin-tools.js';
+import { importConfiguredMcpServers, registerConfiguredComponents, registerHttpTools } from './configured-tools.js';
+import { createRegistry, registryOptions, type RegistryOptions } from './registry.js';
+
+/** A registry with every tool its config names, and what else must be closed with it. */
+export interface Host {
+  readonly registry: ToolRegistry;
+  readonly config: ResolvedConfig;
+  /** Imported MCP servers (their connections close with the host). */
+  readonly imports: readonly McpImport[];
+  /** Close the imports, cancel calls in flight and stop the worker pool. */
+  close(): Promise<void>;
+}
+
+export interface CreateHostOptions {
+  /** Components (files or directories) loaded after the config's, with no grant of their own. */
+  load?: readonly string[];
+  /** Registry options that win over the config's (an embedder's logger, audit log, approval hook, state store). */
+  overrides?: RegistryOptions;
+  /** Where bearer-token variables named by the config are read (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Build a host from a resolved config (default: the embedded defaults, i.e.
+ * the example tools).
+ *
+ * ```ts
+ * const host = await createHost();
+ * const result = await host.registry.execute('sha256', { text: 'abc' });
+ * await host.close();
+ * ```
+ */
+export async function createHost(config: ResolvedConfig = embeddedConfig().resolved, options: CreateHostOptions = {}): Promise<Host> {
+  const registry = createRegistry(registryOptions(config, options.overrides));
+  const imports: McpImport[] = [];
+  const host: Host = {
+    registry,
+    config,
+    imports,
+    async close() {
+      await Promise.allSettled(imports.map((imported) => imported.close()));
+      await registry.close();
+    },
+  };
+  try {
+    await registerConfiguredComponents(registry, config.tools);
+    if (options.load !== undefined && options.load.length > 0) await registry.registerWasmTools([...options.load]);
+    await registerHttpTools(registry, config.httpTools);
+    await importConfiguredMcpServers(registry, config.mcpServers, imports, options.env);
+    if (config.adminTools) registerAdminTools(registry);
+  } catch (error) {
+    await host.close();
+    throw error;
+  }
+  return host;
+}
+
+export interface OpenHostOptions extends CreateHostOptions {
+  /** The config file (`--config`); default `./toolhost.yaml` in `cwd` when present, else the embedded defaults. */
+  configPath?: string;
+  /** Where `./toolhost.yaml` is looked for and relative paths start (default `process.cwd()`). */
+  cwd?: string;
+}
+
+/** The config a host will be built from, and what was said while loading it. */
+export interface HostConfig {
+  config: ResolvedConfig;
+  /** The config file, or undefined for the embedded defaults. */
+  file?: string;
+  /** Config warnings, formatted `<file>:<line>:<column>: <message>`: print them to stderr. */
+  warnings: string[];
+}
+
+/**
+ * Find and load the config the way the CLI does. With the embedded defaults,
+ * `load` replaces the example tools (so `toolhost call echo --load mine.wasm`
+ * calls your `echo`, not the example's); with a config file, `load` adds to
+ * what the file names (see `createHost`).
+ */
+export async function loadHostConfig(options: OpenHostOptions = {}): Promise<HostConfig> {
+  const cwd = options.cwd ?? process.cwd();
+  const loaded: LoadedConfig = await loadConfig(findConfig(cwd, options.configPath), { cwd, ...(options.env === undefined ? {} : { env: options.env }) });
+  const replacesExamples = loaded.file === undefined && options.load !== undefined && options.load.length > 0;
+  return {
+    config: replacesExamples ? { ...loaded.resolved, tools: [] } : loaded.resolved,
+    warnings: replacesExamples ? [] : loaded.warnings,
+    ...(loaded.file === undefined ? {} : { file: loaded.file }),
+  };
+}
+
+/** `loadHostConfig`, then `createHost`: what `toolhost list`, `call` and `serve` run. */
+export async function openHost(options: OpenHostOptions = {}): Promise<HostConfig & { host: Host }> {
+  const loaded = await loadHostConfig(options);
+  return { ...loaded, host: await createHost(loaded.config, options) };
+}

@@ -1,0 +1,58 @@
+/**
+ * A registry with the sandbox in it. The core registry knows nothing of Wasm:
+ * it holds whatever `WasmToolLoader` it is given, and this is where the
+ * sandbox's loader is given to it (composition, not a subclass).
+ */
+import { createDefaultLogger } from '../core/logger.js';
+import { ToolRegistry, type ToolRegistryOptions } from '../core/registry.js';
+import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
+import { createAuditLog } from '../policy/audit.js';
+import type { ResolvedConfig } from '../config/resolve.js';
+import { SandboxLoader, type SandboxOptions } from '../sandbox/loader.js';
+
+/** What `createRegistry` takes: the core registry's options, and the sandbox's instead of a loader. */
+export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader'> {
+  /** The sandbox: worker threads, queue bound, transpile cache directory, output caps. */
+  sandbox?: SandboxOptions;
+}
+
+/**
+ * A registry whose `registerWasmTools` loads components into the sandbox's
+ * worker pool (started on the first load, closed with the registry).
+ *
+ * ```ts
+ * const registry = createRegistry({ sandbox: { threads: 2 } });
+ * await registry.registerWasmTools('path/to/tools');
+ * ```
+ */
+export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
+  const { sandbox = {}, ...rest } = options;
+  const logger = rest.logger ?? createDefaultLogger();
+  return new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader(sandbox, logger) });
+}
+
+/** Approves every PRIVILEGED and FULL_ACCESS call (`approval: always`). */
+export const approveAll: ApprovalHook = () => true;
+
+/**
+ * The registry options a resolved config stands for: defaults and ceilings,
+ * cancellation grace, retry backoff, sandbox options, the logger (at the
+ * config's level), the audit log (stderr, or the configured file, opened now)
+ * and the approval hook (from `approval`). `overrides` win over the config,
+ * key by key: an embedder's own `approve` hook, logger or audit log replaces
+ * the configured one (and the audit file is then not opened).
+ */
+export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOptions = {}): RegistryOptions {
+  const { outputLimits, ...pool } = resolved.sandbox;
+  const options: RegistryOptions = {
+    defaults: { ...resolved.defaults },
+    cancelGraceMs: resolved.cancelGraceMs,
+    retry: { ...resolved.retry },
+    sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
+  };
+  if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
+  if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);
+  if (overrides.approve === undefined) options.approve = resolved.approval === 'always' ? approveAll : denyAllApprovals;
+  const given = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as RegistryOptions;
+  return { ...options, ...given };
+}
