@@ -75,13 +75,14 @@ function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
 }
 
 /**
- * The worker script: the compiled `.js` next to this file, or, when toolhost
- * runs from its TypeScript sources (tests), a bootstrap that loads the `.ts` source through tsx.
+ * The worker script: the compiled CommonJS bootstrap next to this file, or,
+ * when toolhost runs from its TypeScript sources (tests), a bootstrap that
+ * loads the `.ts` entry through tsx. Both are CommonJS (see bootstrap.cts).
  */
 function workerScript(): { filename: string; execArgv: string[] } {
-  const compiled = new URL('./worker/entry.js', import.meta.url);
+  const compiled = new URL('./worker/bootstrap.cjs', import.meta.url);
   if (existsSync(fileURLToPath(compiled))) return { filename: compiled.href, execArgv: [] };
-  return { filename: new URL('./worker/dev-entry.mjs', import.meta.url).href, execArgv: [] };
+  return { filename: new URL('./worker/dev-bootstrap.cjs', import.meta.url).href, execArgv: [] };
 }
 
 export class SandboxPool {
