@@ -16,14 +16,14 @@ export type { CreateHostOptions, Host, HostConfig, OpenHostOptions } from './com
 export { approveAll, createRegistry, registryOptions } from './compose/registry.js';
 export type { RegistryOptions } from './compose/registry.js';
 export { registerAdminTools } from './compose/admin-tools.js';
-export type { CallOptions, CallStream } from './core/call-path.js';
+export type { CallOptions, CallStream } from './core/call/options.js';
 export type { ToolContext } from './core/context.js';
 export { modelSafeName, toDefinition } from './core/definitions.js';
 export type { AnthropicDefinition, DefinitionFormat, McpDefinition, OpenAIDefinition, ToolhostDefinition } from './core/definitions.js';
 export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, toolError } from './core/errors.js';
 export type { CancelOutcome, ErrorCode, ToolErrorData } from './core/errors.js';
 export { LOG_LEVELS, isTerminal } from './core/events.js';
-export type { ErrorEvent, LogLevel, ProgressEvent, ResultEvent, StartEvent, TerminalEvent, ToolEvent, ToolEventSink, DeltaEvent, LogEvent } from './core/events.js';
+export type { ErrorEvent, LogLevel, ProgressEvent, ResultEvent, StartEvent, TerminalEvent, ToolEvent, ToolEventSink, RunnerSink, DeltaEvent, LogEvent } from './core/events.js';
 export { Extensions, extensionKey } from './core/extensions.js';
 export type { ExtensionKey } from './core/extensions.js';
 export { createDefaultLogger, silentLogger } from './core/logger.js';

@@ -15,7 +15,7 @@ import type { JsonSchema } from '../core/tool.js';
 import { DEFAULT_POLICY_DEFAULTS, type ExecutionPolicyInput, type PolicyDefaults } from '../policy/execution-policy.js';
 import type { ToolGrant } from '../policy/grant.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel } from '../policy/labels.js';
-import { DEFAULT_CANCEL_GRACE_MS } from '../core/call-path.js';
+import { DEFAULT_CANCEL_GRACE_MS } from '../core/call/call.js';
 import type { SandboxOptions } from '../sandbox/loader.js';
 import type { ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
 

@@ -74,7 +74,15 @@ export interface ToolEventSink {
   progress(pct?: number, message?: string): void;
   delta(data: unknown): void;
   log(level: LogLevel, message: string, source?: LogEvent['source']): void;
-  /** Add what the runner measured (queue time, CPU time, instance reuse) to the call's accounting. */
+}
+
+/**
+ * What a runner gets besides the events: the sandbox and the built-in native
+ * runners (HTTP tool, MCP imports) implement `Tool.invoke` with it. A native
+ * tool's author (`defineNativeTool`) sees only the {@link ToolEventSink}.
+ */
+export interface RunnerSink extends ToolEventSink {
+  /** Add what the runner measured (queue time, CPU time, instance reuse, refused requests) to the call's accounting. */
   account(accounting: Partial<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>): void;
   /**
    * Aborts when the call is over regardless of the tool (a budget was hit, or

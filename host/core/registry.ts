@@ -3,8 +3,13 @@
  * call path (`stream`, `execute`) every entry point goes through.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { DEFAULT_POLICY_DEFAULTS, type PolicyDefaults } from '../policy/execution-policy.js';
-import { rejectedCall, startCall, DEFAULT_CANCEL_GRACE_MS, type CallOptions, type CallPathDeps, type CallStream, type RegisteredTool } from './call-path.js';
+import type { AuditEntry } from '../policy/audit.js';
+import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
+import { Call, DEFAULT_CANCEL_GRACE_MS, rejectedCall, type CallDeps } from './call/call.js';
+import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
+import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
 import { toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
@@ -101,7 +106,9 @@ export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
   readonly #schemas = new SchemaCompiler();
   readonly #tracker = new CallTracker();
-  readonly #deps: CallPathDeps;
+  readonly #deps: AdmissionDeps & CallDeps;
+  /** The call's layers over the tool's run, composed once. */
+  readonly #run: CallHandler = compose(CALL_LAYERS, invoke);
   readonly #loader: WasmToolLoader | undefined;
   #closed = false;
   readonly #listeners = new Set<(names: string[]) => void>();
@@ -278,12 +285,29 @@ export class ToolRegistry {
     return report;
   }
 
-  /** Start a call and stream its events: `start`, progress/delta/log, then one `result` or `error`. */
-  stream(name: string, args: unknown, options?: CallOptions): CallStream {
-    if (this.#closed) {
-      return rejectedCall(options?.callId ?? randomUUID(), new ToolhostError('INTERNAL', 'the registry is closed; no more calls are accepted'));
-    }
-    return startCall(this.#deps, name, args, options);
+  /**
+   * Start a call and stream its events: `start`, progress/delta/log, then one
+   * `result` or `error`. Admission (lookup → policy → validate → ids) decides
+   * first; a refused call's stream holds only its error (`stage: 'rejected'`).
+   */
+  stream(name: string, args: unknown, options: CallOptions = {}): CallStream {
+    const callId = options.callId ?? randomUUID();
+    const startedAt = performance.now();
+    const reject = (error: ToolhostError, audit?: AuditEntry): CallStream => {
+      if (audit) this.#deps.audit.record(audit);
+      return rejectedCall(callId, error, startedAt, (event) => this.#deps.onFinished(name, event));
+    };
+    if (this.#closed) return reject(new ToolhostError('INTERNAL', 'the registry is closed; no more calls are accepted'));
+    const admission = admit(this.#deps, callId, name, args, options);
+    if (!admission.admitted) return reject(admission.error, admission.audit);
+    const call = new Call(this.#deps, admission.call);
+    if (!call.track()) return reject(new ToolhostError('INVALID_INPUT', `call id "${callId}" is already in flight`));
+    const stream = call.stream();
+    this.#run(call).then(
+      (run) => call.succeed(run),
+      (error: unknown) => call.fail(error),
+    );
+    return stream;
   }
 
   /**

@@ -14,7 +14,10 @@ export interface ValidationIssue {
   params: Record<string, unknown>;
 }
 
-export type ArgsValidator = (args: unknown, callId?: string) => void;
+/** Checks a call's arguments: undefined when they are valid, else the INVALID_INPUT error to answer with. */
+export interface ArgsValidator {
+  check(args: unknown, callId?: string): ToolhostError | undefined;
+}
 
 /** Compiles tool schemas with one shared ajv instance. */
 export class SchemaCompiler {
@@ -28,16 +31,18 @@ export class SchemaCompiler {
     } catch (error) {
       throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": input schema does not compile: ${(error as Error).message}`);
     }
-    return (args, callId) => {
-      if (validate(args)) return;
-      const issues = (validate.errors ?? []).map(toIssue);
-      const first = issues[0];
-      const where = first && first.path !== '' ? `args${first.path}` : 'args';
-      const message = first ? `${where} ${first.message}` : 'args are invalid';
-      throw new ToolhostError('INVALID_INPUT', `invalid input for "${toolName}": ${message}`, {
-        details: { errors: issues },
-        ...(callId === undefined ? {} : { callId }),
-      });
+    return {
+      check(args, callId) {
+        if (validate(args)) return undefined;
+        const issues = (validate.errors ?? []).map(toIssue);
+        const first = issues[0];
+        const where = first && first.path !== '' ? `args${first.path}` : 'args';
+        const message = first ? `${where} ${first.message}` : 'args are invalid';
+        return new ToolhostError('INVALID_INPUT', `invalid input for "${toolName}": ${message}`, {
+          details: { errors: issues },
+          ...(callId === undefined ? {} : { callId }),
+        });
+      },
     };
   }
 }

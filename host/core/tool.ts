@@ -1,6 +1,6 @@
 /** What a tool is, whichever way it runs. */
 import type { ToolContext } from './context.js';
-import type { ToolEventSink } from './events.js';
+import type { RunnerSink, ToolEventSink } from './events.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { RichResult } from './result.js';
@@ -45,12 +45,13 @@ export interface ToolRun {
 }
 
 /**
- * A registered tool. The registry calls `invoke` after the input passed the
- * schema and the policy was resolved; `invoke` reports progress through
- * `events` and returns the output, or throws a ToolhostError.
+ * A registered tool. The registry calls `invoke` after the policy was resolved
+ * and the input passed the schema; `invoke` reports progress through `events`
+ * and returns the output, or throws a ToolhostError. Write native tools with
+ * `defineNativeTool`; implement `invoke` only for a runner of your own.
  */
 export interface Tool extends ToolDescriptor {
-  invoke(args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolRun>;
+  invoke(args: unknown, ctx: ToolContext, events: RunnerSink): Promise<ToolRun>;
 }
 
 /** What a native tool's author writes. */
@@ -78,7 +79,13 @@ export function defineNativeTool(spec: NativeToolSpec): Tool {
     streaming: spec.streaming ?? false,
     source: 'native',
     async invoke(args, ctx, events) {
-      return { output: await run(args, ctx, events) };
+      // The author sees the events only, not the runner's controls.
+      const sink: ToolEventSink = {
+        progress: (pct, message) => events.progress(pct, message),
+        delta: (data) => events.delta(data),
+        log: (level, message, source) => events.log(level, message, source),
+      };
+      return { output: await run(args, ctx, sink) };
     },
   };
 }

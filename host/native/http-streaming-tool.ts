@@ -53,7 +53,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { ToolhostError, toolError } from '../core/errors.js';
-import type { ToolEventSink } from '../core/events.js';
+import type { RunnerSink } from '../core/events.js';
 import type { ToolContext } from '../core/context.js';
 import { richResult } from '../core/result.js';
 import type { JsonSchema, Tool, ToolGrant, ToolOutput, ToolRun } from '../core/tool.js';
@@ -330,7 +330,7 @@ function codeOfEgress(tag: WasiHttpErrorTag, phase: Phase): string {
 }
 
 /** One call. */
-async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolRun> {
+async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, events: RunnerSink): Promise<ToolRun> {
   const url = requestUrl(config, args);
   const method = config.method;
   const shown = displayUrl(url);

@@ -3,6 +3,8 @@
  * one call gets. A call asks for labels (or takes the tool's default policy,
  * then the host's default); asking above the grant is refused. The result is
  * what the capability layer builds the guest's WASI imports from.
+ *
+ * Decisions only: nothing here opens a file, a socket or a worker.
  */
 import { isAbsolute, resolve } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
@@ -52,12 +54,37 @@ export interface ResolvedCapabilities {
   audit?: { entry: AuditEntry; level: 'info' | 'warn' };
 }
 
-/** Thrown (as a ToolhostError) for a refused call; carries the audit entry of the denial. */
-export function denial(request: Pick<CapabilityRequest, 'callId' | 'tool'>, code: 'PERMISSION_DENIED' | 'TOOL_PRIVILEGE_ESCALATION' | 'WORKTREE_NOT_BOUND', message: string, labels: { network?: NetworkLabel; privilege?: PrivilegeLabel }): ToolhostError {
-  return new ToolhostError(code, message, { callId: request.callId, details: { ...labels } });
+/** A refused call: the error to answer with, and the audit entry of the denial. */
+export interface CapabilityDenial {
+  allowed: false;
+  error: ToolhostError;
+  audit: AuditEntry;
 }
 
-export function resolveCapabilities(request: CapabilityRequest): ResolvedCapabilities {
+/** The decision on a call's capabilities: what it may use, or why not. */
+export type CapabilityDecision = ({ allowed: true } & ResolvedCapabilities) | CapabilityDenial;
+
+/** A denial decision, with its audit entry made here rather than rebuilt later from the error. */
+export function denial(
+  request: Pick<CapabilityRequest, 'callId' | 'tool'>,
+  code: 'PERMISSION_DENIED' | 'TOOL_PRIVILEGE_ESCALATION' | 'WORKTREE_NOT_BOUND',
+  message: string,
+  labels: { network?: NetworkLabel; privilege?: PrivilegeLabel },
+  details: Record<string, unknown> = {},
+): CapabilityDenial {
+  return {
+    allowed: false,
+    error: new ToolhostError(code, message, { callId: request.callId, details: { ...labels, ...details } }),
+    audit: { callId: request.callId, tool: request.tool, ...labels, decision: 'denied', code, reason: message },
+  };
+}
+
+/**
+ * Decide what one call may use: the labels it asked for (or the tool's
+ * defaults, then the host's), checked against the tool's grant, the worktree
+ * it needs, its environment. A refusal is a value, not an exception.
+ */
+export function resolveCapabilities(request: CapabilityRequest): CapabilityDecision {
   const { grant, defaults, policy, toolDefaults } = request;
   const network = policy.networkPolicy ?? toolDefaults.networkPolicy ?? defaults.networkPolicy;
   const privilege = policy.privilegeLevel ?? toolDefaults.privilegeLevel ?? defaults.privilegeLevel;
@@ -66,19 +93,19 @@ export function resolveCapabilities(request: CapabilityRequest): ResolvedCapabil
   const labels = { network, privilege };
 
   if (labelRank(NETWORK_LABELS, network) > labelRank(NETWORK_LABELS, maxNetwork)) {
-    throw denial(request, 'PERMISSION_DENIED', `tool "${request.tool}" is granted network_policy ${maxNetwork} at most; the call asked for ${network}`, labels);
+    return denial(request, 'PERMISSION_DENIED', `tool "${request.tool}" is granted network_policy ${maxNetwork} at most; the call asked for ${network}`, labels);
   }
   if (labelRank(PRIVILEGE_LABELS, privilege) > labelRank(PRIVILEGE_LABELS, maxPrivilege)) {
-    throw denial(request, 'TOOL_PRIVILEGE_ESCALATION', `tool "${request.tool}" is granted privilege_level ${maxPrivilege} at most; the call asked for ${privilege}`, labels);
+    return denial(request, 'TOOL_PRIVILEGE_ESCALATION', `tool "${request.tool}" is granted privilege_level ${maxPrivilege} at most; the call asked for ${privilege}`, labels);
   }
 
   const worktreeRequired = policy.worktreeRequired ?? toolDefaults.worktreeRequired ?? false;
   const bound = request.workingDir ?? grant.worktree;
   if (worktreeRequired && bound === undefined) {
-    throw denial(request, 'WORKTREE_NOT_BOUND', `tool "${request.tool}" requires a worktree, but none is bound to the call (bind one with --worktree or the call's workingDir)`, labels);
+    return denial(request, 'WORKTREE_NOT_BOUND', `tool "${request.tool}" requires a worktree, but none is bound to the call (bind one with --worktree or the call's workingDir)`, labels);
   }
   if (bound !== undefined && !isAbsolute(resolve(bound))) {
-    throw denial(request, 'WORKTREE_NOT_BOUND', `the worktree "${bound}" is not a directory path`, labels);
+    return denial(request, 'WORKTREE_NOT_BOUND', `the worktree "${bound}" is not a directory path`, labels);
   }
 
   const rank = labelRank(PRIVILEGE_LABELS, privilege);
@@ -96,7 +123,7 @@ export function resolveCapabilities(request: CapabilityRequest): ResolvedCapabil
     }
   }
 
-  const resolved: ResolvedCapabilities = { capabilities };
+  const resolved: { allowed: true } & ResolvedCapabilities = { allowed: true, capabilities };
   const reasons: string[] = [];
   if (privilege === 'PRIVILEGED') reasons.push('privilege_level PRIVILEGED');
   if (network === 'FULL_ACCESS') reasons.push('network_policy FULL_ACCESS');

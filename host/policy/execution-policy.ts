@@ -212,12 +212,33 @@ function overCeiling(what: string, asked: number, ceiling: number, unit: string)
 }
 
 /**
+ * The first host ceiling the policy asks above (PERMISSION_DENIED), or
+ * undefined when it stays within them all.
+ */
+export function ceilingDenial(policy: ExecutionPolicy, defaults: PolicyDefaults): ToolhostError | undefined {
+  for (const [field, asked] of [['timeout', policy.timeoutMs], ['budget_wall_ms', policy.budgetWallMs]] as const) {
+    if (asked !== undefined && asked > defaults.maxWallMs) return overCeiling(field, asked, defaults.maxWallMs, 'ms');
+  }
+  if (policy.budgetCpuMs !== undefined && policy.budgetCpuMs > defaults.maxCpuMs) {
+    return overCeiling('budget_cpu_ms', policy.budgetCpuMs, defaults.maxCpuMs, 'ms');
+  }
+  const requestedMb = policy.memoryMb ?? defaults.memoryMb;
+  if (requestedMb > defaults.maxMemoryMb) return overCeiling('memory_mb', requestedMb, defaults.maxMemoryMb, 'MiB');
+  const maxRetries = policy.maxRetries ?? 0;
+  if (maxRetries > defaults.maxRetries) return overCeiling('max_retries', maxRetries, defaults.maxRetries, 'retries');
+  return undefined;
+}
+
+/**
  * The budgets of a call: the smaller of `timeout` and `budget_wall_ms` (with
  * the code each ends with), the CPU and memory budgets, retries; host defaults
- * where the policy is silent. Asking above a host ceiling is PERMISSION_DENIED;
- * memory is also capped by the tool's grant (the smaller wins).
+ * where the policy is silent. Asking above a host ceiling throws
+ * PERMISSION_DENIED (see {@link ceilingDenial}); memory is also capped by the
+ * tool's grant (the smaller wins).
  */
 export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults, grant: { memoryMb?: number } = {}): CallBudgets {
+  const denied = ceilingDenial(policy, defaults);
+  if (denied) throw denied;
   const { timeoutMs, budgetWallMs } = policy;
   let wallMs = defaults.wallMs;
   let wallCode: CallBudgets['wallCode'] = 'TOOL_TIMEOUT';
@@ -227,19 +248,10 @@ export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults
     wallMs = budgetWallMs;
     wallCode = 'WALL_TIMEOUT';
   }
-  for (const [field, asked] of [['timeout', timeoutMs], ['budget_wall_ms', budgetWallMs]] as const) {
-    if (asked !== undefined && asked > defaults.maxWallMs) throw overCeiling(field, asked, defaults.maxWallMs, 'ms');
-  }
   const cpuMs = policy.budgetCpuMs ?? defaults.cpuMs;
-  if (policy.budgetCpuMs !== undefined && policy.budgetCpuMs > defaults.maxCpuMs) {
-    throw overCeiling('budget_cpu_ms', policy.budgetCpuMs, defaults.maxCpuMs, 'ms');
-  }
-  const requestedMb = policy.memoryMb ?? defaults.memoryMb;
-  if (requestedMb > defaults.maxMemoryMb) throw overCeiling('memory_mb', requestedMb, defaults.maxMemoryMb, 'MiB');
   // The tool's grant and the call's request: the smaller wins.
-  const memoryMb = Math.min(requestedMb, grant.memoryMb ?? Number.POSITIVE_INFINITY);
+  const memoryMb = Math.min(policy.memoryMb ?? defaults.memoryMb, grant.memoryMb ?? Number.POSITIVE_INFINITY);
   const maxRetries = policy.maxRetries ?? 0;
-  if (maxRetries > defaults.maxRetries) throw overCeiling('max_retries', maxRetries, defaults.maxRetries, 'retries');
   const budgets: CallBudgets = { wallMs, wallCode, memoryMb, maxRetries };
   if (cpuMs !== undefined) budgets.cpuMs = cpuMs;
   return budgets;

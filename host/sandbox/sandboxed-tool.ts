@@ -1,7 +1,7 @@
 /** A tool that lives in a component and runs in the sandbox pool. */
 import type { ToolContext } from '../core/context.js';
 import { ToolhostError } from '../core/errors.js';
-import type { ToolEventSink } from '../core/events.js';
+import type { RunnerSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { SandboxPool } from './pool.js';
@@ -72,7 +72,7 @@ export class SandboxedTool implements Tool {
     this.#limits = limits;
   }
 
-  async invoke(args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolRun> {
+  async invoke(args: unknown, ctx: ToolContext, events: RunnerSink): Promise<ToolRun> {
     const context: GuestCallContext = { callId: ctx.callId };
     if (ctx.conversationId !== undefined) context.conversationId = ctx.conversationId;
     if (ctx.sessionId !== undefined) context.sessionId = ctx.sessionId;
@@ -131,17 +131,9 @@ export class SandboxedTool implements Tool {
       ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
     });
     if (network.denied.length > 0) events.account({ networkDenied: network.denied });
-    if (!outcome.ok) {
-      // A tool that fails after the network policy refused it failed because of the refusal.
-      if (network.denied.length > 0 && (outcome.error.code === 'TOOL_ERROR' || outcome.error.code === 'TOOL_CRASHED')) {
-        const first = network.denied[0]!;
-        throw new ToolhostError('NETWORK_DENIED', `the tool failed after the network policy (${ctx.capabilities.network}) refused ${first.url}: ${first.reason}`, {
-          callId: ctx.callId,
-          details: { denied: network.denied, cause: outcome.error },
-        });
-      }
-      throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
-    }
+    // What the network policy refused is a fact for the call's accounting; the
+    // error it leads to is decided by the call path's precedence table.
+    if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
     if (!('value' in outcome)) throw new ToolhostError('INTERNAL', 'the worker answered a call with a describe result');
     return { output: parseMaybeJson(outcome.value), text: outcome.value };
   }

@@ -40,7 +40,7 @@ import {
   type ServerRequest,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { CallOptions, CallStream } from '../core/call-path.js';
+import type { CallOptions, CallStream } from '../core/call/options.js';
 import type { McpDefinition } from '../core/definitions.js';
 import type { ErrorCode } from '../core/errors.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';

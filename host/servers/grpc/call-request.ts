@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Metadata } from '@grpc/grpc-js';
-import type { CallOptions } from '../../core/call-path.js';
+import type { CallOptions } from '../../core/call/options.js';
 import { ToolhostError } from '../../core/errors.js';
 import { toPolicyInput } from './policy.js';
 import type { ToolCallMessage } from './proto.js';

@@ -26,7 +26,7 @@ import {
   type ServerWritableStream,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
-import type { CallStream } from '../../core/call-path.js';
+import type { CallStream } from '../../core/call/options.js';
 import { toErrorData, type CancelOutcome } from '../../core/errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from '../../core/events.js';
 import type { Logger } from '../../core/logger.js';

@@ -1,0 +1,269 @@
+/**
+ * One admitted call while it runs: it owns the call's state (its two abort
+ * signals, the cancel grace, its event channel and accounting) and ends it
+ * exactly once. What happens around the tool's run (deadline, approval and
+ * audit, retries) is not here but in the ordered layers of `layers.ts`.
+ *
+ * Two signals: `soft` is the tool's `ctx.signal` (cooperative: the caller
+ * cancelled, or the call is over); `hard` stops the runner at once (the wall
+ * clock fired, or a cancel's grace ran out).
+ */
+import { performance } from 'node:perf_hooks';
+import type { ApprovalHook } from '../../policy/approval.js';
+import type { AuditLog } from '../../policy/audit.js';
+import type { CallTracker } from '../call-tracker.js';
+import type { ToolContext } from '../context.js';
+import { ToolhostError, toErrorData, type ToolErrorData } from '../errors.js';
+import { EventChannel } from '../event-channel.js';
+import type { ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } from '../events.js';
+import { Extensions } from '../extensions.js';
+import type { Logger } from '../logger.js';
+import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '../result.js';
+import type { RetryOptions } from '../retry.js';
+import { ConversationState, InMemoryStateStore, type StateStore } from '../state.js';
+import type { ToolRun } from '../tool.js';
+import type { AdmittedCall } from './admission.js';
+import type { CallStream } from './options.js';
+import { failureOf } from './precedence.js';
+
+/** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
+export const DEFAULT_CANCEL_GRACE_MS = 500;
+
+/** What a running call needs from the host. */
+export interface CallDeps {
+  stateStore: StateStore;
+  logger: Logger;
+  cancelGraceMs: number;
+  retry: RetryOptions;
+  tracker: CallTracker;
+  audit: AuditLog;
+  approve: ApprovalHook;
+  /** Told about every terminal event of an accepted or rejected call (metrics). */
+  onFinished(tool: string, event: TerminalEvent): void;
+}
+
+/** A call refused after it was tracked (by the approval hook): it ends with `stage: 'rejected'`. */
+export class CallRejection {
+  constructor(readonly error: ToolhostError) {}
+}
+
+export class Call {
+  readonly id: string;
+  readonly admitted: AdmittedCall;
+  readonly deps: CallDeps;
+  /** The tool's view of its call. */
+  readonly context: ToolContext;
+  /** Where the runner reports events and measurements. */
+  readonly sink: RunnerSink;
+  readonly startedAt = performance.now();
+  readonly #soft = new AbortController();
+  readonly #hard = new AbortController();
+  readonly #channel = new EventChannel<ToolEvent>();
+  #graceTimer: NodeJS.Timeout | undefined;
+  #cancelRequested = false;
+  #finished = false;
+  #events = 0;
+  #deltas = 0;
+  #attempts = 0;
+  #measured: Partial<CallAccounting> = {};
+  readonly #onCallerAbort = (): void => this.requestCancel();
+
+  constructor(deps: CallDeps, admitted: AdmittedCall) {
+    this.id = admitted.callId;
+    this.admitted = admitted;
+    this.deps = deps;
+    const { options, tool } = admitted;
+    const source = tool.executionMode === 'native' ? 'native' : 'guest';
+    this.sink = {
+      progress: (pct, message) => {
+        const event: ToolEvent = { type: 'progress', callId: this.id };
+        if (typeof pct === 'number' && Number.isFinite(pct)) event.pct = Math.min(100, Math.max(0, pct));
+        if (message !== undefined) event.message = message;
+        this.emit(event);
+      },
+      delta: (data) => {
+        this.#deltas += 1;
+        this.emit({ type: 'delta', callId: this.id, data });
+      },
+      log: (level, message, from = source) => this.emit({ type: 'log', callId: this.id, level, message, source: from }),
+      account: (partial) => {
+        this.#measured = { ...this.#measured, ...partial };
+      },
+      hardSignal: this.#hard.signal,
+    };
+    const state = options.conversationId
+      ? new ConversationState(deps.stateStore, options.conversationId, deps.logger)
+      : new ConversationState(new InMemoryStateStore(), this.id, deps.logger);
+    this.context = {
+      callId: this.id,
+      ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
+      ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+      ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+      ...(admitted.workingDir === undefined ? {} : { workingDir: admitted.workingDir }),
+      env: Object.freeze({ ...admitted.capabilities.env }),
+      capabilities: admitted.capabilities,
+      signal: this.#soft.signal,
+      state,
+      extensions: options.extensions ?? new Extensions(),
+      policy: admitted.policy,
+      budgets: admitted.budgets,
+      getState: (key, fallback) => state.getState(key, fallback),
+      setState: (key, value) => state.setState(key, value),
+    };
+  }
+
+  /**
+   * Track the call (so it can be cancelled by id) and listen to the caller's
+   * signal. False when a call with this id is already in flight.
+   */
+  track(): boolean {
+    if (!this.deps.tracker.begin(this.id, () => this.requestCancel())) return false;
+    const { signal } = this.admitted.options;
+    if (signal?.aborted) this.requestCancel();
+    signal?.addEventListener('abort', this.#onCallerAbort, { once: true });
+    return true;
+  }
+
+  /** The caller's events. */
+  stream(): CallStream {
+    return {
+      callId: this.id,
+      cancel: () => this.deps.tracker.cancel(this.id),
+      [Symbol.asyncIterator]: () => this.#channel[Symbol.asyncIterator](),
+    };
+  }
+
+  get cancelRequested(): boolean {
+    return this.#cancelRequested;
+  }
+
+  /** Aborted when the tool should stop (cooperatively). */
+  get softSignal(): AbortSignal {
+    return this.#soft.signal;
+  }
+
+  /** Ask the tool to stop; stop it hard when it has not after the grace. */
+  requestCancel(): void {
+    if (this.#cancelRequested || this.#hard.signal.aborted) return;
+    this.#cancelRequested = true;
+    const reason = new ToolhostError('CANCELLED', 'the call was cancelled by its caller', { callId: this.id });
+    this.#soft.abort(reason);
+    this.#graceTimer = setTimeout(() => this.#hard.abort(reason), this.deps.cancelGraceMs);
+    this.#graceTimer.unref?.();
+  }
+
+  /** Stop the call now, for `reason` (a budget): both signals fire. */
+  stop(reason: ToolhostError): void {
+    this.#soft.abort(reason);
+    this.#hard.abort(reason);
+  }
+
+  /** One more attempt is starting (retries count them). */
+  beginAttempt(): number {
+    this.#attempts += 1;
+    return this.#attempts;
+  }
+
+  /** A non-terminal event for the caller; dropped once the call has ended. */
+  emit(event: ToolEvent): void {
+    if (this.#finished) return;
+    this.#events += 1;
+    this.#channel.push(event);
+  }
+
+  /** The `start` event: the call was accepted and is about to run. */
+  announce(): void {
+    const { options, tool } = this.admitted;
+    this.#channel.push({
+      type: 'start',
+      callId: this.id,
+      toolId: tool.name,
+      metadata: {
+        executionMode: tool.executionMode,
+        ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
+        ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+        ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+      },
+    });
+  }
+
+  accounting(): CallAccounting {
+    return { queuedMs: 0, ...this.#measured, wallMs: elapsed(this.startedAt), attempts: this.#attempts, events: this.#events };
+  }
+
+  /** End the call with what its run returned. */
+  succeed(run: ToolRun): void {
+    const result = toResult(run);
+    const accounting = this.accounting();
+    result.accounting = accounting;
+    this.#finish({ type: 'result', callId: this.id, data: result.structuredContent ?? null, result, accounting });
+  }
+
+  /** End the call with what its run threw, by the precedence table. */
+  fail(error: unknown): void {
+    if (error instanceof CallRejection) {
+      this.#finish(errorEvent(this.id, error.error.toData(), 'rejected', { ...this.accounting(), attempts: 0 }));
+      return;
+    }
+    const accounting = this.accounting();
+    const data = failureOf({
+      callId: this.id,
+      tool: this.admitted.tool.name,
+      hardStop: this.#hard.signal.aborted ? (this.#hard.signal.reason as unknown) : undefined,
+      cancelRequested: this.#cancelRequested,
+      error,
+      networkDenied: accounting.networkDenied ?? [],
+      network: this.admitted.capabilities.network,
+      deltas: this.#deltas,
+    });
+    this.#finish(errorEvent(this.id, data, 'run', accounting));
+  }
+
+  #finish(event: TerminalEvent): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const { tool, options } = this.admitted;
+    this.deps.logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
+    clearTimeout(this.#graceTimer);
+    options.signal?.removeEventListener('abort', this.#onCallerAbort);
+    this.deps.tracker.end(this.id);
+    this.#channel.push(event);
+    this.#channel.close();
+    this.deps.onFinished(tool.name, event);
+    // Anything still listening (a native tool ignoring its signal) learns the call is over.
+    if (!this.#soft.signal.aborted) this.#soft.abort(new ToolhostError('CANCELLED', 'the call is over', { callId: this.id }));
+  }
+}
+
+/**
+ * A call refused before it started: its stream holds only the error, with
+ * `stage: 'rejected'`; `onEvent` sees that event too (metrics).
+ */
+export function rejectedCall(callId: string, error: unknown, startedAt = performance.now(), onEvent?: (event: ErrorEvent) => void): CallStream {
+  const event = errorEvent(callId, toErrorData(error, callId), 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 });
+  const channel = new EventChannel<ToolEvent>();
+  channel.push(event);
+  channel.close();
+  onEvent?.(event);
+  return { callId, cancel: () => 'ALREADY_COMPLETED', [Symbol.asyncIterator]: () => channel[Symbol.asyncIterator]() };
+}
+
+function toResult(run: ToolRun): ToolResult {
+  const output = run.output;
+  if (isRichResult(output)) {
+    const result: ToolResult = { content: output.content, isError: false };
+    if (output.structuredContent !== undefined) result.structuredContent = output.structuredContent;
+    return result;
+  }
+  return jsonResult(output === undefined ? null : output, run.text);
+}
+
+function errorEvent(callId: string, data: ToolErrorData, stage: ErrorEvent['stage'], accounting: CallAccounting): ErrorEvent {
+  const event: ErrorEvent = { type: 'error', callId, code: data.code, message: data.message, stage, accounting };
+  if (data.details !== undefined) event.details = data.details;
+  return event;
+}
+
+function elapsed(since: number): number {
+  return Math.round((performance.now() - since) * 1000) / 1000;
+}

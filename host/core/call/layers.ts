@@ -1,0 +1,116 @@
+/**
+ * What happens around a tool's run, as ordered layers over one primitive
+ * (`invoke`: race the tool against the call's hard stop). Each layer wraps
+ * the next, like undici's dispatcher interceptors:
+ *
+ *   deadline → approval & audit → retries → invoke
+ *
+ * - deadline: the wall clock covers the whole call, approval wait and retries
+ *   included; when it fires the call is stopped hard (TOOL_TIMEOUT, or
+ *   WALL_TIMEOUT for `budget_wall_ms`).
+ * - approval & audit: a PRIVILEGED or FULL_ACCESS call waits for the approval
+ *   hook (a refusal is audited and rejects the call); an allowed ELEVATED+
+ *   call is audited; then the `start` event goes out.
+ * - retries: transient failures (TOOL_CRASHED, OVERLOADED) of idempotent tools
+ *   are tried again with backoff, up to the call's `max_retries`.
+ *
+ * A layer calls `next` before its first `await` when it has nothing to wait
+ * for, so a call without an approval has sent `start` before `stream()`
+ * returns, and a tool's first events always follow it.
+ */
+import { ToolhostError } from '../errors.js';
+import { abortableDelay, backoffDelay, isTransient } from '../retry.js';
+import type { ToolRun } from '../tool.js';
+import { CallRejection, type Call } from './call.js';
+
+/** Runs a call (or the rest of its layers) to its tool's output. */
+export type CallHandler = (call: Call) => Promise<ToolRun>;
+/** Wraps the rest of the call's run with one concern. */
+export type CallLayer = (next: CallHandler) => CallHandler;
+
+/** `layers[0]` outermost, `handler` innermost. */
+export function compose(layers: readonly CallLayer[], handler: CallHandler): CallHandler {
+  return layers.reduceRight<CallHandler>((next, layer) => layer(next), handler);
+}
+
+/** The wall-clock budget of the whole call. */
+export const deadline: CallLayer = (next) => async (call) => {
+  const { budgets } = call.admitted;
+  const timer = setTimeout(() => {
+    const what = budgets.wallCode === 'WALL_TIMEOUT' ? 'wall-clock budget' : 'timeout';
+    call.stop(new ToolhostError(budgets.wallCode, `the call ran past its ${what} of ${budgets.wallMs} ms`, { callId: call.id, details: { limitMs: budgets.wallMs } }));
+  }, budgets.wallMs);
+  timer.unref?.();
+  try {
+    return await next(call);
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+/** The approval hook for calls that need one, the audit entry, then `start`. */
+export const approvalAndAudit: CallLayer = (next) => (call) => {
+  const { approval, audit } = call.admitted;
+  if (!approval) {
+    if (audit) call.deps.audit.record(audit.entry, audit.level);
+    call.announce();
+    return next(call);
+  }
+  return (async () => {
+    const { options, tool, capabilities } = call.admitted;
+    let approved = false;
+    try {
+      approved = (await call.deps.approve({
+        ...approval,
+        ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
+        ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+      })) === true;
+    } catch (error) {
+      call.deps.logger.warn({ callId: call.id, err: (error as Error).message }, 'the approval hook failed; treating it as a refusal');
+    }
+    if (!approved) {
+      const reason = `the call needs approval (${approval.reasons.join(', ')}) and the approval hook did not give it`;
+      call.deps.audit.record({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'denied', code: 'PERMISSION_DENIED', reason });
+      throw new CallRejection(new ToolhostError('PERMISSION_DENIED', reason, { callId: call.id }));
+    }
+    if (audit) call.deps.audit.record(audit.entry, audit.level);
+    call.announce();
+    return next(call);
+  })();
+};
+
+/** Transient failures of idempotent tools, tried again with exponential backoff and jitter. */
+export const retries: CallLayer = (next) => async (call) => {
+  const { tool, budgets } = call.admitted;
+  const allowed = tool.idempotent ? budgets.maxRetries : 0;
+  for (;;) {
+    const attempt = call.beginAttempt();
+    try {
+      return await next(call);
+    } catch (error) {
+      if (attempt > allowed || !isTransient(error) || call.softSignal.aborted) throw error;
+      const delay = backoffDelay(attempt, call.deps.retry);
+      call.sink.log('warn', `attempt ${attempt} failed with ${(error as ToolhostError).code}; retrying in ${Math.round(delay)} ms`, 'native');
+      await abortableDelay(delay, call.softSignal);
+    }
+  }
+};
+
+/** The primitive: the tool's own run, raced against the call's hard stop. */
+export const invoke: CallHandler = async (call) => {
+  const { hardSignal } = call.sink;
+  if (hardSignal.aborted) throw hardSignal.reason;
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    onAbort = () => reject(hardSignal.reason);
+    hardSignal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([call.admitted.tool.invoke(call.admitted.args, call.context, call.sink), stopped]);
+  } finally {
+    if (onAbort) hardSignal.removeEventListener('abort', onAbort);
+  }
+};
+
+/** The layers every call runs through, outermost first. */
+export const CALL_LAYERS: readonly CallLayer[] = [deadline, approvalAndAudit, retries];
