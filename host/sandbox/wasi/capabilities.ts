@@ -27,7 +27,7 @@ import type { LogLevel } from '../../core/events.js';
 import { WORKTREE_GUEST_PATH } from '../../policy/capabilities.js';
 import { SUPPORTED_WASI_IMPORTS } from '../supported-imports.js';
 import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult } from './http.js';
-import { shimCli, shimClocks, shimFilesystem, shimIo, shimRandom, shimSockets, type CliStreamHandler, type ShimPollable } from './shim.js';
+import { replacePollableBlock, shimCli, shimClocks, shimFilesystem, shimIo, shimRandom, shimSockets, type CliStreamHandler, type ShimPollable } from './shim.js';
 import { WorktreeAdapter } from './worktree-fs.js';
 
 /** The call an instance is serving, as its WASI imports see it. */
@@ -55,9 +55,6 @@ export const EMPTY_SCOPE: GuestCallScope = {
 
 type Namespace = Record<string, unknown>;
 
-const io = shimIo;
-const pollableCreate = io.pollableCreate;
-
 /** Deadlines of the timer pollables this layer created (ns on the monotonic clock). */
 const timerDeadlines = new WeakMap<ShimPollable, bigint>();
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
@@ -81,14 +78,10 @@ function blockUntilReady(pollables: ShimPollable[]): void {
 
 // The shim's Pollable.block returns a promise (it expects JSPI); make it block
 // synchronously. This module runs only inside sandbox workers.
-Object.defineProperty(io.poll.Pollable.prototype, 'block', {
-  value(this: ShimPollable): void {
-    blockUntilReady([this]);
-  },
-});
+replacePollableBlock((pollable) => blockUntilReady([pollable]));
 
 const pollNamespace = {
-  Pollable: io.poll.Pollable,
+  Pollable: shimIo.poll.Pollable,
   poll(list: ShimPollable[]): Uint32Array {
     if (list.length === 0) throw new Error('wasi:io/poll: poll needs at least one pollable');
     blockUntilReady(list);
@@ -112,7 +105,7 @@ const monotonicClock = {
 };
 
 function timer(deadline: bigint): ShimPollable {
-  const pollable = pollableCreate({ ready: () => monotonicNow() >= deadline, wait: () => Promise.resolve() });
+  const pollable = shimIo.pollableCreate({ ready: () => monotonicNow() >= deadline, wait: () => Promise.resolve() });
   timerDeadlines.set(pollable, deadline);
   return pollable;
 }
@@ -217,9 +210,9 @@ export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
     'wasi:clocks/wall-clock': shimClocks.wallClock,
     'wasi:filesystem/types': shimFilesystem.types,
     'wasi:filesystem/preopens': { getDirectories: () => scope.preopens() },
-    'wasi:io/error': io.error,
+    'wasi:io/error': shimIo.error,
     'wasi:io/poll': pollNamespace,
-    'wasi:io/streams': io.streams,
+    'wasi:io/streams': shimIo.streams,
     'wasi:random/random': shimRandom.random,
     'wasi:random/insecure': shimRandom.insecure,
     'wasi:random/insecure-seed': shimRandom.insecureSeed,

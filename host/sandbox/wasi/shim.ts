@@ -19,9 +19,11 @@
  *   http, clocks) must come from this ONE module instance: load it here,
  *   import it from here.
  * - `filesystem.js`: `createFilesystem({ adapter, preopens })` binds a
- *   wasi:filesystem to our confining adapter; the public `Descriptor` and
- *   `DirectoryEntryStream` classes are exported so the worktree binding can
- *   hook their `[Symbol.dispose]` (they do not forward it to the adapter).
+ *   wasi:filesystem to our confining adapter. Its public `Descriptor` and
+ *   `DirectoryEntryStream` classes keep their implementation in a private
+ *   field and forward only wasi methods, not `[Symbol.dispose]` (which jco
+ *   calls when a guest drops an owned handle): {@link hookGuestDrop} gives
+ *   them one, so the worktree can close fds on drop.
  * - `in-memory-filesystem.js`: `UNWRAP_DESCRIPTOR`, the symbol under which a
  *   wrapper around a descriptor implementation (e.g. a Proxy) hands back the
  *   real one.
@@ -33,7 +35,7 @@
  *
  * Traps found in this version (see ARCHITECTURE.md for the full list):
  * - `Pollable.block` returns a promise (it expects JSPI); capabilities.ts
- *   replaces it on {@link ShimIo.poll}'s prototype with a synchronous wait.
+ *   replaces it with a synchronous wait through {@link replacePollableBlock}.
  * - The shim's filesystem-error-code reads an io error's `payload.code` as a
  *   Node error code.
  */
@@ -149,3 +151,34 @@ export const shimCli = (await load('cli')) as unknown as ShimCli;
 export const shimClocks = (await load('clocks')) as Record<'wallClock', Namespace>;
 export const shimRandom = (await load('random')) as Record<'random' | 'insecure' | 'insecureSeed', Namespace>;
 export const shimSockets = (await load('sockets')) as Record<'network' | 'instanceNetwork' | 'tcp' | 'udp' | 'ipNameLookup', Namespace>;
+
+/** Replace `block` on the shim's Pollable class (every pollable in this thread) with a synchronous `block`. */
+export function replacePollableBlock(block: (pollable: ShimPollable) => void): void {
+  Object.defineProperty(shimIo.poll.Pollable.prototype, 'block', {
+    value(this: ShimPollable): void {
+      block(this);
+    },
+  });
+}
+
+const HOOKED = Symbol.for('toolhost.worktree-fs.drop-hook');
+
+/**
+ * Have the guest dropping a filesystem `descriptor` or `directory-entry-stream`
+ * call `onDrop` with the shim's public object (then whatever dispose the
+ * class had). Installed once per class; later calls do nothing.
+ */
+export function hookGuestDrop(resource: 'descriptor' | 'directory-entry-stream', onDrop: (publicObject: object) => void): void {
+  const { prototype } = resource === 'descriptor' ? shimFilesystem.types.Descriptor : shimFilesystem.types.DirectoryEntryStream;
+  if (Reflect.get(prototype, HOOKED) === true) return;
+  const previous: unknown = Reflect.get(prototype, Symbol.dispose);
+  Object.defineProperty(prototype, Symbol.dispose, {
+    configurable: true,
+    writable: true,
+    value(this: object): void {
+      onDrop(this);
+      if (typeof previous === 'function') (previous as (this: unknown) => void).call(this);
+    },
+  });
+  Object.defineProperty(prototype, HOOKED, { value: true });
+}
