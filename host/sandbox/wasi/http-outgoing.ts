@@ -88,6 +88,7 @@ export interface PendingRequest {
   body: OutgoingBody | undefined;
 }
 
+/** The body of an outgoing request, buffered until it is finished (or dropped, which fails the request). */
 export class OutgoingBody {
   #chunks: Uint8Array[] = [];
   #size = 0;
@@ -190,6 +191,7 @@ export class OutgoingBody {
   }
 }
 
+/** A request the guest builds; `handle` takes it (http.ts binds `context` for the guest-facing constructor). */
 export class OutgoingRequest {
   #method: Method = { tag: 'get' };
   #scheme: Scheme | undefined;

@@ -413,7 +413,7 @@ export class WorktreeDescriptor {
   }
 }
 
-/** `value` as one of this module's descriptors, looking through wrappers that expose {@link UNWRAP_DESCRIPTOR}. */
+/** `value` as one of this module's descriptors, looking through wrappers that expose the shim's `UNWRAP_DESCRIPTOR`. */
 function asWorktreeDescriptor(value: unknown): WorktreeDescriptor | undefined {
   let current = value;
   for (let hops = 0; hops < 16; hops++) {
