@@ -6,7 +6,7 @@
  * It is assembled from preview2-shim's pure-JS (browser) build, whose
  * interfaces are handler-based and touch no host resource, rather than its
  * Node build, which hands guests the real environment, stdio, filesystem and
- * network through an I/O worker. On top of it:
+ * network through an I/O worker (loaded once, in shim.ts). On top of it:
  * - the environment is the call's (empty below ELEVATED; see policy/capabilities.ts);
  *   there are no arguments;
  * - the only directory is the call's worktree, preopened at `/worktree` through
@@ -27,6 +27,7 @@ import type { LogLevel } from '../../core/events.js';
 import { WORKTREE_GUEST_PATH } from '../../policy/capabilities.js';
 import { SUPPORTED_WASI_IMPORTS } from '../supported-imports.js';
 import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult } from './http.js';
+import { replacePollableBlock, shimCli, shimClocks, shimFilesystem, shimIo, shimRandom, shimSockets, type CliStreamHandler, type ShimPollable } from './shim.js';
 import { WorktreeAdapter } from './worktree-fs.js';
 
 /** The call an instance is serving, as its WASI imports see it. */
@@ -53,27 +54,6 @@ export const EMPTY_SCOPE: GuestCallScope = {
 };
 
 type Namespace = Record<string, unknown>;
-type Loaded = Record<'cli' | 'clocks' | 'filesystem' | 'io' | 'random' | 'sockets', Namespace>;
-
-const shimEntry = import.meta.resolve('@bytecodealliance/preview2-shim');
-const load = (name: string): Promise<Namespace> => import(new URL(`../browser/${name}.js`, shimEntry).href) as Promise<Namespace>;
-const shim: Loaded = {
-  cli: await load('cli'),
-  clocks: await load('clocks'),
-  filesystem: await load('filesystem'),
-  io: await load('io'),
-  random: await load('random'),
-  sockets: await load('sockets'),
-};
-
-interface ShimPollable {
-  ready(): boolean;
-  block(): unknown;
-}
-type PollableCreate = (source?: { ready: () => boolean; wait: () => Promise<void> }) => ShimPollable;
-
-const io = shim.io as { poll: { Pollable: { prototype: ShimPollable } }; pollableCreate: PollableCreate; streams: Namespace; error: Namespace };
-const pollableCreate = io.pollableCreate;
 
 /** Deadlines of the timer pollables this layer created (ns on the monotonic clock). */
 const timerDeadlines = new WeakMap<ShimPollable, bigint>();
@@ -98,14 +78,10 @@ function blockUntilReady(pollables: ShimPollable[]): void {
 
 // The shim's Pollable.block returns a promise (it expects JSPI); make it block
 // synchronously. This module runs only inside sandbox workers.
-Object.defineProperty(io.poll.Pollable.prototype, 'block', {
-  value(this: ShimPollable): void {
-    blockUntilReady([this]);
-  },
-});
+replacePollableBlock((pollable) => blockUntilReady([pollable]));
 
 const pollNamespace = {
-  Pollable: io.poll.Pollable,
+  Pollable: shimIo.poll.Pollable,
   poll(list: ShimPollable[]): Uint32Array {
     if (list.length === 0) throw new Error('wasi:io/poll: poll needs at least one pollable');
     blockUntilReady(list);
@@ -129,7 +105,7 @@ const monotonicClock = {
 };
 
 function timer(deadline: bigint): ShimPollable {
-  const pollable = pollableCreate({ ready: () => monotonicNow() >= deadline, wait: () => Promise.resolve() });
+  const pollable = shimIo.pollableCreate({ ready: () => monotonicNow() >= deadline, wait: () => Promise.resolve() });
   timerDeadlines.set(pollable, deadline);
   return pollable;
 }
@@ -150,13 +126,7 @@ function socketImports(scope: GuestCallScope): Record<string, Namespace> {
   };
 }
 
-const sockets = shim.sockets as Record<'network' | 'instanceNetwork' | 'tcp' | 'udp' | 'ipNameLookup', Namespace>;
-
-const filesystemShim = shim.filesystem as {
-  types: Namespace;
-  createFilesystem(options: { adapter: unknown; preopens: Record<string, unknown> }): { types: Namespace; preopens: { getDirectories(): Array<[unknown, string]> }; dispose(): void };
-};
-
+const sockets = shimSockets;
 
 /** One call's worktree: its preopen list, and a way to close every descriptor when the call ends. */
 export interface WorktreeMount {
@@ -171,7 +141,7 @@ export interface WorktreeMount {
  */
 export function mountWorktree(root: string, readOnly: boolean, isActive: () => boolean): WorktreeMount {
   const adapter = new WorktreeAdapter({ root, readOnly, isActive });
-  const filesystem = filesystemShim.createFilesystem({ adapter, preopens: { [WORKTREE_GUEST_PATH]: root } });
+  const filesystem = shimFilesystem.createFilesystem({ adapter, preopens: { [WORKTREE_GUEST_PATH]: root } });
   return {
     preopens: filesystem.preopens.getDirectories(),
     dispose() {
@@ -181,29 +151,13 @@ export function mountWorktree(root: string, readOnly: boolean, isActive: () => b
   };
 }
 
-const random = shim.random as Record<string, Namespace>;
-const cli = shim.cli as {
-  createCli(config: {
-    stdout: StreamHandler;
-    stderr: StreamHandler;
-    environment: Record<string, string>;
-    arguments: string[];
-  }): Record<string, Namespace>;
-};
-
-interface StreamHandler {
-  write(bytes: Uint8Array): void;
-  flush(): void;
-  blockingFlush(): void;
-  drop(): void;
-}
 
 /**
  * A line splitter for one captured stream. Guests flush mid-line (a JS
  * guest's console.log writes the text, flushes, then writes the newline), so
  * flushes do not end a line; only a newline or the end of the call does.
  */
-function capturedStream(stream: 'stdout' | 'stderr', output: GuestCallScope): StreamHandler & { endOfCall(): void } {
+function capturedStream(stream: 'stdout' | 'stderr', output: GuestCallScope): CliStreamHandler & { endOfCall(): void } {
   const decoder = new TextDecoder();
   let pending = '';
   return {
@@ -235,7 +189,7 @@ export interface WasiCapabilities {
 export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
   const stdout = capturedStream('stdout', scope);
   const stderr = capturedStream('stderr', scope);
-  const guestCli = cli.createCli({ stdout, stderr, environment: {}, arguments: [] });
+  const guestCli = shimCli.createCli({ stdout, stderr, environment: {}, arguments: [] });
   const http = createSyncHttp((request) => scope.http(request));
   const imports: Record<string, Namespace> = {
     'wasi:cli/environment': {
@@ -253,15 +207,15 @@ export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
     'wasi:cli/terminal-stdout': guestCli.terminalStdout!,
     'wasi:cli/terminal-stderr': guestCli.terminalStderr!,
     'wasi:clocks/monotonic-clock': monotonicClock,
-    'wasi:clocks/wall-clock': (shim.clocks as Record<string, Namespace>).wallClock!,
-    'wasi:filesystem/types': filesystemShim.types,
+    'wasi:clocks/wall-clock': shimClocks.wallClock,
+    'wasi:filesystem/types': shimFilesystem.types,
     'wasi:filesystem/preopens': { getDirectories: () => scope.preopens() },
-    'wasi:io/error': io.error,
+    'wasi:io/error': shimIo.error,
     'wasi:io/poll': pollNamespace,
-    'wasi:io/streams': io.streams,
-    'wasi:random/random': random.random!,
-    'wasi:random/insecure': random.insecure!,
-    'wasi:random/insecure-seed': random.insecureSeed!,
+    'wasi:io/streams': shimIo.streams,
+    'wasi:random/random': shimRandom.random,
+    'wasi:random/insecure': shimRandom.insecure,
+    'wasi:random/insecure-seed': shimRandom.insecureSeed,
     'wasi:http/types': http.types,
     'wasi:http/outgoing-handler': http.outgoingHandler,
     ...socketImports(scope),
