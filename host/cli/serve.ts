@@ -58,6 +58,8 @@ export async function serve(options: ServeOptions): Promise<number> {
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
   const host = await createHost(config, hostOptions);
   const { registry } = host;
+  // Loading from the cache defers compiling; a server compiles before it listens, so first calls are not cold.
+  await registry.warm();
   let mcpHttp: McpHttpServer | undefined;
   let mcpStdio: McpStdioServer | undefined;
   let grpc: GrpcServerHandle | undefined;

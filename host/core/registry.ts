@@ -75,6 +75,8 @@ export interface WasmToolLoader {
   load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]>;
   /** The pool's state, once it has started (undefined before). */
   stats?(): SandboxStats | undefined;
+  /** Finish what loading deferred (compiling components whose description was cached). */
+  warm?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -186,6 +188,11 @@ export class ToolRegistry {
   /** The sandbox pool's state, once a component has started it (undefined before, or without a sandbox). */
   sandboxStats(): SandboxStats | undefined {
     return this.#loader?.stats?.();
+  }
+
+  /** Compile what loading deferred, so the first calls do not wait for it (servers do this before they listen). */
+  async warm(): Promise<void> {
+    await this.#loader?.warm?.();
   }
 
   /** Calls in flight. */

@@ -44,6 +44,8 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #cache: ComponentCache;
   readonly #limits: GuestOutputLimits;
   readonly #compiled = new Map<string, Promise<CompiledComponent>>();
+  /** Components loaded but not compiled yet (see `warm`). */
+  readonly #cold = new Set<ComponentHandle>();
   #pool: SandboxPool | undefined;
 
   constructor(options: SandboxOptions, logger: Logger) {
@@ -124,10 +126,14 @@ export class SandboxLoader implements WasmToolLoader {
       moduleUrl: cached.moduleUrl,
       modulesFor: compileOncePerCap(cached, what),
     };
-    // Compile the default variant now, so a broken module fails the load, not the first call.
-    await handle.modulesFor(DEFAULT_POLICY_DEFAULTS.memoryMb);
     let tools = meta.tools;
-    if (!tools) {
+    if (tools) {
+      // describe() ran on these very bytes before (the cache is keyed by their hash), so they compiled
+      // then: compile on first use (or `warm()`), and `toolhost list` never pays for it.
+      this.#cold.add(handle);
+    } else {
+      // Compile the default variant now, so a broken module fails the load, not the first call.
+      await handle.modulesFor(DEFAULT_POLICY_DEFAULTS.memoryMb);
       tools = await this.#describe(handle, what);
       await this.#cache.saveTools(cached, tools).catch((error: unknown) => {
         this.#logger.warn({ err: (error as Error).message, component: source.name }, 'could not cache describe() output');
@@ -154,6 +160,13 @@ export class SandboxLoader implements WasmToolLoader {
     if (!('tools' in outcome)) throw new ToolhostError('INTERNAL', 'the worker answered describe with a call result');
     if (outcome.tools.length === 0) throw new ToolhostError('COMPONENT_INVALID', `${what} describes no tools`);
     return outcome.tools;
+  }
+
+  /** Compile what was loaded without compiling (its description came from the cache), so first calls do not wait for it. */
+  async warm(): Promise<void> {
+    const cold = [...this.#cold];
+    this.#cold.clear();
+    await Promise.all(cold.map((handle) => handle.modulesFor(DEFAULT_POLICY_DEFAULTS.memoryMb)));
   }
 
   async close(): Promise<void> {
