@@ -524,7 +524,7 @@ describe('the HTTP streaming tool: network policy', () => {
     const events = await call('denied', {}, { policy: { network_policy: 'DENY_ALL' } });
     expect(types(events)).toEqual(['start', 'error']);
     const error = terminal(events) as ErrorEvent;
-    expect(error).toMatchObject({ code: 'NETWORK_DENIED', stage: 'run', details: { code: 'HTTP-request-denied', denial: 'label' } });
+    expect(error).toMatchObject({ code: 'NETWORK_DENIED', stage: 'run', details: { code: 'denied', denial: 'label' } });
     expect(error.accounting.networkDenied).toEqual([{ url: `${main.base}/json`, reason: expect.any(String) }]);
     expect(main.connections).toBe(before);
   });
