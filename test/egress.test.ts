@@ -151,6 +151,11 @@ describe('parseEgressAllowlist', () => {
     ['[::1', /unclosed/],
     ['[::1]80', /":port"/],
     ['fd00::zz', /not an IPv6 address/],
+    ['127.1', /neither a valid IPv4/],
+    ['0x7f.1', /neither a valid IPv4/],
+    ['2130706433', /neither a valid IPv4/],
+    ['0177.0.0.1:80', /neither a valid IPv4/],
+    ['0x7f.0.0.1/8', /not an IP address/],
   ])('refuses %j with INVALID_INPUT naming the entry', (entry, why) => {
     let thrown: unknown;
     try {
@@ -224,6 +229,11 @@ describe('classifyAddress', () => {
     ['64:ff9b::5db8:d822', 'public'],
     ['2002:7f00:1::1', 'loopback'],
     ['2002:5db8:d822::1', 'public'],
+    ['64:ff9b::127.0.0.1', 'loopback'],
+    ['2002:a9fe:a9fe::1', 'metadata'],
+    ['::ffff:a9fe:a9fe', 'metadata'],
+    // The IPv4-translated form (::ffff:0:a.b.c.d) is not a mapped address: outside 2000::/3, so reserved.
+    ['::ffff:0:7f00:1', 'reserved'],
   ])('%s is %s', (ip, kind) => {
     expect(classifyAddress(ip)).toBe(kind);
   });
@@ -231,6 +241,11 @@ describe('classifyAddress', () => {
   it('refuses what is not an IP address', () => {
     expect(() => classifyAddress('localhost')).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
     expect(() => classifyAddress('127.1')).toThrow(/not an IP address/);
+    // Spellings that inet_aton and URL parsing accept are not addresses here (the URL parser has normalised them already).
+    for (const odd of ['0x7f.1', '2130706433', '0177.0.0.1', '127.000.000.001', '0x7f000001']) {
+      expect(() => classifyAddress(odd), odd).toThrow(/not an IP address/);
+      expect(canonicalAddress(odd), odd).toBeUndefined();
+    }
   });
 
   it('canonicalises addresses', () => {
@@ -287,6 +302,7 @@ describe('EgressChecker decisions', () => {
     it('refuses non-public literal addresses in every spelling', async () => {
       for (const url of [
         'http://127.0.0.1/', 'http://127.1/', 'http://0x7f000001/', 'http://2130706433/', 'http://0.0.0.0/',
+        'http://0x7f.1/', 'http://0177.0.0.1/', 'http://0xa9.0xfe.0xa9.0xfe/', 'http://[::ffff:7f00:1]/', 'http://[2002:7f00:1::1]/',
         'http://[::1]/', 'http://[::]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:a9fe:a9fe]/',
         'http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/', 'http://10.0.0.1/', 'http://[fe80::1]/',
         'http://100.64.0.1/', 'http://224.0.0.1/', 'http://255.255.255.255/', 'http://[64:ff9b::7f00:1]/',
@@ -378,6 +394,7 @@ describe('EgressChecker decisions', () => {
     const open = checker('EGRESS_UNRESTRICTED');
     expect(open.decide({ host: 'x.test', port: 80 }, [{ address: '127.0.0.1', family: 4 }]).allowed).toBe(false);
     expect(open.decide({ host: 'x.test', port: 80 }, [{ address: '::ffff:8.8.8.8', family: 6 }])).toMatchObject({ allowed: true, address: '8.8.8.8', family: 4 });
+    expect(open.decide({ host: 'x.test', port: 80 }, [{ address: '0x7f.1', family: 4 }])).toMatchObject({ allowed: false, reason: expect.stringContaining('0x7f.1 (invalid)') });
     expect(open.decide({ host: 'X.TEST', port: 80 }, [{ address: 'garbage', family: 4 }])).toMatchObject({ allowed: false, host: 'x.test', reason: expect.stringContaining('garbage (invalid)') });
   });
 });

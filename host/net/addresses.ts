@@ -1,24 +1,28 @@
 /**
  * IP addresses: parsing (strict), canonical text, and what kind of destination
  * an address is. The egress checker judges every resolved address with these.
+ * Parsing, matching and formatting stand on ipaddr.js; the class table below
+ * is ours (its ranges and their order are the policy).
  *
- * - Parsing is strict: IPv4 in dotted decimal only (`127.1`, `0x7f.1` and
- *   `2130706433` are not addresses here; WHATWG URL parsing has already turned
- *   such host spellings into dotted decimal before the checker sees them), IPv6
- *   with optional brackets and a zone index (ignored).
+ * - Parsing is strict: IPv4 in dotted decimal only. ipaddr.js alone also reads
+ *   `127.1`, `0x7f.1`, `2130706433` and octal `0177.0.0.1` as addresses, so
+ *   node:net's `isIPv4`/`isIPv6` gate it. WHATWG URL parsing has already turned
+ *   such host spellings into dotted decimal before the checker sees a URL's
+ *   host; anywhere else (allowlist entries, resolver answers) an odd spelling
+ *   is not an address.
+ * - IPv6 may come in brackets and with a zone index (`fe80::1%eth0`), which is
+ *   dropped.
  * - IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are the IPv4 address for
  *   every purpose: {@link unmapped} turns them into it.
  * - NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`) addresses are classified by
  *   the IPv4 address they embed (but stay IPv6 for allowlist matching).
  */
+import ipaddr from 'ipaddr.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { ToolhostError } from '../core/errors.js';
 
-/** An IP address as a number: 32 bits for IPv4, 128 for IPv6. */
-export interface IpAddress {
-  readonly family: 4 | 6;
-  readonly value: bigint;
-}
+/** A parsed IP address (never a zone index; an IPv4-mapped IPv6 one until {@link unmapped}). */
+export type IpAddress = { readonly family: 4; readonly ip: ipaddr.IPv4 } | { readonly family: 6; readonly ip: ipaddr.IPv6 };
 
 /**
  * What kind of destination an address is. Everything but `public` is refused
@@ -75,18 +79,19 @@ export function canonicalAddress(ip: string): string | undefined {
   return parsed ? formatAddress(unmapped(parsed)) : undefined;
 }
 
+type RangeKind = AddressClass | 'embedded-v4';
+
 interface Range {
-  family: 4 | 6;
-  network: bigint;
+  network: IpAddress;
   prefix: number;
-  kind: AddressClass | 'embedded-v4';
+  kind: RangeKind;
 }
 
-function range(text: string, kind: Range['kind']): Range {
+function range(text: string, kind: RangeKind): Range {
   const [address = '', prefix = ''] = text.split('/');
-  const ip = parseAddress(address);
-  if (!ip) throw new Error(`bad built-in range ${text}`);
-  return { family: ip.family, network: ip.value, prefix: Number(prefix), kind };
+  const network = parseAddress(address);
+  if (!network) throw new Error(`bad built-in range ${text}`);
+  return { network, prefix: Number(prefix), kind };
 }
 
 // Most specific first: the first matching range wins.
@@ -135,98 +140,60 @@ const V6_RANGES: Range[] = [
 const GLOBAL_UNICAST = range('2000::/3', 'public');
 
 /** The class of a parsed address (see {@link AddressClass}). */
-export function classifyIp(ip: IpAddress): AddressClass {
-  const ranges = ip.family === 4 ? V4_RANGES : V6_RANGES;
+export function classifyIp(address: IpAddress): AddressClass {
+  const ranges = address.family === 4 ? V4_RANGES : V6_RANGES;
   for (const candidate of ranges) {
-    if (!inNetwork(ip, { family: candidate.family, value: candidate.network }, candidate.prefix)) continue;
+    if (!inNetwork(address, candidate.network, candidate.prefix)) continue;
     if (candidate.kind !== 'embedded-v4') return candidate.kind;
-    // 6to4 carries the IPv4 address in bits 16..47; the others in the last 32 bits.
-    const embedded = candidate.prefix === 16 ? (ip.value >> 80n) & 0xffffffffn : ip.value & 0xffffffffn;
-    return classifyIp({ family: 4, value: embedded });
+    // 6to4 carries the IPv4 address in bytes 2..5 (bits 16..47); mapped and NAT64 in the last four.
+    const bytes = address.ip.toByteArray();
+    const embedded = candidate.prefix === 16 ? bytes.slice(2, 6) : bytes.slice(12, 16);
+    return classifyIp({ family: 4, ip: new ipaddr.IPv4(embedded) });
   }
-  if (ip.family === 6 && !inNetwork(ip, { family: 6, value: GLOBAL_UNICAST.network }, GLOBAL_UNICAST.prefix)) return 'reserved';
+  if (address.family === 6 && !inNetwork(address, GLOBAL_UNICAST.network, GLOBAL_UNICAST.prefix)) return 'reserved';
   return 'public';
 }
 
-/** Whether `ip` is in `network/prefix` (never across families). */
-export function inNetwork(ip: IpAddress, network: IpAddress, prefix: number): boolean {
-  if (ip.family !== network.family) return false;
-  const mask = maskOf(ip.family, prefix);
-  return (ip.value & mask) === (network.value & mask);
+/** Whether `address` is in `network/prefix` (never across families). */
+export function inNetwork(address: IpAddress, network: IpAddress, prefix: number): boolean {
+  if (address.family === 4 && network.family === 4) return address.ip.match(network.ip, prefix);
+  if (address.family === 6 && network.family === 6) return address.ip.match(network.ip, prefix);
+  return false;
 }
 
-/** `ip` with its host bits (those past `prefix`) cleared. */
-export function networkAddress(ip: IpAddress, prefix: number): IpAddress {
-  return { family: ip.family, value: ip.value & maskOf(ip.family, prefix) };
+/** `address` with its host bits (those past `prefix`) cleared. */
+export function networkAddress(address: IpAddress, prefix: number): IpAddress {
+  const bytes = address.ip.toByteArray().map((byte, index) => {
+    const kept = Math.max(0, Math.min(8, prefix - index * 8));
+    return byte & (0xff00 >> kept) & 0xff;
+  });
+  const cleared = ipaddr.fromByteArray(bytes);
+  return cleared instanceof ipaddr.IPv4 ? { family: 4, ip: cleared } : { family: 6, ip: cleared };
 }
 
 /** Whether two addresses are the same (no unmapping: compare {@link unmapped} forms for that). */
 export function sameAddress(a: IpAddress, b: IpAddress): boolean {
-  return a.family === b.family && a.value === b.value;
-}
-
-function fullMask(family: 4 | 6): bigint {
-  return family === 4 ? 0xffffffffn : (1n << 128n) - 1n;
-}
-
-function maskOf(family: 4 | 6, prefix: number): bigint {
-  const bits = family === 4 ? 32 : 128;
-  return (fullMask(family) >> BigInt(bits - prefix)) << BigInt(bits - prefix);
+  return inNetwork(a, b, a.family === 4 ? 32 : 128);
 }
 
 /** The IPv4 address of an IPv4-mapped IPv6 address; any other address unchanged. */
-export function unmapped(ip: IpAddress): IpAddress {
-  if (ip.family === 6 && ip.value >> 32n === 0xffffn) return { family: 4, value: ip.value & 0xffffffffn };
-  return ip;
+export function unmapped(address: IpAddress): IpAddress {
+  if (address.family === 6 && address.ip.isIPv4MappedAddress()) return { family: 4, ip: address.ip.toIPv4Address() };
+  return address;
 }
 
 /** Parse a strict IPv4 (dotted decimal) or IPv6 address (brackets and a zone index allowed). */
 export function parseAddress(text: string): IpAddress | undefined {
   let candidate = text;
   if (candidate.startsWith('[') && candidate.endsWith(']')) candidate = candidate.slice(1, -1);
-  if (isIPv4(candidate)) {
-    const value = candidate.split('.').reduce((sum, part) => (sum << 8n) | BigInt(Number(part)), 0n);
-    return { family: 4, value };
-  }
+  if (isIPv4(candidate)) return { family: 4, ip: ipaddr.IPv4.parse(candidate) };
   const zone = candidate.indexOf('%');
   if (zone >= 0) candidate = candidate.slice(0, zone);
   if (!isIPv6(candidate)) return undefined;
-  // A dotted IPv4 tail (::ffff:1.2.3.4) becomes two hex groups.
-  const lastColon = candidate.lastIndexOf(':');
-  const tail = candidate.slice(lastColon + 1);
-  if (tail.includes('.')) {
-    const v4 = parseAddress(tail);
-    if (!v4 || v4.family !== 4) return undefined;
-    candidate = `${candidate.slice(0, lastColon + 1)}${(v4.value >> 16n).toString(16)}:${(v4.value & 0xffffn).toString(16)}`;
-  }
-  const halves = candidate.split('::');
-  const head = halves[0] ? halves[0].split(':') : [];
-  const rest = halves.length > 1 && halves[1] ? halves[1].split(':') : [];
-  const groups = halves.length > 1 ? [...head, ...Array<string>(8 - head.length - rest.length).fill('0'), ...rest] : head;
-  if (groups.length !== 8) return undefined;
-  const value = groups.reduce((sum, group) => (sum << 16n) | BigInt(Number.parseInt(group, 16)), 0n);
-  return { family: 6, value };
+  return { family: 6, ip: ipaddr.IPv6.parse(candidate) };
 }
 
 /** The text of an address: IPv4 dotted decimal, IPv6 compressed lower case (RFC 5952). */
-export function formatAddress(ip: IpAddress): string {
-  if (ip.family === 4) {
-    return [24n, 16n, 8n, 0n].map((shift) => ((ip.value >> shift) & 0xffn).toString()).join('.');
-  }
-  const groups: number[] = [];
-  for (let index = 7; index >= 0; index--) groups.push(Number((ip.value >> BigInt(index * 16)) & 0xffffn));
-  // RFC 5952: compress the longest run (length >= 2) of zero groups, the first one on a tie.
-  let bestStart = -1;
-  let bestLength = 0;
-  for (let start = 0; start < 8; start++) {
-    let length = 0;
-    while (start + length < 8 && groups[start + length] === 0) length++;
-    if (length > bestLength && length >= 2) {
-      bestStart = start;
-      bestLength = length;
-    }
-  }
-  const hex = groups.map((group) => group.toString(16));
-  if (bestStart < 0) return hex.join(':');
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
+export function formatAddress(address: IpAddress): string {
+  return address.family === 4 ? address.ip.toString() : address.ip.toRFC5952String();
 }
