@@ -574,12 +574,14 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
 
   it('connects to the checked address, with the URL\'s host in the Host header', async () => {
     const pinned = checker('EGRESS_RESTRICTED', ['pinned.test']);
-    const response = await egressFetch(get(`http://pinned.test:${port}/pin`, { headers: [['Host', 'evil.test'], ['X-Custom', 'kept']] }), pinned);
+    const response = await egressFetch(get(`http://pinned.test:${port}/pin`, { headers: [['Host', 'evil.test'], ['Proxy-Authorization', 'Basic eDp5'], ['X-Custom', 'kept']] }), pinned);
     expect(response.address).toBe('127.0.0.1');
     expect(JSON.parse(new TextDecoder().decode(response.body))).toMatchObject({ host: `pinned.test:${port}`, path: '/pin' });
     const request = seen.findLast((entry) => entry.url === '/pin');
     expect(request?.headers.host).toBe(`pinned.test:${port}`);
     expect(request?.headers['x-custom']).toBe('kept');
+    // No proxy is ever in the path: a proxy credential would only leak to the origin.
+    expect(request?.headers['proxy-authorization']).toBeUndefined();
   });
 
   it('sends the method, headers and body', async () => {

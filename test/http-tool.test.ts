@@ -453,6 +453,7 @@ describe('the HTTP streaming tool: failures', () => {
       { url: 'http://user:pass@127.0.0.1/x' },
       { method: 'TRACE' as never },
       { headers: { Host: 'elsewhere' } },
+      { headers: { 'Proxy-Authorization': 'Basic eDp5' } },
       { headers: { 'x-bad': 'a\r\nInjected: 1' } },
       { headers: { 'bad name': 'x' } },
       { timeoutMs: 0 },

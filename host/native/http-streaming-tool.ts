@@ -1,6 +1,7 @@
 /**
  * The HTTP streaming tool: a native tool configured with a URL that sends its
  * call's arguments there and streams the response back as `delta` events.
+ * (Over 400 lines: one call's stages share its abort, timeout and error state; the parsers live beside it.)
  *
  * What a call does:
  * 1. Builds an {@link EgressChecker} from the call's capabilities (its
