@@ -10,21 +10,13 @@ import { createServer as createTcpServer, type AddressInfo, type Server as TcpSe
 import { createSecureContext } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolhostError } from '../host/core/errors.js';
-import {
-  EgressChecker,
-  EgressError,
-  canonicalAddress,
-  classifyAddress,
-  egressFetch,
-  egressStream,
-  followRedirects,
-  followRedirectsStream,
-  parseEgressAllowlist,
-  type EgressDecision,
-  type EgressRequest,
-  type EgressResolver,
-  type ResolvedAddress,
-} from '../host/policy/egress-http.js';
+import { canonicalAddress, classifyAddress } from '../host/net/addresses.js';
+import { parseEgressAllowlist } from '../host/net/allowlist.js';
+import { EgressChecker, type EgressDecision, type EgressResolver, type ResolvedAddress } from '../host/net/egress-checker.js';
+import { EgressError } from '../host/net/errors.js';
+import { egressFetch, egressStream, type EgressRequest } from '../host/net/pinned-client.js';
+import { followRedirects, followRedirectsStream } from '../host/net/redirects.js';
+import { wasiHttpErrorCodeOf } from '../host/sandbox/wasi/http-error-code.js';
 import type { NetworkLabel } from '../host/policy/labels.js';
 
 // ---------------------------------------------------------------------------
@@ -159,6 +151,11 @@ describe('parseEgressAllowlist', () => {
     ['[::1', /unclosed/],
     ['[::1]80', /":port"/],
     ['fd00::zz', /not an IPv6 address/],
+    ['127.1', /neither a valid IPv4/],
+    ['0x7f.1', /neither a valid IPv4/],
+    ['2130706433', /neither a valid IPv4/],
+    ['0177.0.0.1:80', /neither a valid IPv4/],
+    ['0x7f.0.0.1/8', /not an IP address/],
   ])('refuses %j with INVALID_INPUT naming the entry', (entry, why) => {
     let thrown: unknown;
     try {
@@ -232,6 +229,11 @@ describe('classifyAddress', () => {
     ['64:ff9b::5db8:d822', 'public'],
     ['2002:7f00:1::1', 'loopback'],
     ['2002:5db8:d822::1', 'public'],
+    ['64:ff9b::127.0.0.1', 'loopback'],
+    ['2002:a9fe:a9fe::1', 'metadata'],
+    ['::ffff:a9fe:a9fe', 'metadata'],
+    // The IPv4-translated form (::ffff:0:a.b.c.d) is not a mapped address: outside 2000::/3, so reserved.
+    ['::ffff:0:7f00:1', 'reserved'],
   ])('%s is %s', (ip, kind) => {
     expect(classifyAddress(ip)).toBe(kind);
   });
@@ -239,6 +241,11 @@ describe('classifyAddress', () => {
   it('refuses what is not an IP address', () => {
     expect(() => classifyAddress('localhost')).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
     expect(() => classifyAddress('127.1')).toThrow(/not an IP address/);
+    // Spellings that inet_aton and URL parsing accept are not addresses here (the URL parser has normalised them already).
+    for (const odd of ['0x7f.1', '2130706433', '0177.0.0.1', '127.000.000.001', '0x7f000001']) {
+      expect(() => classifyAddress(odd), odd).toThrow(/not an IP address/);
+      expect(canonicalAddress(odd), odd).toBeUndefined();
+    }
   });
 
   it('canonicalises addresses', () => {
@@ -295,6 +302,7 @@ describe('EgressChecker decisions', () => {
     it('refuses non-public literal addresses in every spelling', async () => {
       for (const url of [
         'http://127.0.0.1/', 'http://127.1/', 'http://0x7f000001/', 'http://2130706433/', 'http://0.0.0.0/',
+        'http://0x7f.1/', 'http://0177.0.0.1/', 'http://0xa9.0xfe.0xa9.0xfe/', 'http://[::ffff:7f00:1]/', 'http://[2002:7f00:1::1]/',
         'http://[::1]/', 'http://[::]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:a9fe:a9fe]/',
         'http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/', 'http://10.0.0.1/', 'http://[fe80::1]/',
         'http://100.64.0.1/', 'http://224.0.0.1/', 'http://255.255.255.255/', 'http://[64:ff9b::7f00:1]/',
@@ -386,6 +394,7 @@ describe('EgressChecker decisions', () => {
     const open = checker('EGRESS_UNRESTRICTED');
     expect(open.decide({ host: 'x.test', port: 80 }, [{ address: '127.0.0.1', family: 4 }]).allowed).toBe(false);
     expect(open.decide({ host: 'x.test', port: 80 }, [{ address: '::ffff:8.8.8.8', family: 6 }])).toMatchObject({ allowed: true, address: '8.8.8.8', family: 4 });
+    expect(open.decide({ host: 'x.test', port: 80 }, [{ address: '0x7f.1', family: 4 }])).toMatchObject({ allowed: false, reason: expect.stringContaining('0x7f.1 (invalid)') });
     expect(open.decide({ host: 'X.TEST', port: 80 }, [{ address: 'garbage', family: 4 }])).toMatchObject({ allowed: false, host: 'x.test', reason: expect.stringContaining('garbage (invalid)') });
   });
 });
@@ -452,10 +461,10 @@ describe('egressFetch over TLS (a local https server on 127.0.0.1)', () => {
 
     // Same IP, another name: the certificate (for pinned.test) does not match it.
     const mismatch = await failure(egressFetch(get(`https://other.test:${port}/`, { ca: TLS_CERT }), pinned));
-    expect(mismatch.wasiCode).toEqual({ tag: 'TLS-certificate-error' });
+    expect(wasiHttpErrorCodeOf(mismatch)).toEqual({ tag: 'TLS-certificate-error' });
     // Without the CA, the self-signed certificate is refused.
     const untrusted = await failure(egressFetch(get(`https://pinned.test:${port}/`), pinned));
-    expect(untrusted.wasiCode).toEqual({ tag: 'TLS-certificate-error' });
+    expect(wasiHttpErrorCodeOf(untrusted)).toEqual({ tag: 'TLS-certificate-error' });
   });
 });
 
@@ -565,12 +574,14 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
 
   it('connects to the checked address, with the URL\'s host in the Host header', async () => {
     const pinned = checker('EGRESS_RESTRICTED', ['pinned.test']);
-    const response = await egressFetch(get(`http://pinned.test:${port}/pin`, { headers: [['Host', 'evil.test'], ['X-Custom', 'kept']] }), pinned);
+    const response = await egressFetch(get(`http://pinned.test:${port}/pin`, { headers: [['Host', 'evil.test'], ['Proxy-Authorization', 'Basic eDp5'], ['X-Custom', 'kept']] }), pinned);
     expect(response.address).toBe('127.0.0.1');
     expect(JSON.parse(new TextDecoder().decode(response.body))).toMatchObject({ host: `pinned.test:${port}`, path: '/pin' });
     const request = seen.findLast((entry) => entry.url === '/pin');
     expect(request?.headers.host).toBe(`pinned.test:${port}`);
     expect(request?.headers['x-custom']).toBe('kept');
+    // No proxy is ever in the path: a proxy credential would only leak to the origin.
+    expect(request?.headers['proxy-authorization']).toBeUndefined();
   });
 
   it('sends the method, headers and body', async () => {
@@ -594,38 +605,40 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
   it('refuses under DENY_ALL and EGRESS_UNRESTRICTED with the right wasi codes, without connecting', async () => {
     const before = seen.length;
     const deny = await failure(egressFetch(get(`${base}/`), checker('DENY_ALL')));
-    expect(deny.wasiCode).toEqual({ tag: 'HTTP-request-denied' });
+    expect(wasiHttpErrorCodeOf(deny)).toEqual({ tag: 'HTTP-request-denied' });
+    expect(deny.kind).toBe('denied');
     expect(deny.toolhostCode).toBe('NETWORK_DENIED');
     expect(deny.code).toBe('NETWORK_DENIED');
     expect(deny).toBeInstanceOf(ToolhostError);
     expect(deny.decision?.cause).toBe('label');
 
     const open = await failure(egressFetch(get(`${base}/`), checker('EGRESS_UNRESTRICTED')));
-    expect(open.wasiCode).toEqual({ tag: 'destination-IP-prohibited' });
+    expect(wasiHttpErrorCodeOf(open)).toEqual({ tag: 'destination-IP-prohibited' });
     expect(open.toolhostCode).toBe('NETWORK_DENIED');
 
     const named = await failure(egressFetch(get(`http://localhost:${port}/`), checker('EGRESS_UNRESTRICTED')));
-    expect(named.wasiCode).toEqual({ tag: 'destination-IP-prohibited' });
+    expect(wasiHttpErrorCodeOf(named)).toEqual({ tag: 'destination-IP-prohibited' });
 
     const restricted = await failure(egressFetch(get(`${base}/`), checker('EGRESS_RESTRICTED', ['127.0.0.2'])));
-    expect(restricted.wasiCode).toEqual({ tag: 'HTTP-request-denied' });
+    expect(wasiHttpErrorCodeOf(restricted)).toEqual({ tag: 'HTTP-request-denied' });
 
     const scheme = await failure(egressFetch(get('ftp://127.0.0.1/'), checker('FULL_ACCESS')));
-    expect(scheme.wasiCode).toEqual({ tag: 'HTTP-request-denied' });
+    expect(wasiHttpErrorCodeOf(scheme)).toEqual({ tag: 'HTTP-request-denied' });
     expect(seen.length).toBe(before);
   });
 
   it('maps DNS failures and malformed requests to their wasi codes', async () => {
     const dns = await failure(egressFetch(get('http://nowhere.test/'), checker('FULL_ACCESS')));
-    expect(dns.wasiCode).toEqual({ tag: 'DNS-error', val: { rcode: 'ENOTFOUND', infoCode: undefined } });
+    expect(wasiHttpErrorCodeOf(dns)).toEqual({ tag: 'DNS-error', val: { rcode: 'ENOTFOUND', infoCode: undefined } });
     expect(dns.toolhostCode).toBe('TOOL_ERROR');
-    expect(dns.details).toMatchObject({ code: 'DNS-error' });
+    expect(dns.details).toMatchObject({ code: 'dns-error' });
+    expect(dns.failure).toEqual({ kind: 'dns-error', rcode: 'ENOTFOUND' });
     const slow = new EgressChecker({ label: 'FULL_ACCESS', allow: [] }, { resolve: () => new Promise(() => undefined), dnsTimeoutMs: 30 });
-    expect((await failure(egressFetch(get('http://slow.test/'), slow))).wasiCode).toEqual({ tag: 'DNS-timeout' });
-    expect((await failure(egressFetch(get('http://'), checker('FULL_ACCESS')))).wasiCode).toEqual({ tag: 'HTTP-request-URI-invalid' });
-    expect((await failure(egressFetch(get(`http://user:pw@127.0.0.1:${port}/`), checker('FULL_ACCESS')))).wasiCode).toEqual({ tag: 'HTTP-request-URI-invalid' });
-    expect((await failure(egressFetch({ ...get(`${base}/`), method: 'GE T' }, checker('FULL_ACCESS')))).wasiCode).toEqual({ tag: 'HTTP-request-method-invalid' });
-    expect((await failure(egressFetch({ ...get(`${base}/`), method: 'CONNECT' }, checker('FULL_ACCESS')))).wasiCode).toEqual({ tag: 'HTTP-request-method-invalid' });
+    expect(wasiHttpErrorCodeOf(await failure(egressFetch(get('http://slow.test/'), slow)))).toEqual({ tag: 'DNS-timeout' });
+    expect(wasiHttpErrorCodeOf(await failure(egressFetch(get('http://'), checker('FULL_ACCESS'))))).toEqual({ tag: 'HTTP-request-URI-invalid' });
+    expect(wasiHttpErrorCodeOf(await failure(egressFetch(get(`http://user:pw@127.0.0.1:${port}/`), checker('FULL_ACCESS'))))).toEqual({ tag: 'HTTP-request-URI-invalid' });
+    expect(wasiHttpErrorCodeOf(await failure(egressFetch({ ...get(`${base}/`), method: 'GE T' }, checker('FULL_ACCESS'))))).toEqual({ tag: 'HTTP-request-method-invalid' });
+    expect(wasiHttpErrorCodeOf(await failure(egressFetch({ ...get(`${base}/`), method: 'CONNECT' }, checker('FULL_ACCESS'))))).toEqual({ tag: 'HTTP-request-method-invalid' });
   });
 
   it('returns a 302 as is', async () => {
@@ -644,18 +657,18 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
 
     // To 127.0.0.2 (not allowlisted): refused by policy, so no connection was tried.
     const away = await failure(followRedirects(get(`${base}/redirect?to=${encodeURIComponent(`http://127.0.0.2:${port}/`)}`), allow));
-    expect(away.wasiCode).toEqual({ tag: 'HTTP-request-denied' });
+    expect(wasiHttpErrorCodeOf(away)).toEqual({ tag: 'HTTP-request-denied' });
     expect(away.url).toBe(`http://127.0.0.2:${port}/`);
 
     // To the metadata address, from a server allowlisted under EGRESS_UNRESTRICTED.
     const open = checker('EGRESS_UNRESTRICTED', ['127.0.0.1']);
     const metadata = await failure(followRedirects(get(`${base}/redirect?to=${encodeURIComponent('http://169.254.169.254/latest/meta-data/')}`), open));
-    expect(metadata.wasiCode).toEqual({ tag: 'destination-IP-prohibited' });
+    expect(wasiHttpErrorCodeOf(metadata)).toEqual({ tag: 'destination-IP-prohibited' });
     expect(metadata.decision?.address).toBe('169.254.169.254');
 
     // To another scheme.
     const file = await failure(followRedirects(get(`${base}/redirect?to=${encodeURIComponent('file:///etc/passwd')}`), allow));
-    expect(file.wasiCode).toEqual({ tag: 'HTTP-request-denied' });
+    expect(wasiHttpErrorCodeOf(file)).toEqual({ tag: 'HTTP-request-denied' });
   });
 
   it('followRedirects drops credentials across origins, rewrites 303 to GET and stops loops', async () => {
@@ -685,17 +698,18 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
     expect(seen.findLast((entry) => entry.url === '/after-put')).toMatchObject({ method: 'PUT', body: 'again' });
 
     const loop = await failure(followRedirects(get(`${base}/loop`), both, 3));
-    expect(loop.wasiCode).toEqual({ tag: 'loop-detected' });
+    expect(wasiHttpErrorCodeOf(loop)).toEqual({ tag: 'loop-detected' });
   });
 
   it('caps the body: a declared length fails before reading, a streamed one while reading', async () => {
     const full = checker('FULL_ACCESS');
     const declared = await failure(egressFetch(get(`${base}/big-declared`, { maxBodyBytes: 1000 }), full));
-    expect(declared.wasiCode).toEqual({ tag: 'HTTP-response-body-size', val: 65536n });
+    expect(wasiHttpErrorCodeOf(declared)).toEqual({ tag: 'HTTP-response-body-size', val: 65536n });
+    expect(declared.failure).toEqual({ kind: 'body-too-large', size: 65536n, limit: 1000 });
     expect(declared.toolhostCode).toBe('TOOL_ERROR');
     const streamed = await failure(egressFetch(get(`${base}/big`, { maxBodyBytes: 10_000 }), full));
-    expect(streamed.wasiCode.tag).toBe('HTTP-response-body-size');
-    expect(streamed.wasiCode).toMatchObject({ val: expect.any(BigInt) });
+    expect(wasiHttpErrorCodeOf(streamed).tag).toBe('HTTP-response-body-size');
+    expect(wasiHttpErrorCodeOf(streamed)).toMatchObject({ val: expect.any(BigInt) });
     const fits = await egressFetch(get(`${base}/big`, { maxBodyBytes: 64 * 1024 }), full);
     expect(fits.body.byteLength).toBe(64 * 1024);
   });
@@ -728,22 +742,22 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
 
   it('reports a closed port as connection-refused', async () => {
     const error = await failure(egressFetch(get(`http://127.0.0.1:${closedPort}/`), checker('FULL_ACCESS')));
-    expect(error.wasiCode).toEqual({ tag: 'connection-refused' });
+    expect(wasiHttpErrorCodeOf(error)).toEqual({ tag: 'connection-refused' });
     expect(error.toolhostCode).toBe('TOOL_ERROR');
   });
 
   it('times out: no response headers, a stalled body, a connection that never completes', async () => {
     const full = checker('FULL_ACCESS');
     const hang = await failure(egressFetch(get(`${base}/hang`, { firstByteTimeoutMs: 200 }), full));
-    expect(hang.wasiCode).toEqual({ tag: 'HTTP-response-timeout' });
+    expect(wasiHttpErrorCodeOf(hang)).toEqual({ tag: 'HTTP-response-timeout' });
 
     const stall = await failure(egressFetch(get(`${base}/stall`, { betweenBytesTimeoutMs: 200 }), full));
-    expect(stall.wasiCode).toEqual({ tag: 'connection-read-timeout' });
+    expect(wasiHttpErrorCodeOf(stall)).toEqual({ tag: 'connection-read-timeout' });
 
     // https to a server that accepts TCP but never does the TLS handshake.
     const started = Date.now();
     const connect = await failure(egressFetch(get(`https://pinned.test:${silentPort}/`, { connectTimeoutMs: 300 }), checker('EGRESS_RESTRICTED', ['pinned.test'])));
-    expect(connect.wasiCode).toEqual({ tag: 'connection-timeout' });
+    expect(wasiHttpErrorCodeOf(connect)).toEqual({ tag: 'connection-timeout' });
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
@@ -752,17 +766,17 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
     const pending = egressFetch(get(`${base}/hang`, { signal: controller.signal }), checker('FULL_ACCESS'));
     setTimeout(() => controller.abort(new Error('stop')), 50);
     const error = await failure(pending);
-    expect(error.wasiCode).toEqual({ tag: 'internal-error', val: 'request aborted' });
+    expect(wasiHttpErrorCodeOf(error)).toEqual({ tag: 'internal-error', val: 'request aborted' });
     expect(error.cause).toEqual(new Error('stop'));
 
     const already = await failure(egressFetch(get(`${base}/`, { signal: AbortSignal.abort() }), checker('FULL_ACCESS')));
-    expect(already.wasiCode.tag).toBe('internal-error');
+    expect(wasiHttpErrorCodeOf(already).tag).toBe('internal-error');
   });
 
   it('EgressError is recognised by instanceof, and other ToolhostErrors are not EgressErrors', () => {
     const plain = new ToolhostError('TOOL_ERROR', 'x');
     expect(plain instanceof EgressError).toBe(false);
-    const egress = new EgressError({ tag: 'connection-refused' }, 'refused', { url: 'http://x/' });
+    const egress = new EgressError({ kind: 'connection-refused' }, 'refused', { url: 'http://x/' });
     expect(egress instanceof EgressError).toBe(true);
     expect(egress instanceof ToolhostError).toBe(true);
     expect(egress.toData()).toEqual({ code: 'TOOL_ERROR', message: 'refused', details: { code: 'connection-refused', url: 'http://x/' } });

@@ -453,6 +453,7 @@ describe('the HTTP streaming tool: failures', () => {
       { url: 'http://user:pass@127.0.0.1/x' },
       { method: 'TRACE' as never },
       { headers: { Host: 'elsewhere' } },
+      { headers: { 'Proxy-Authorization': 'Basic eDp5' } },
       { headers: { 'x-bad': 'a\r\nInjected: 1' } },
       { headers: { 'bad name': 'x' } },
       { timeoutMs: 0 },
@@ -524,7 +525,7 @@ describe('the HTTP streaming tool: network policy', () => {
     const events = await call('denied', {}, { policy: { network_policy: 'DENY_ALL' } });
     expect(types(events)).toEqual(['start', 'error']);
     const error = terminal(events) as ErrorEvent;
-    expect(error).toMatchObject({ code: 'NETWORK_DENIED', stage: 'run', details: { code: 'HTTP-request-denied', denial: 'label' } });
+    expect(error).toMatchObject({ code: 'NETWORK_DENIED', stage: 'run', details: { code: 'denied', denial: 'label' } });
     expect(error.accounting.networkDenied).toEqual([{ url: `${main.base}/json`, reason: expect.any(String) }]);
     expect(main.connections).toBe(before);
   });

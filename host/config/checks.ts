@@ -13,7 +13,7 @@ import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
 import { SchemaCompiler } from '../core/schema.js';
-import { parseEgressAllowlist } from '../policy/egress.js';
+import { parseEgressAllowlist } from '../net/allowlist.js';
 import { parseExecutionPolicy, resolveBudgets, type ExecutionPolicy, type PolicyDefaults } from '../policy/execution-policy.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, parseLabel } from '../policy/labels.js';
 import type { ConfigProblem } from './errors.js';

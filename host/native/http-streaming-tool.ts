@@ -1,6 +1,7 @@
 /**
  * The HTTP streaming tool: a native tool configured with a URL that sends its
  * call's arguments there and streams the response back as `delta` events.
+ * (Over 400 lines: one call's stages share its abort, timeout and error state; the parsers live beside it.)
  *
  * What a call does:
  * 1. Builds an {@link EgressChecker} from the call's capabilities (its
@@ -58,21 +59,19 @@ import type { ToolContext } from '../core/context.js';
 import { richResult } from '../core/result.js';
 import type { JsonSchema, Tool, ToolGrant, ToolOutput, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
+import { parseEgressAllowlist } from '../net/allowlist.js';
+import { EgressChecker, type EgressCheckerOptions } from '../net/egress-checker.js';
+import { EgressError, type EgressFailureKind } from '../net/errors.js';
+import { CLIENT_MANAGED_HEADERS } from '../net/headers.js';
 import {
-  CLIENT_MANAGED_HEADERS,
   DEFAULT_BETWEEN_BYTES_TIMEOUT_MS,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FIRST_BYTE_TIMEOUT_MS,
   DEFAULT_MAX_BODY_BYTES,
-  EgressChecker,
-  EgressError,
-  followRedirectsStream,
-  parseEgressAllowlist,
-  type EgressCheckerOptions,
   type EgressRequest,
   type EgressStreamResponse,
-  type WasiHttpErrorTag,
-} from '../policy/egress-http.js';
+} from '../net/pinned-client.js';
+import { followRedirectsStream } from '../net/redirects.js';
 import { NdjsonParser, parseJson } from './ndjson-parser.js';
 import { SseParser } from './sse-parser.js';
 
@@ -305,28 +304,41 @@ function statusLine(status: number): string {
 
 type Phase = 'request' | 'body';
 
-/** The tool's own code for an egress failure, by its wasi:http tag and when it happened. */
-function codeOfEgress(tag: WasiHttpErrorTag, phase: Phase): string {
-  switch (tag) {
-    case 'HTTP-request-URI-invalid':
-    case 'HTTP-request-URI-too-long':
+/**
+ * The tool's own code for an egress failure, by its kind and when it happened.
+ * Policy refusals (`denied`, `prohibited-address`) never get here: they end
+ * the call as NETWORK_DENIED.
+ */
+function codeOfEgress(kind: EgressFailureKind, phase: Phase): string {
+  switch (kind) {
+    case 'invalid-url':
       return 'HTTP_BAD_URL';
+    case 'dns-timeout':
     case 'connection-timeout':
-    case 'connection-read-timeout':
-    case 'connection-write-timeout':
-    case 'HTTP-response-timeout':
-    case 'DNS-timeout':
+    case 'response-timeout':
+    case 'read-timeout':
       return 'HTTP_TIMEOUT';
-    case 'HTTP-response-body-size':
+    case 'body-too-large':
       return 'HTTP_TOO_LARGE';
-    case 'loop-detected':
+    case 'too-many-redirects':
       return 'HTTP_REDIRECT';
-    default:
-      break;
+    case 'protocol-error':
+    case 'headers-too-large':
+    case 'response-incomplete':
+      return phase === 'body' ? 'HTTP_STREAM_BROKEN' : 'HTTP_PROTOCOL';
+    case 'denied':
+    case 'prohibited-address':
+    case 'invalid-method':
+    case 'dns-error':
+    case 'connection-refused':
+    case 'destination-unreachable':
+    case 'connection-terminated':
+    case 'tls-certificate-error':
+    case 'tls-error':
+    case 'aborted':
+    case 'internal':
+      return phase === 'body' ? 'HTTP_STREAM_BROKEN' : 'HTTP_CONNECT';
   }
-  if (phase === 'body') return 'HTTP_STREAM_BROKEN';
-  if (tag === 'HTTP-protocol-error' || tag.startsWith('HTTP-response-')) return 'HTTP_PROTOCOL';
-  return 'HTTP_CONNECT';
 }
 
 /** One call. */
@@ -392,15 +404,15 @@ async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, eve
         const reason = redactMessage(error.message);
         events.account({ networkDenied: [{ url: deniedUrl, reason }] });
         const address = (error.details as { address?: unknown } | undefined)?.address;
-        return new EgressError(error.wasiCode, reason, {
+        return new EgressError(error.failure, reason, {
           url: deniedUrl,
           ...(error.decision === undefined ? {} : { decision: error.decision }),
           ...(typeof address === 'string' ? { address } : {}),
         });
       }
-      const code = codeOfEgress(error.wasiCode.tag, phase);
+      const code = codeOfEgress(error.kind, phase);
       const what = phase === 'body' ? `the response body of ${method} ${shown} failed` : `${method} ${shown} failed`;
-      return toolError(code, `${what}: ${redactMessage(error.message)}`, { ...details, egress: error.wasiCode.tag });
+      return toolError(code, `${what}: ${redactMessage(error.message)}`, { ...details, egress: error.kind });
     }
     if (error instanceof ToolhostError) return error;
     const message = error instanceof Error ? error.message : String(error);

@@ -1,26 +1,23 @@
 /**
- * An incremental parser for `text/event-stream` (Server-Sent Events), following
- * the WHATWG HTML "event stream interpretation" rules:
+ * An incremental parser for `text/event-stream` (Server-Sent Events). The
+ * field rules (`data`, `event`, `id`, `retry`, comments, dispatch on a blank
+ * line) are eventsource-parser's; this class adds what it does not do:
  *
- * - UTF-8, a leading byte order mark dropped; lines end at `\r\n`, `\n` or `\r`,
- *   wherever the chunks happen to split them.
- * - A blank line dispatches the event being built. A line starting with `:` is
- *   a comment. `field:value` sets a field, with one space after the colon
- *   removed; a line without a colon is a field with an empty value.
- * - `data` appends its value and a `\n` to the data buffer (so multi-line data
- *   is joined with `\n`; the last `\n` is removed at dispatch). `event` sets
- *   the type, `id` the last event id (ignored when it contains U+0000),
- *   `retry` the reconnection time (only all-digit values). Other fields are
- *   ignored.
- * - An event whose data buffer is empty (no `data` line at all) is not
- *   dispatched; a lone `data` line with an empty value dispatches an event
- *   whose data is the empty string.
+ * - Bytes: UTF-8 decoding and line splitting happen in {@link LineSplitter}
+ *   (a leading byte order mark dropped; lines end at `\r\n`, `\n` or `\r`,
+ *   wherever the chunks split them), and the library is fed whole lines. It
+ *   gets no bytes of a line before the line is complete, which is what lets
+ *   {@link SseParser.end} tell a cut line from buffered data.
+ * - The end of the stream: the specification (and the library) silently
+ *   discard an event that the end cuts off before its blank line. Here
+ *   {@link SseParser.end} reports it (`truncated`), so a caller can refuse to
+ *   pass off a cut stream as a complete one.
  *
- * One departure, deliberate: the specification silently discards an event
- * that the end of the stream cuts off before its blank line. Here {@link
- * SseParser.end} reports it (`truncated`), so a caller can refuse to pass off
- * a cut stream as a complete one.
+ * What follows from the library, and differs from the WHATWG rules: the last
+ * event id is taken from dispatched events only, so an `id` sent in an event
+ * without data is not remembered (the HTTP tool uses only `data`).
  */
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { LineSplitter } from './line-splitter.js';
 
 /** One dispatched event. */
@@ -29,7 +26,7 @@ export interface SseEvent {
   data: string;
   /** The `event` field, `message` when the event had none. */
   type: string;
-  /** The last event id seen so far (ids persist across events, as in the specification). */
+  /** The id of the latest dispatched event that had one (persists across events; see the module doc). */
   lastEventId: string;
 }
 
@@ -41,11 +38,20 @@ export type SseEnd =
 
 export class SseParser {
   readonly #lines = new LineSplitter({ cr: true });
-  /** The data buffer: each `data` line's value and a `\n` (so non-empty once a `data` line was seen). */
-  #data = '';
-  #type = '';
+  readonly #fields: EventSourceParser;
+  /** Where the library's events go: the events of the current push, or the end's probe. */
+  #sink: EventSourceMessage[] = [];
   #lastEventId = '';
   #retry: number | undefined;
+
+  constructor() {
+    this.#fields = createParser({
+      onEvent: (event) => this.#sink.push(event),
+      onRetry: (ms) => {
+        this.#retry = ms;
+      },
+    });
+  }
 
   /** The last event id seen (persists across events). */
   get lastEventId(): string {
@@ -59,9 +65,7 @@ export class SseParser {
 
   /** Feed a chunk; returns the events it completed, in order. */
   push(chunk: Uint8Array | string): SseEvent[] {
-    const events: SseEvent[] = [];
-    for (const line of this.#lines.push(chunk)) this.#line(line, events);
-    return events;
+    return this.#feed(this.#lines.push(chunk));
   }
 
   /**
@@ -72,59 +76,30 @@ export class SseParser {
    */
   end(): { events: SseEvent[]; end: SseEnd } {
     const { lines, rest } = this.#lines.end();
-    const events: SseEvent[] = [];
-    for (const line of lines) this.#line(line, events);
+    const events = this.#feed(lines);
+    // A blank line now dispatches whatever data the library still buffers: that event was cut off.
+    const probe: EventSourceMessage[] = [];
+    this.#sink = probe;
+    this.#fields.feed('\n');
+    this.#fields.reset();
+    const buffered = probe[0];
     let end: SseEnd = { truncated: false };
     if (rest !== undefined && !rest.startsWith(':')) {
-      end = { truncated: true, partial: `${this.#data}${rest}` };
-    } else if (this.#data !== '') {
-      end = { truncated: true, partial: this.#data.endsWith('\n') ? this.#data.slice(0, -1) : this.#data };
+      end = { truncated: true, partial: `${buffered === undefined ? '' : `${buffered.data}\n`}${rest}` };
+    } else if (buffered !== undefined) {
+      end = { truncated: true, partial: buffered.data };
     }
-    this.#data = '';
-    this.#type = '';
     return { events, end };
   }
 
-  #line(line: string, events: SseEvent[]): void {
-    if (line === '') {
-      this.#dispatch(events);
-      return;
-    }
-    if (line.charCodeAt(0) === 0x3a) return; // ':' a comment
-    const colon = line.indexOf(':');
-    let field: string;
-    let value: string;
-    if (colon < 0) {
-      field = line;
-      value = '';
-    } else {
-      field = line.slice(0, colon);
-      value = line.charCodeAt(colon + 1) === 0x20 ? line.slice(colon + 2) : line.slice(colon + 1);
-    }
-    switch (field) {
-      case 'data':
-        this.#data += `${value}\n`;
-        break;
-      case 'event':
-        this.#type = value;
-        break;
-      case 'id':
-        if (!value.includes('\u0000')) this.#lastEventId = value;
-        break;
-      case 'retry':
-        if (/^[0-9]+$/.test(value)) this.#retry = Number(value);
-        break;
-      default:
-        break;
-    }
-  }
-
-  #dispatch(events: SseEvent[]): void {
-    const type = this.#type;
-    this.#type = '';
-    if (this.#data === '') return;
-    const data = this.#data.slice(0, -1); // the buffer always ends with the `\n` of its last line
-    this.#data = '';
-    events.push({ data, type: type === '' ? 'message' : type, lastEventId: this.#lastEventId });
+  #feed(lines: string[]): SseEvent[] {
+    if (lines.length === 0) return [];
+    const received: EventSourceMessage[] = [];
+    this.#sink = received;
+    this.#fields.feed(lines.map((line) => `${line}\n`).join(''));
+    return received.map((event) => {
+      if (event.id !== undefined) this.#lastEventId = event.id;
+      return { data: event.data, type: event.event ?? 'message', lastEventId: this.#lastEventId };
+    });
   }
 }

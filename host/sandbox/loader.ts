@@ -18,7 +18,7 @@ import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
 import { capModuleMemory, pagesForMb } from './memory-cap.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
-import { parseEgressAllowlist } from '../policy/egress-http.js';
+import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
 
 /** The interface every tool component must export. */

@@ -5,9 +5,8 @@ import type { RunnerSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { SandboxPool } from './pool.js';
-import { EgressChecker, EgressError, egressFetch, parseEgressAllowlist } from '../policy/egress-http.js';
+import { GuestNetwork } from './guest-network.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
-import type { GuestHttpRequest, GuestHttpResult } from './wasi/http.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -150,55 +149,6 @@ export class SandboxedTool implements Tool {
         return null;
       case 'http':
         return network.send(request.request);
-    }
-  }
-}
-
-/**
- * A guest's outgoing HTTP, sent from the main thread through the egress
- * checker under the call's network label, connecting to the address the
- * checker approved. Refusals are remembered for the call's accounting.
- */
-class GuestNetwork {
-  readonly denied: Array<{ url: string; reason: string }> = [];
-  readonly #ctx: ToolContext;
-  readonly #signal: AbortSignal;
-  #checker: EgressChecker | undefined;
-
-  constructor(ctx: ToolContext, signal: AbortSignal) {
-    this.#ctx = ctx;
-    this.#signal = signal;
-  }
-
-  async send(request: GuestHttpRequest): Promise<GuestHttpResult> {
-    const url = `${request.scheme}://${request.authority}${request.pathWithQuery.startsWith('/') ? '' : '/'}${request.pathWithQuery}`;
-    this.#checker ??= new EgressChecker({
-      label: this.#ctx.capabilities.network,
-      allow: parseEgressAllowlist(this.#ctx.capabilities.egressAllow),
-    });
-    const decoder = new TextDecoder();
-    try {
-      const response = await egressFetch(
-        {
-          method: request.method,
-          url,
-          headers: request.headers.map(([name, value]): [string, string] => [name, decoder.decode(value)]),
-          ...(request.body.length > 0 ? { body: request.body } : {}),
-          ...(request.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: request.connectTimeoutMs }),
-          ...(request.firstByteTimeoutMs === undefined ? {} : { firstByteTimeoutMs: request.firstByteTimeoutMs }),
-          ...(request.betweenBytesTimeoutMs === undefined ? {} : { betweenBytesTimeoutMs: request.betweenBytesTimeoutMs }),
-          signal: this.#signal,
-        },
-        this.#checker,
-      );
-      const encoder = new TextEncoder();
-      return { ok: true, status: response.status, headers: response.headers.map(([name, value]): [string, Uint8Array] => [name, encoder.encode(value)]), body: response.body };
-    } catch (error) {
-      if (error instanceof EgressError) {
-        if (error.toolhostCode === 'NETWORK_DENIED') this.denied.push({ url, reason: error.message });
-        return { ok: false, error: error.wasiCode };
-      }
-      return { ok: false, error: { tag: 'internal-error', val: error instanceof Error ? error.message : String(error) } };
     }
   }
 }
