@@ -3,22 +3,10 @@
  * every field name and value must follow.
  */
 
-/**
- * Field names a guest may not set, read or send (compared lower-case): the
- * hop-by-hop headers and `host`, which the transport owns. This is wasmtime's
- * default list; response headers with these names are not shown to the guest.
- */
-export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'http2-settings',
-]);
+import { FORBIDDEN_HEADERS } from '../../net/headers.js';
+
+// Field names a guest may not set, read or send: the host's one list (hop-by-hop + host).
+export { FORBIDDEN_HEADERS };
 
 /** RFC 9110 `token`: field names and methods. */
 export const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

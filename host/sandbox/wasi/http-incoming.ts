@@ -11,7 +11,7 @@
  */
 import { lockedFields, fieldsEntries, type FieldEntry, type Fields } from './http-fields.js';
 import { trap, type WitResult } from './http-wit.js';
-import type { WasiHttpErrorCode } from './http.js';
+import type { WasiHttpErrorCode } from './http-error-code.js';
 import { shimIo, type ShimInputStream, type ShimPollable } from './shim.js';
 
 // Access to the resources' private state for the outgoing handler (set in their static blocks).

@@ -15,7 +15,8 @@
  */
 import { fieldsEntries, lockedFields, TOKEN, type FieldEntry, type Fields } from './http-fields.js';
 import { trap, type WitResult } from './http-wit.js';
-import type { GuestHttpRequest, WasiHttpErrorCode } from './http.js';
+import type { GuestHttpRequest } from './http.js';
+import type { WasiHttpErrorCode } from './http-error-code.js';
 import { shimIo, type ShimOutputStream } from './shim.js';
 
 /** What one instance's outgoing requests share: its limits, and the io errors its bodies raised. */

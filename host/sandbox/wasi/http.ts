@@ -28,6 +28,7 @@
  *   {@link OutgoingContext}, bound into that instance's `outgoing-request`
  *   constructor. `handle` accepts only requests made by its own instance.
  */
+import type { WasiHttpErrorCode } from './http-error-code.js';
 import { FORBIDDEN_HEADERS, Fields, TOKEN, isFieldValue, lockedFields, type FieldEntry } from './http-fields.js';
 import {
   FutureIncomingResponse,
@@ -67,8 +68,7 @@ export type GuestHttpResult =
   | { ok: true; status: number; headers: Array<[string, Uint8Array]>; body: Uint8Array }
   | { ok: false; error: WasiHttpErrorCode };
 
-/** The wasi:http `error-code` variant, as jco represents it (e.g. `{ tag: 'HTTP-request-denied' }`). */
-export type WasiHttpErrorCode = { tag: string; val?: unknown };
+export type { WasiHttpErrorCode };
 
 export interface SyncHttpOptions {
   /** Largest outgoing body a guest may write, in bytes (default 16 MiB). */
