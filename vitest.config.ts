@@ -8,5 +8,7 @@ export default defineConfig({
     hookTimeout: 180_000,
     // Each test file starts its own worker pool; two at a time fit two cores.
     maxWorkers: 2,
+    // Test files in one worker share the host's modules instead of re-importing them (~0.5 s a file).
+    isolate: false,
   },
 });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliPath, runCli } from './cli-runner.js';
+import { cliEnv, cliPath, runCli } from './cli-runner.js';
 import { example, hasCGuests, root } from './helpers.js';
 
 const remoteServer = join(root, 'test', 'fixtures', 'mcp', 'remote-server.mjs');
@@ -34,7 +34,7 @@ async function listed(config: string): Promise<string[]> {
 
 /** Tool names as `serve --mcp stdio` answers tools/list. */
 async function served(config: string): Promise<string[]> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [cliPath, 'serve', '--mcp', 'stdio', '--config', config], cwd: root, stderr: 'pipe' });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [cliPath, 'serve', '--mcp', 'stdio', '--config', config], cwd: root, env: cliEnv(), stderr: 'pipe' });
   const client = new Client({ name: 'parity-test', version: '1.0.0' });
   await client.connect(transport);
   try {
@@ -84,24 +84,29 @@ admin_tools: true
     expect(fromList).toEqual(expect.arrayContaining(['local_stream', 'remote.divide', 'toolhost_load', 'toolhost_unload']));
     if (hasCGuests) expect(fromList).toEqual(expect.arrayContaining(['sha256', 'echo']));
 
-    const stream = await runCli(['call', 'local_stream', '--args', '{}', '--config', config]);
+    const [stream, divide] = await Promise.all([
+      runCli(['call', 'local_stream', '--args', '{}', '--config', config]),
+      runCli(['call', 'remote.divide', '--args', '{"a":6,"b":3}', '--config', config]),
+    ]);
     expect(stream.code, stream.stderr).toBe(0);
     expect(JSON.parse(stream.stdout)).toMatchObject({ status: 200 });
-    const divide = await runCli(['call', 'remote.divide', '--args', '{"a":6,"b":3}', '--config', config]);
     expect(divide.code, divide.stderr).toBe(0);
     expect(JSON.parse(divide.stdout)).toEqual({ quotient: 2 });
   });
 
   it('a config without tools: lists what it does name, and never blames the example tools', async () => {
     const onlyAdmin = writeConfig('admin_tools: true\n');
-    const run = await runCli(['list', '--json', '--config', onlyAdmin]);
+    const empty = writeConfig('host: { log_level: warn }\n');
+    const [run, fromServe, none] = await Promise.all([
+      runCli(['list', '--json', '--config', onlyAdmin]),
+      served(onlyAdmin),
+      runCli(['list', '--config', empty]),
+    ]);
     expect(run.code, run.stderr).toBe(0);
     expect((JSON.parse(run.stdout) as Array<{ name: string }>).map((tool) => tool.name).sort()).toEqual(['toolhost_load', 'toolhost_unload']);
     expect(run.stderr).not.toContain('not built');
-    expect(await served(onlyAdmin)).toEqual(['toolhost_load', 'toolhost_unload']);
+    expect(fromServe).toEqual(['toolhost_load', 'toolhost_unload']);
 
-    const empty = writeConfig('host: { log_level: warn }\n');
-    const none = await runCli(['list', '--config', empty]);
     expect(none.code).toBe(0);
     expect(none.stdout).toBe('');
     expect(none.stderr).toContain('no tools');
@@ -109,7 +114,7 @@ admin_tools: true
   });
 });
 
-describe('toolhost serve with nothing to serve', () => {
+describe.concurrent('toolhost serve with nothing to serve', () => {
   it('--mcp none --no-grpc is a usage error (exit 2) that says why', async () => {
     const run = await runCli(['serve', '--mcp', 'none', '--no-grpc']);
     expect(run.code).toBe(2);

@@ -1,7 +1,7 @@
 /** Runs the built `toolhost` CLI as a child process, for black-box tests. */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { root } from './helpers.js';
+import { root, sharedCacheDir } from './helpers.js';
 
 export const cliPath = join(root, 'dist', 'host', 'cli', 'main.js');
 
@@ -16,10 +16,17 @@ export interface CliRun {
   killed: boolean;
 }
 
+/** The environment the CLI runs with in tests: the shared transpile cache, no TOOLHOST_LOG. */
+export function cliEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'TOOLHOST_LOG') env[key] = value;
+  env.TOOLHOST_CACHE_DIR = sharedCacheDir;
+  return env;
+}
+
 /** Run the CLI to completion (killing it after `limitMs`, which fails the run's checks). */
 export function runCli(args: string[], limitMs = 90_000): Promise<CliRun> {
-  const env = { ...process.env };
-  delete env.TOOLHOST_LOG;
+  const env = cliEnv();
   return new Promise((resolve, reject) => {
     const startedAt = performance.now();
     const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });

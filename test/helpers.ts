@@ -15,8 +15,11 @@ export const fixture = (name: string): string => join(fixturesDir, `${name}.wasm
 /** Whether the C guests were built (clang with wasm32-wasi was available). */
 export const hasCGuests = existsSync(example('ctools')) && existsSync(fixture('counter'));
 
-/** A transpile cache shared by the test run (fresh per run, reused across files). */
-export const sharedCacheDir = join(tmpdir(), `toolhost-test-cache-${process.ppid}`);
+/**
+ * The transpile cache every test shares, the CLI's included (see cli-runner):
+ * content-addressed, so it stays valid across runs; the global setup warms it.
+ */
+export const sharedCacheDir = join(root, 'node_modules', '.cache', 'toolhost-test');
 
 export function freshCacheDir(): string {
   return mkdtempSync(join(tmpdir(), 'toolhost-cache-'));
@@ -27,7 +30,8 @@ export function makeRegistry(options: RegistryOptions = {}): ToolRegistry {
     logger: silentLogger,
     audit: new MemoryAuditLog(),
     ...options,
-    sandbox: { cacheDir: sharedCacheDir, threads: 2, ...options.sandbox },
+    // One worker thread unless a test needs two: two test files run at once on two cores.
+    sandbox: { cacheDir: sharedCacheDir, threads: 1, ...options.sandbox },
   });
 }
 

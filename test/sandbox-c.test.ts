@@ -7,9 +7,10 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
   let reuse: ToolRegistry;
 
   beforeAll(async () => {
-    registry = makeRegistry();
+    // Two workers: one test proves state is shared across them.
+    registry = makeRegistry({ sandbox: { threads: 2 } });
     await registry.registerWasmTools([example('ctools'), fixture('counter')]);
-    reuse = makeRegistry({ sandbox: { threads: 1 } });
+    reuse = makeRegistry();
     await reuse.registerWasmTools(fixture('counter'), { isolation: 'worker' });
   });
   afterAll(async () => {

@@ -11,7 +11,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliPath, runCli } from './cli-runner.js';
+import { cliEnv, cliPath, runCli } from './cli-runner.js';
 import { example, fixture, hasCGuests, root } from './helpers.js';
 
 function writeConfig(body: string): string {
@@ -33,7 +33,7 @@ tools:
   - path: ${fixture('counter')}
 admin_tools: true
 `);
-    const transport = new StdioClientTransport({ command: process.execPath, args: [cliPath, 'serve', '--mcp', 'stdio', '--config', config], cwd: root, stderr: 'pipe' });
+    const transport = new StdioClientTransport({ command: process.execPath, args: [cliPath, 'serve', '--mcp', 'stdio', '--config', config], cwd: root, env: cliEnv(), stderr: 'pipe' });
     client = new Client({ name: 'serve-cli-test', version: '1.0.0' });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       changes.push(Date.now());
@@ -102,7 +102,7 @@ describe('toolhost serve --mcp http', () => {
   let output = '';
 
   beforeAll(async () => {
-    child = spawn(process.execPath, [cliPath, 'serve', '--mcp', 'http', '--port', '0', '--no-grpc'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [cliPath, 'serve', '--mcp', 'http', '--port', '0', '--no-grpc'], { cwd: root, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const deadline = Date.now() + 60_000;
     while (!/http:\/\/127\.0\.0\.1:\d+\/mcp/.test(output)) {

@@ -4,16 +4,12 @@
  * componentize-js guest whose fetch() runs on it in a worker thread.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { componentize } from '@bytecodealliance/componentize-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ComponentCache } from '../host/sandbox/component-cache.js';
 import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult, type SyncHttpOptions } from '../host/sandbox/wasi/http.js';
+import { fixture, sharedCacheDir } from './helpers.js';
 
 // ---------------------------------------------------------------------------
 // The classes as the guest's glue sees them
@@ -589,8 +585,6 @@ describe('wasi:http types and outgoing-handler (synchronous)', () => {
 // ---------------------------------------------------------------------------
 // End to end: componentize-js fetch() in a worker thread
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const FETCHER_SOURCE = join(root, 'test', 'fixtures', 'guests', 'js', 'fetcher', 'index.js');
 
 type Route = { status: number; headers: Array<[string, string]>; body?: string; echo?: boolean } | { error: ErrorCode } | { throws: string };
 interface RecordedRequest extends Omit<GuestHttpRequest, 'headers' | 'body'> {
@@ -611,19 +605,11 @@ interface FetchResult {
 
 describe('fetch() in a componentize-js guest, on the synchronous wasi:http layer', () => {
   let component: { moduleUrl: string; dir: string; coreModules: string[] };
-  const cacheDir = mkdtempSync(join(tmpdir(), 'toolhost-wasi-http-'));
-  afterAll(() => rmSync(cacheDir, { recursive: true, force: true }));
 
   beforeAll(async () => {
-    // Built here rather than by the fixture build: fetch() needs componentize-js's `http` feature.
-    const options = {
-      sourcePath: FETCHER_SOURCE,
-      witWorld: await readFile(join(root, 'wit', 'tool.wit'), 'utf8'),
-      worldName: 'tool-provider',
-      disableFeatures: ['fetch-event' as const],
-    };
-    const { component: bytes } = await componentize(options);
-    const cache = new ComponentCache(cacheDir);
+    // The fixture build made it (with componentize-js's `http` feature, which fetch() needs: see its build.json).
+    const bytes = await readFile(fixture('fetcher'));
+    const cache = new ComponentCache(sharedCacheDir);
     const id = createHash('sha256').update(bytes).digest('hex');
     const entry = await cache.prepare(id, bytes, 'fetcher');
     component = { moduleUrl: entry.moduleUrl, dir: entry.dir, coreModules: entry.meta.coreModules };

@@ -8,7 +8,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { openHost, type Host } from '../compose/host.js';
+import type { Host } from '../compose/host.js';
 import { toErrorData, type ToolErrorData } from '../core/errors.js';
 import { isTerminal } from '../core/events.js';
 import type { ServeOptions } from './serve.js';
@@ -52,12 +52,16 @@ function printError(data: ToolErrorData): void {
 
 /**
  * The host for `list` and `call`: the one `serve` would build for the same
- * `--config` and `--load` (see `openHost`). Config warnings go to stderr.
+ * `--config` and `--load` (see `loadHostConfig`). Config warnings go to
+ * stderr. One call needs one worker thread, unless the config says otherwise.
  */
 async function open(loads: string[], configPath: string | undefined): Promise<Host> {
-  const { host, warnings } = await openHost({ load: loads, ...(configPath === undefined ? {} : { configPath }) });
+  // The host's modules load here, not at start: `--help` and usage errors never pay for them.
+  const { createHost, loadHostConfig } = await import('../compose/host.js');
+  const options = { load: loads, ...(configPath === undefined ? {} : { configPath }) };
+  const { config, warnings } = await loadHostConfig(options);
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
-  return host;
+  return createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, options);
 }
 
 async function list(options: { load: string[]; json?: boolean; config?: string }): Promise<number> {

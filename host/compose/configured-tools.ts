@@ -6,7 +6,6 @@
 import { ToolhostError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { ConfigOrigin, HttpToolSpec, McpServerSpec, ToolLoad } from '../config/resolve.js';
-import { createHttpStreamingTool } from '../native/http-streaming-tool.js';
 import type { McpImport } from '../servers/mcp-import.js';
 
 /** Run `step`; a ToolhostError it throws is re-thrown with the config entry's position in front. */
@@ -27,8 +26,10 @@ export async function registerConfiguredComponents(registry: ToolRegistry, loads
   }
 }
 
-/** Register each configured native HTTP streaming tool. */
+/** Register each configured native HTTP streaming tool (its HTTP client loads only when one is configured). */
 export async function registerHttpTools(registry: ToolRegistry, specs: readonly HttpToolSpec[]): Promise<void> {
+  if (specs.length === 0) return;
+  const { createHttpStreamingTool } = await import('../native/http-streaming-tool.js');
   for (const spec of specs) {
     await atOrigin(spec.origin, `http_tools entry ${spec.name}`, () =>
       registry.register(createHttpStreamingTool({

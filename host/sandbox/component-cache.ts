@@ -15,7 +15,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { transpileBytes } from '@bytecodealliance/jco-transpile';
 import { ToolhostError } from '../core/errors.js';
 import type { GuestToolInfo } from './protocol.js';
 
@@ -90,6 +89,8 @@ export class ComponentCache {
     let exports: Array<[string, string]>;
     try {
       this.#transpiles += 1;
+      // jco-transpile is loaded only on a miss: a warm start never pays for it.
+      const { transpileBytes } = await import('@bytecodealliance/jco-transpile');
       ({ files, imports, exports } = await transpileBytes(bytes, {
         name: 'component',
         instantiation: 'sync',

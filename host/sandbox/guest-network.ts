@@ -8,7 +8,6 @@ import type { ToolContext } from '../core/context.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import { EgressChecker } from '../net/egress-checker.js';
 import { EgressError } from '../net/errors.js';
-import { egressFetch } from '../net/pinned-client.js';
 import { wasiHttpErrorCodeOf } from './wasi/http-error-code.js';
 import type { GuestHttpRequest, GuestHttpResult } from './wasi/http.js';
 
@@ -31,6 +30,8 @@ export class GuestNetwork {
     });
     const decoder = new TextDecoder();
     try {
+      // The HTTP client (undici) loads with a guest's first request, not with every host.
+      const { egressFetch } = await import('../net/pinned-client.js');
       const response = await egressFetch(
         {
           method: request.method,
