@@ -9,7 +9,7 @@ import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { EXAMPLE_LOAD_OPTIONS } from './examples.js';
 import { examplesDir } from './package-root.js';
-import type { LoadedConfig } from './load.js';
+import type { LoadedConfig } from './loaded-config.js';
 import { resolveConfig, type ToolLoad } from './resolve.js';
 
 export interface EmbeddedConfigOptions {

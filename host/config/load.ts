@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { checkConfig } from './checks.js';
 import { embeddedConfig } from './defaults.js';
+import type { LoadedConfig } from './loaded-config.js';
 import { ConfigError, formatProblem, type ConfigProblem } from './errors.js';
 import { resolveConfig, type ResolvedConfig } from './resolve.js';
 import { configValidator } from './schema.js';
@@ -15,21 +16,7 @@ import { schemaProblems } from './schema-errors.js';
 import { ConfigSource } from './source.js';
 import type { ConfigFile } from './types.js';
 
-/** A configuration ready to use. */
-export interface LoadedConfig {
-  /** The config file (absolute), or undefined when the embedded defaults were used. */
-  file?: string;
-  /** The file's data as validated (snake_case, as written); `{}` for the embedded defaults. */
-  config: ConfigFile;
-  /** The configuration in the host's terms. */
-  resolved: ResolvedConfig;
-  /**
-   * Things that work but probably not as meant (a grant that needs approval
-   * when approval is `never`, an unbuilt example directory), formatted like
-   * errors: `<file>:<line>:<column>: <path> <message>`. Print them to stderr.
-   */
-  warnings: string[];
-}
+export type { LoadedConfig };
 
 export interface LoadConfigOptions {
   /** Where `TOOLHOST_LOG` is read (default `process.env`). */

@@ -1,6 +1,7 @@
 /**
  * The MCP server adapter: a low-level SDK `Server` whose `tools/list` and
  * `tools/call` are the registry's definitions and the registry's one call path.
+ * (Over 400 lines: the request handlers share the session's progress and cancellation state.)
  *
  * Nothing is decided here: policy, validation, budgets and events all happen in
  * the call path. The adapter translates an MCP request into `CallOptions`, the

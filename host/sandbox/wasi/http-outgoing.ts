@@ -15,7 +15,7 @@
  */
 import { fieldsEntries, lockedFields, TOKEN, type FieldEntry, type Fields } from './http-fields.js';
 import { trap, type WitResult } from './http-wit.js';
-import type { GuestHttpRequest } from './http.js';
+import type { GuestHttpRequest } from './guest-http.js';
 import type { WasiHttpErrorCode } from './http-error-code.js';
 import { shimIo, type ShimOutputStream } from './shim.js';
 

@@ -28,6 +28,7 @@
  *   {@link OutgoingContext}, bound into that instance's `outgoing-request`
  *   constructor. `handle` accepts only requests made by its own instance.
  */
+import type { GuestHttpRequest, GuestHttpResult } from './guest-http.js';
 import type { WasiHttpErrorCode } from './http-error-code.js';
 import { FORBIDDEN_HEADERS, Fields, TOKEN, isFieldValue, lockedFields, type FieldEntry } from './http-fields.js';
 import {
@@ -47,27 +48,7 @@ import { trap, type WitResult } from './http-wit.js';
 
 export { FORBIDDEN_HEADERS };
 
-/** One outgoing request, as the host receives it. */
-export interface GuestHttpRequest {
-  /** Upper-case for the standard methods (`GET`, `POST`, ...); as the guest spelled it for `other`. */
-  method: string;
-  scheme: 'http' | 'https';
-  /** `host[:port]`, never empty. */
-  authority: string;
-  /** Starts with `/`. */
-  pathWithQuery: string;
-  headers: Array<[string, Uint8Array]>;
-  body: Uint8Array;
-  connectTimeoutMs?: number;
-  firstByteTimeoutMs?: number;
-  betweenBytesTimeoutMs?: number;
-}
-
-/** The host's answer: a response, or a wasi:http error code for the guest. */
-export type GuestHttpResult =
-  | { ok: true; status: number; headers: Array<[string, Uint8Array]>; body: Uint8Array }
-  | { ok: false; error: WasiHttpErrorCode };
-
+export type { GuestHttpRequest, GuestHttpResult } from './guest-http.js';
 export type { WasiHttpErrorCode };
 
 export interface SyncHttpOptions {

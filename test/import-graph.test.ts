@@ -1,0 +1,125 @@
+/**
+ * The layering holds: no import cycle among the host's files, no arrow from a
+ * lower layer up into a higher one, and no file over 400 lines unless its
+ * header says why ("(Over 400 lines: ...)"). Read from the sources with
+ * TypeScript's own import scanner, type-only and dynamic imports included.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import { root } from './helpers.js';
+
+const hostDir = join(root, 'host');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return /\.(c|m)?ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+const files = sourceFiles(hostDir);
+const known = new Set(files);
+
+/** A relative import's target file (`./x.js` is written for `./x.ts`). */
+function target(from: string, specifier: string): string | undefined {
+  if (!specifier.startsWith('.')) return undefined;
+  const base = resolve(dirname(from), specifier);
+  for (const candidate of [base.replace(/\.js$/, '.ts'), base.replace(/\.cjs$/, '.cts'), base.replace(/\.mjs$/, '.mts'), base]) {
+    if (known.has(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+const graph = new Map<string, string[]>(files.map((file) => {
+  const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+  const targets = importedFiles.map((imported) => target(file, imported.fileName)).filter((path): path is string => path !== undefined);
+  return [file, [...new Set(targets)]];
+}));
+
+const rel = (file: string): string => relative(hostDir, file);
+const layerOf = (file: string): string => rel(file).split('/')[0]!.replace(/\.(c|m)?ts$/, '');
+
+/** Strongly connected components with more than one file (or a file importing itself): Tarjan's algorithm. */
+function cycles(): string[][] {
+  let index = 0;
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const indices = new Map<string, number>();
+  const low = new Map<string, number>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    indices.set(node, index);
+    low.set(node, index);
+    index += 1;
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!indices.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, indices.get(next)!));
+      }
+    }
+    if (low.get(node) === indices.get(node)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(rel(member));
+      } while (member !== node);
+      if (component.length > 1 || (graph.get(node) ?? []).includes(node)) found.push(component.sort());
+    }
+  };
+  for (const file of files) if (!indices.has(file)) visit(file);
+  return found;
+}
+
+/**
+ * Arrows that must not exist, by folder. `core` knows nothing of Wasm, MCP,
+ * gRPC or the config file; `policy` decides and never touches the network or
+ * the sandbox; adapters never assemble the host; nothing but the CLI imports it.
+ */
+const FORBIDDEN: Record<string, readonly string[]> = {
+  core: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'net', 'bench'],
+  policy: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'net', 'bench'],
+  net: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'bench'],
+  native: ['sandbox', 'servers', 'cli', 'compose', 'config', 'bench'],
+  sandbox: ['servers', 'cli', 'compose', 'config', 'native', 'bench'],
+  config: ['servers', 'cli', 'compose', 'native', 'bench'],
+  servers: ['cli', 'compose', 'sandbox', 'bench'],
+  compose: ['cli', 'bench'],
+};
+
+describe('the import graph of host/', () => {
+  it('reads every source file', () => {
+    expect(files.length).toBeGreaterThan(50);
+    expect(graph.get(join(hostDir, 'compose', 'host.ts'))?.map(rel)).toEqual(expect.arrayContaining(['compose/registry.ts']));
+  });
+
+  it('has no import cycle', () => {
+    expect(cycles()).toEqual([]);
+  });
+
+  it('has no arrow from a lower layer up into a higher one', () => {
+    const upward: string[] = [];
+    for (const [file, targets] of graph) {
+      const forbidden = FORBIDDEN[layerOf(file)] ?? [];
+      for (const imported of targets) if (forbidden.includes(layerOf(imported))) upward.push(`${rel(file)} -> ${rel(imported)}`);
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it('has no file over 400 lines without a reason in its header', () => {
+    const long = files
+      .map((file) => ({ file: rel(file), text: readFileSync(file, 'utf8') }))
+      .filter(({ text }) => text.split('\n').length > 400)
+      .filter(({ text }) => !/\(Over 400 lines: [^)]+\)/.test(text.slice(0, 3000)))
+      .map(({ file }) => file);
+    expect(long).toEqual([]);
+  });
+});
