@@ -9,58 +9,66 @@
  * await host.close();
  * ```
  *
+ * This entry is the author's and embedder's API: build a host, define native
+ * tools, call tools, read results, errors and events, state the policy.
+ * Three subpaths hold the rest:
+ * - `toolhost/runner`: for runners and sandbox embedders (the runner sink, the
+ *   Wasm loader, the transpile cache, policy resolution, the egress checker).
+ * - `toolhost/servers`: the MCP (stdio, Streamable HTTP) and gRPC servers, and
+ *   MCP imports (they load the MCP SDK and grpc-js, so they live apart).
  * This file only re-exports; the host is assembled in `compose/`.
  */
+
+// A host: assembled from a config, or a registry of your own.
 export { createHost, loadHostConfig, openHost } from './compose/host.js';
 export type { CreateHostOptions, Host, HostConfig, OpenHostOptions } from './compose/host.js';
-export { approveAll, createRegistry, registryOptions } from './compose/registry.js';
+export { createRegistry } from './compose/registry.js';
 export type { RegistryOptions } from './compose/registry.js';
-export { registerAdminTools } from './compose/admin-tools.js';
+export { ToolRegistry } from './core/registry.js';
+export type { ToolRegistryOptions, WasmLoadOptions, WasmLoadReport } from './core/registry.js';
+
+// Calls: options, streams, events.
 export type { CallOptions, CallStream } from './core/call/options.js';
-export type { ToolContext } from './core/context.js';
-export { modelSafeName, toDefinition } from './core/definitions.js';
-export type { AnthropicDefinition, DefinitionFormat, McpDefinition, OpenAIDefinition, ToolhostDefinition } from './core/definitions.js';
-export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, toolError } from './core/errors.js';
-export type { CancelOutcome, ErrorCode, ToolErrorData } from './core/errors.js';
 export { LOG_LEVELS, isTerminal } from './core/events.js';
-export type { ErrorEvent, LogLevel, ProgressEvent, ResultEvent, StartEvent, TerminalEvent, ToolEvent, ToolEventSink, RunnerSink, DeltaEvent, LogEvent } from './core/events.js';
+export type { DeltaEvent, ErrorEvent, LogEvent, LogLevel, ProgressEvent, ResultEvent, StartEvent, TerminalEvent, ToolEvent, ToolEventSink } from './core/events.js';
+
+// Native tools: define them, and what they see of their call.
+export { defineNativeTool } from './core/tool.js';
+export type { ExecutionMode, JsonSchema, NativeToolSpec, Tool, ToolDescriptor, ToolOutput } from './core/tool.js';
+export type { ToolContext } from './core/context.js';
 export { Extensions, extensionKey } from './core/extensions.js';
 export type { ExtensionKey } from './core/extensions.js';
-export { createDefaultLogger, silentLogger } from './core/logger.js';
-export type { Logger } from './core/logger.js';
-export { ToolRegistry } from './core/registry.js';
-export type { LoadedComponentTools, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './core/registry.js';
-export { isRichResult, jsonResult, richResult } from './core/result.js';
-export type { CallAccounting, ContentBlock, ImageContent, RichResult, TextContent, ToolResult } from './core/result.js';
 export { ConversationState, InMemoryStateStore } from './core/state.js';
 export type { StateStore } from './core/state.js';
-export { defineNativeTool } from './core/tool.js';
-export type { ExecutionMode, JsonSchema, NativeToolSpec, Tool, ToolDescriptor } from './core/tool.js';
-export { NETWORK_LABELS, PRIVILEGE_LABELS } from './policy/labels.js';
-export type { NetworkLabel, PrivilegeLabel } from './policy/labels.js';
-export { parseDuration, parseExecutionPolicy, resolveBudgets } from './policy/execution-policy.js';
-export type { CallBudgets, ExecutionPolicy, ExecutionPolicyInput, PolicyDefaults } from './policy/execution-policy.js';
-export type { ToolDefaultPolicy, ToolGrant } from './policy/grant.js';
-export { WORKTREE_GUEST_PATH, resolveCapabilities } from './policy/capabilities.js';
-export type { CallCapabilities } from './policy/capabilities.js';
-export { denyAllApprovals } from './policy/approval.js';
-export type { ApprovalHook, ApprovalRequest } from './policy/approval.js';
-export { MemoryAuditLog, createAuditLog } from './policy/audit.js';
-export type { AuditEntry, AuditLog } from './policy/audit.js';
-export { classifyAddress } from './net/addresses.js';
-export { parseEgressAllowlist } from './net/allowlist.js';
-export type { EgressRule } from './net/allowlist.js';
-export { EgressChecker } from './net/egress-checker.js';
-export type { EgressDecision, EgressPolicy } from './net/egress-checker.js';
+export { createHttpStreamingTool } from './native/http-streaming-tool.js';
+export type { HttpStreamingToolSpec, HttpStreamSummary, HttpToolMethod } from './native/http-streaming-tool.js';
 export { EgressError } from './net/errors.js';
 export type { EgressFailure, EgressFailureKind } from './net/errors.js';
 export { egressFetch, egressStream } from './net/pinned-client.js';
 export type { EgressRequest, EgressResponse } from './net/pinned-client.js';
-export { followRedirects } from './net/redirects.js';
-export { createHttpStreamingTool } from './native/http-streaming-tool.js';
-export type { HttpStreamingToolSpec, HttpStreamSummary, HttpToolMethod } from './native/http-streaming-tool.js';
+
+// Results and errors.
+export { isRichResult, jsonResult, richResult } from './core/result.js';
+export type { CallAccounting, ContentBlock, ImageContent, RichResult, TextContent, ToolResult } from './core/result.js';
+export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, toolError } from './core/errors.js';
+export type { CancelOutcome, ErrorCode, ToolErrorData } from './core/errors.js';
+
+// Definitions for agent APIs.
+export { modelSafeName, toDefinition } from './core/definitions.js';
+export type { AnthropicDefinition, DefinitionFormat, McpDefinition, OpenAIDefinition, ToolhostDefinition } from './core/definitions.js';
+
+// Policy: what a call asks for, what a tool is granted, who approves and who records.
+export { NETWORK_LABELS, PRIVILEGE_LABELS } from './policy/labels.js';
+export type { NetworkLabel, PrivilegeLabel } from './policy/labels.js';
+export type { ExecutionPolicyInput } from './policy/execution-policy.js';
+export type { ToolDefaultPolicy, ToolGrant } from './policy/grant.js';
+export { denyAllApprovals } from './policy/approval.js';
+export type { ApprovalHook, ApprovalRequest } from './policy/approval.js';
+export { MemoryAuditLog, createAuditLog } from './policy/audit.js';
+export type { AuditEntry, AuditLog } from './policy/audit.js';
+
+// Logging and the config file.
+export { createDefaultLogger, silentLogger } from './core/logger.js';
+export type { Logger } from './core/logger.js';
 export { ConfigError, embeddedConfig, findConfig, loadConfig } from './config/index.js';
 export type { LoadedConfig, ResolvedConfig } from './config/index.js';
-export { SandboxLoader, TOOL_EXPORT } from './sandbox/loader.js';
-export type { SandboxOptions } from './sandbox/loader.js';
-export { ComponentCache, defaultCacheDir } from './sandbox/component-cache.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDuration, parseExecutionPolicy } from '../host/index.js';
+import { parseDuration, parseExecutionPolicy } from '../host/runner.js';
 
 describe('parsing an ExecutionPolicy', () => {
   it('reads protobuf Durations as strings and objects', () => {
