@@ -9,7 +9,7 @@ import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
-import { HostBridge, OutputLimitExceeded } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded, helloMainThread } from './host-bridge.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
 const CONVERSATION_INSTANCES = 32;
@@ -28,6 +28,8 @@ interface ComponentRuntime {
   /** Kept between one conversation's calls in `conversation` isolation (least recently used first). */
   conversations: Map<string, GuestInstance>;
 }
+
+helloMainThread();
 
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
@@ -178,7 +180,7 @@ async function call(task: CallTask, bridge: HostBridge, startedAt: number): Prom
   const capBytes = task.memoryMb * 1024 * 1024;
 
   const cpuBefore = cpuTimeMs();
-  bridge.post({ type: 'guest-start', tid: threadTid, cpuMs: cpuBefore });
+  bridge.guestStarting(threadTid, cpuBefore, startedAt);
   let outcome: { ok: true; value: string } | { ok: false; error: ToolErrorData };
   try {
     const value = instance.call(active, task.tool, task.args);
@@ -212,7 +214,7 @@ async function call(task: CallTask, bridge: HostBridge, startedAt: number): Prom
 
 export default async function runTask(task: SandboxTask): Promise<WorkerOutcome> {
   const startedAt = now();
-  const bridge = new HostBridge(task.port, task.control, task.kind === 'call' ? task.limits : undefined);
+  const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
   try {
     return task.kind === 'describe' ? await describe(task, bridge, startedAt) : await call(task, bridge, startedAt);
   } catch (error) {
