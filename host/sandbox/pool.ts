@@ -68,6 +68,9 @@ export type TaskInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'> | O
 /** How long to wait for a task's last messages after its result arrived (they are already in flight). */
 const DRAIN_TIMEOUT_MS = 2_000;
 
+/** The worker view piscina hands a load balancer (its type is not exported by name). */
+type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>>[1][number];
+
 function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
   const threads = options.threads ?? availableParallelism();
   if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
@@ -101,6 +104,12 @@ export class SandboxPool {
   readonly #routes = new Map<number, (message: WorkerMessage, threadId: number) => void>();
   /** Each worker's reply port, by thread id (from its hello). */
   readonly #replies = new Map<number, MessagePort>();
+  /**
+   * Workers busy after answering (preparing a spare instance), by thread id:
+   * +1 for each result that announced it, -1 for each `ready` (the two travel
+   * on different ports, so either may come first).
+   */
+  readonly #preparing = new Map<number, number>();
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
@@ -121,6 +130,7 @@ export class SandboxPool {
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
       // A worker's env is its own empty copy: guest glue never sees the host's.
       env: {},
+      loadBalancer: (_task, workers) => this.#pickWorker(workers),
     });
     this.#piscina.on('message', (post: WorkerPost) => this.#onWorkerPost(post));
   }
@@ -253,6 +263,7 @@ export class SandboxPool {
         clearTimeout(watchdog);
       }
       outcome.accounting.queuedMs = Math.max(0, outcome.accounting.startedAt - submittedAt);
+      if (outcome.accounting.preparing) this.#countPreparing(outcome.accounting.threadId, +1);
       expected = outcome.accounting.messages;
       if (received < expected) {
         await new Promise<void>((resolve) => {
@@ -271,6 +282,27 @@ export class SandboxPool {
     }
   }
 
+  /**
+   * An idle worker for a task, preferring one that is not preparing a spare
+   * (it would start the task only once its spare is made); null when every
+   * worker is busy (the task waits in piscina's queue).
+   */
+  #pickWorker(workers: PiscinaWorker[]): PiscinaWorker | null {
+    let fallback: PiscinaWorker | null = null;
+    for (const worker of workers) {
+      if (worker.currentUsage !== 0) continue;
+      if ((this.#preparing.get(worker.id) ?? 0) <= 0) return worker;
+      fallback ??= worker;
+    }
+    return fallback;
+  }
+
+  #countPreparing(threadId: number, delta: number): void {
+    const count = (this.#preparing.get(threadId) ?? 0) + delta;
+    if (count === 0) this.#preparing.delete(threadId);
+    else this.#preparing.set(threadId, count);
+  }
+
   /** A message a worker posted on its parentPort: a hello, or one of a task's messages. */
   #onWorkerPost(post: WorkerPost): void {
     if (typeof post !== 'object' || post === null) return;
@@ -280,8 +312,11 @@ export class SandboxPool {
       // The port closes when its worker exits (stopped by a budget, or by the pool).
       replies.on('close', () => {
         if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
+        this.#preparing.delete(threadId);
       });
       replies.unref();
+    } else if (post.toolhost === 'ready') {
+      this.#countPreparing(post.threadId, -1);
     } else if (post.toolhost === 'task') {
       // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
       this.#routes.get(post.taskId)?.(post.message, post.threadId);

@@ -116,7 +116,9 @@ export type WorkerMessage =
 export type WorkerPost =
   /** Once, when the worker starts: where the main thread answers its host calls. */
   | { toolhost: 'hello'; threadId: number; replies: MessagePort }
-  | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage };
+  | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage }
+  /** The worker finished preparing what a task's `accounting.preparing` announced (a spare instance). */
+  | { toolhost: 'ready'; threadId: number };
 
 export type RpcRequest =
   | { op: 'modules'; componentId: string; memoryMb: number }
@@ -145,6 +147,11 @@ export interface WorkerAccounting {
   messages: number;
   /** The worker thread that ran the task. */
   threadId: number;
+  /**
+   * The worker prepares the next call's instance after answering (it posts a
+   * `ready` when done): the pool sends calls to other idle workers meanwhile.
+   */
+  preparing?: boolean;
   /** Time the task waited for a worker (filled in by the pool). */
   queuedMs?: number;
 }

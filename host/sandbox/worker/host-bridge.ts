@@ -16,6 +16,12 @@ let replies: MessagePort | undefined;
 /** Host-call ids are unique in the worker, so a late reply to an earlier task's request is told apart. */
 let nextRpcId = 1;
 
+/** Tell the main thread this worker finished what its last task's `accounting.preparing` announced. */
+export function announceReady(): void {
+  const ready: WorkerPost = { toolhost: 'ready', threadId };
+  parentPort?.postMessage(ready);
+}
+
 /** Send the main thread this worker's reply port; once, when the worker starts. */
 export function helloMainThread(): void {
   if (replies || !parentPort) return;
