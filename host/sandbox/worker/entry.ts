@@ -31,6 +31,9 @@ interface ComponentRuntime {
 
 helloMainThread();
 
+/** Spares that took less than this to make are warmed with describe() (see prepareSpare). */
+const WARM_SPARES_BELOW_MS = 1;
+
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
 
@@ -56,11 +59,15 @@ function prepareSpare(runtime: ComponentRuntime): boolean {
   setImmediate(() => {
     try {
       if (!runtime.spare) {
+        const t0 = now();
         const spare = new GuestInstance(runtime.instantiate, runtime.modules);
-        // Warm it with describe() (no call's data; every spare does the same):
-        // the glue's lazy per-instance state and the guest's first-run paths are
-        // then paid here, not by the call (C echo's first call 0.18 -> 0.04 ms).
-        spare.describe();
+        // A small guest is warmed with describe() (no call's data; every spare
+        // does the same): the glue's lazy per-instance state and the guest's
+        // first-run paths are then paid here, not by the call (C echo's first
+        // call 0.18 -> 0.04 ms). A large one is not: its describe() costs more
+        // than it saves (componentize-js: ~8 ms to save ~1.4 ms) and would keep
+        // the worker busy that much longer.
+        if (now() - t0 < WARM_SPARES_BELOW_MS) spare.describe();
         runtime.spare = spare;
       }
     } catch {
