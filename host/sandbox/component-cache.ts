@@ -16,9 +16,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { ToolhostError } from '../core/errors.js';
+import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from './protocol.js';
 
-const CACHE_FORMAT = 1;
+/** 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance). */
+const CACHE_FORMAT = 2;
 const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {
@@ -115,7 +117,8 @@ export class ComponentCache {
       for (const [name, content] of Object.entries(files)) {
         if (name.includes('/') || name.includes('..')) continue;
         // `.mjs`: the cache directory has no package.json to say `.js` is ESM.
-        await writeFile(join(temporary, name === 'component.js' ? GLUE_FILE : name), content);
+        if (name === 'component.js') await writeFile(join(temporary, GLUE_FILE), patchGlue(Buffer.from(content).toString('utf8')).source);
+        else await writeFile(join(temporary, name), content);
       }
       await writeFile(join(temporary, 'meta.json'), JSON.stringify(meta, null, 2));
       try {

@@ -1,25 +1,31 @@
 /**
  * The sandbox pool: piscina workers that run guest code, one task at a time
- * per worker, with a bounded queue. Each task gets a MessagePort for its
- * events and host calls and a shared control buffer for its flags.
+ * per worker, with a bounded queue. Each task gets an id and a shared control
+ * block for its flags; its events and host calls travel on channels each
+ * worker set up once (see protocol.ts).
  */
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
 import { readThreadCpuMs } from './thread-cpu.js';
 import {
+  CONTROL_BYTES,
   CONTROL_CANCELLED,
+  CONTROL_F64_CPU_START_MS,
+  CONTROL_F64_STARTED_AT,
   CONTROL_RPC_DOORBELL,
-  CONTROL_SLOTS,
+  CONTROL_STARTED,
+  CONTROL_TID,
   type CallTask,
   type DescribeTask,
   type RpcReply,
   type RpcRequest,
   type WorkerMessage,
   type WorkerOutcome,
+  type WorkerPost,
 } from './protocol.js';
 
 export interface SandboxPoolOptions {
@@ -40,8 +46,8 @@ interface ResolvedPoolOptions {
   maxHeapMb: number;
 }
 
-/** Messages a task's caller sees (the pool handles host calls and the guest-start notice itself). */
-export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' } | { type: 'guest-start' }>;
+/** Messages a task's caller sees (the pool handles host calls itself). */
+export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' }>;
 
 /** How a task's messages are answered. */
 export interface TaskHandlers {
@@ -57,10 +63,13 @@ export interface TaskHandlers {
   onStopped?(measured: { queuedMs?: number; cpuMs?: number }): void;
 }
 
-export type TaskInput = Omit<CallTask, 'port' | 'control' | 'submittedAt'> | Omit<DescribeTask, 'port' | 'control' | 'submittedAt'>;
+export type TaskInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'> | Omit<DescribeTask, 'taskId' | 'control' | 'submittedAt'>;
 
 /** How long to wait for a task's last messages after its result arrived (they are already in flight). */
 const DRAIN_TIMEOUT_MS = 2_000;
+
+/** The worker view piscina hands a load balancer (its type is not exported by name). */
+type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>>[1][number];
 
 function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
   const threads = options.threads ?? availableParallelism();
@@ -90,6 +99,17 @@ export class SandboxPool {
   readonly #options: ResolvedPoolOptions;
   /** Tasks accepted and not yet finished (running or waiting). */
   #pending = 0;
+  #nextTaskId = 1;
+  /** Where each running task's messages go, by task id. */
+  readonly #routes = new Map<number, (message: WorkerMessage, threadId: number) => void>();
+  /** Each worker's reply port, by thread id (from its hello). */
+  readonly #replies = new Map<number, MessagePort>();
+  /**
+   * Workers busy after answering (preparing a spare instance), by thread id:
+   * +1 for each result that announced it, -1 for each `ready` (the two travel
+   * on different ports, so either may come first).
+   */
+  readonly #preparing = new Map<number, number>();
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
@@ -110,7 +130,9 @@ export class SandboxPool {
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
       // A worker's env is its own empty copy: guest glue never sees the host's.
       env: {},
+      loadBalancer: (_task, workers) => this.#pickWorker(workers),
     });
+    this.#piscina.on('message', (post: WorkerPost) => this.#onWorkerPost(post));
   }
 
   get threads(): number {
@@ -145,59 +167,73 @@ export class SandboxPool {
   }
 
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    const { port1, port2 } = new MessageChannel();
-    const controlBuffer = new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+    const taskId = this.#nextTaskId++;
+    const controlBuffer = new SharedArrayBuffer(CONTROL_BYTES);
     const control = new Int32Array(controlBuffer);
+    const times = new Float64Array(controlBuffer);
     let received = 0;
     let expected = Number.POSITIVE_INFINITY;
     let drained: (() => void) | undefined;
+    const submittedAt = performance.timeOrigin + performance.now();
+
+    /** The guest's start, once the worker has published it in the control block. */
+    const guestStart = (): { tid: number | undefined; cpuStartMs: number; startedAt: number } | undefined => {
+      if (Atomics.load(control, CONTROL_STARTED) === 0) return undefined;
+      const tid = Atomics.load(control, CONTROL_TID);
+      return { tid: tid === 0 ? undefined : tid, cpuStartMs: times[CONTROL_F64_CPU_START_MS]!, startedAt: times[CONTROL_F64_STARTED_AT]! };
+    };
 
     // The CPU watchdog: once the guest starts, read its thread's CPU clock and
     // stop the worker when the budget is spent. A thread's CPU time never runs
     // ahead of wall time, so the first look can wait `budget` ms, and each
     // later one the budget that remains: the overshoot is one timer's lateness.
-    const budgetAbort = new AbortController();
-    const signal = handlers.signal ? AbortSignal.any([handlers.signal, budgetAbort.signal]) : budgetAbort.signal;
+    // (A task still queued has used nothing: look again later.)
+    const budget = handlers.cpuBudgetMs;
+    const budgetAbort = budget === undefined ? undefined : new AbortController();
+    const signal = budgetAbort && handlers.signal ? AbortSignal.any([handlers.signal, budgetAbort.signal]) : (budgetAbort?.signal ?? handlers.signal);
     let watchdog: NodeJS.Timeout | undefined;
-    let guest: { tid: number | undefined; cpuStartMs: number; startedAt: number } | undefined;
     /** The last reading, for when the thread is already gone (a stopped worker). */
     let lastUsed: number | undefined;
     const cpuUsed = (): number | undefined => {
+      const guest = guestStart();
       if (!guest) return undefined;
-      if (guest.tid === undefined) return (lastUsed = performance.now() - guest.startedAt);
+      if (guest.tid === undefined) return (lastUsed = performance.timeOrigin + performance.now() - guest.startedAt);
       const now = readThreadCpuMs(guest.tid);
       if (now !== undefined) lastUsed = now - guest.cpuStartMs;
       return lastUsed;
     };
     const watch = (budgetMs: number): void => {
       const used = cpuUsed();
-      if (used === undefined) return;
+      if (used === undefined) {
+        watchdog = setTimeout(() => watch(budgetMs), Math.max(1, Math.min(budgetMs, 25)));
+        return;
+      }
       if (used >= budgetMs) {
-        const clock = guest?.tid === undefined ? 'wall time (no per-thread CPU clock here)' : 'CPU time';
-        budgetAbort.abort(new ToolhostError('CPU_BUDGET_EXCEEDED', `the guest used ${Math.round(used)} ms of ${clock}, over its budget of ${budgetMs} ms`, {
+        const clock = guestStart()?.tid === undefined ? 'wall time (no per-thread CPU clock here)' : 'CPU time';
+        budgetAbort!.abort(new ToolhostError('CPU_BUDGET_EXCEEDED', `the guest used ${Math.round(used)} ms of ${clock}, over its budget of ${budgetMs} ms`, {
           details: { budgetMs, usedMs: Math.round(used * 1000) / 1000 },
         }));
         return;
       }
       watchdog = setTimeout(() => watch(budgetMs), Math.max(1, Math.min(budgetMs - used, 25)));
     };
+    if (budget !== undefined) watchdog = setTimeout(() => watch(budget), Math.max(1, budget));
 
-    const answer = (reply: RpcReply): void => {
-      port1.postMessage(reply);
-      Atomics.store(control, CONTROL_RPC_DOORBELL, 1);
-      Atomics.notify(control, CONTROL_RPC_DOORBELL);
-    };
-    port1.on('message', (message: WorkerMessage) => {
+    this.#routes.set(taskId, (message, threadId) => {
       received += 1;
       if (message.type === 'rpc') {
+        const answer = (reply: RpcReply): void => {
+          const port = this.#replies.get(threadId);
+          // No port: the worker is gone, and nobody waits for the answer.
+          if (!port) return;
+          port.postMessage(reply);
+          Atomics.store(control, CONTROL_RPC_DOORBELL, 1);
+          Atomics.notify(control, CONTROL_RPC_DOORBELL);
+        };
         handlers.rpc(message.request).then(
           (value) => answer({ id: message.id, ok: true, value }),
           (error: unknown) => answer({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
         );
-      } else if (message.type === 'guest-start') {
-        guest = { tid: message.tid, cpuStartMs: message.cpuMs, startedAt: performance.now() };
-        const budget = handlers.cpuBudgetMs;
-        if (budget !== undefined) watchdog = setTimeout(() => watch(budget), Math.max(1, budget));
       } else {
         handlers.onMessage(message);
       }
@@ -211,15 +247,15 @@ export class SandboxPool {
     handlers.cancelSignal?.addEventListener('abort', raiseCancel, { once: true });
 
     try {
-      const submittedAt = performance.timeOrigin + performance.now();
-      const task = { ...input, port: port2, control: controlBuffer, submittedAt };
+      const task = { ...input, taskId, control: controlBuffer, submittedAt };
       let outcome: WorkerOutcome;
       try {
-        outcome = (await this.#piscina.run(task, { transferList: [port2], signal })) as WorkerOutcome;
+        outcome = (await this.#piscina.run(task, signal ? { signal } : {})) as WorkerOutcome;
       } catch (error) {
         const used = cpuUsed();
+        const guest = guestStart();
         handlers.onStopped?.({
-          ...(guest ? { queuedMs: Math.max(0, performance.timeOrigin + guest.startedAt - submittedAt) } : {}),
+          ...(guest ? { queuedMs: Math.max(0, guest.startedAt - submittedAt) } : {}),
           ...(used === undefined ? {} : { cpuMs: used }),
         });
         throw this.#taskFailure(error, signal);
@@ -227,6 +263,7 @@ export class SandboxPool {
         clearTimeout(watchdog);
       }
       outcome.accounting.queuedMs = Math.max(0, outcome.accounting.startedAt - submittedAt);
+      if (outcome.accounting.preparing) this.#countPreparing(outcome.accounting.threadId, +1);
       expected = outcome.accounting.messages;
       if (received < expected) {
         await new Promise<void>((resolve) => {
@@ -241,7 +278,48 @@ export class SandboxPool {
     } finally {
       handlers.cancelSignal?.removeEventListener('abort', raiseCancel);
       clearTimeout(watchdog);
-      port1.close();
+      this.#routes.delete(taskId);
+    }
+  }
+
+  /**
+   * An idle worker for a task, preferring one that is not preparing a spare
+   * (it would start the task only once its spare is made); null when every
+   * worker is busy (the task waits in piscina's queue).
+   */
+  #pickWorker(workers: PiscinaWorker[]): PiscinaWorker | null {
+    let fallback: PiscinaWorker | null = null;
+    for (const worker of workers) {
+      if (worker.currentUsage !== 0) continue;
+      if ((this.#preparing.get(worker.id) ?? 0) <= 0) return worker;
+      fallback ??= worker;
+    }
+    return fallback;
+  }
+
+  #countPreparing(threadId: number, delta: number): void {
+    const count = (this.#preparing.get(threadId) ?? 0) + delta;
+    if (count === 0) this.#preparing.delete(threadId);
+    else this.#preparing.set(threadId, count);
+  }
+
+  /** A message a worker posted on its parentPort: a hello, or one of a task's messages. */
+  #onWorkerPost(post: WorkerPost): void {
+    if (typeof post !== 'object' || post === null) return;
+    if (post.toolhost === 'hello') {
+      const { threadId, replies } = post;
+      this.#replies.set(threadId, replies);
+      // The port closes when its worker exits (stopped by a budget, or by the pool).
+      replies.on('close', () => {
+        if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
+        this.#preparing.delete(threadId);
+      });
+      replies.unref();
+    } else if (post.toolhost === 'ready') {
+      this.#countPreparing(post.threadId, -1);
+    } else if (post.toolhost === 'task') {
+      // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
+      this.#routes.get(post.taskId)?.(post.message, post.threadId);
     }
   }
 

@@ -1,10 +1,17 @@
 /**
  * Messages between the main thread and the sandbox workers.
  *
- * A task travels through piscina with a MessagePort for the call's events and
- * a SharedArrayBuffer for two flags: the cooperative cancel flag the guest
- * reads with `cancelled()`, and the doorbell of the synchronous host bridge
- * (a guest's `get-state` blocks its worker until the main thread answers).
+ * A task travels through piscina with an id and a SharedArrayBuffer (its
+ * control block). Nothing else is made per task: each worker has one
+ * persistent channel each way, set up when the worker starts.
+ * - worker → main: the worker's `parentPort` (piscina hands messages it does
+ *   not know to the pool's 'message' event); each message names its task.
+ * - main → worker: a MessagePort the worker sends in its hello; the worker
+ *   reads it synchronously, only while it waits for a host call's answer.
+ * The control block holds the cooperative cancel flag the guest reads with
+ * `cancelled()`, the doorbell of the synchronous host bridge (a guest's
+ * `get-state` blocks its worker until the main thread answers), and what the
+ * CPU watchdog needs once the guest starts (its thread and CPU reading).
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../core/errors.js';
@@ -12,10 +19,17 @@ import type { LogLevel } from '../core/events.js';
 import type { NetworkLabel } from '../policy/labels.js';
 import type { GuestHttpRequest } from './wasi/http.js';
 
-/** Int32 slots of the control buffer. */
+/** Int32 slots of the control block. */
 export const CONTROL_CANCELLED = 0;
 export const CONTROL_RPC_DOORBELL = 1;
-export const CONTROL_SLOTS = 2;
+/** 1 once the guest is about to run (the slots below are then written). */
+export const CONTROL_STARTED = 2;
+/** The kernel thread id of the guest's thread, or 0 without a per-thread CPU clock. */
+export const CONTROL_TID = 3;
+/** Float64 slots of the control block (after the Int32 ones). */
+export const CONTROL_F64_CPU_START_MS = 2;
+export const CONTROL_F64_STARTED_AT = 3;
+export const CONTROL_BYTES = 4 * Float64Array.BYTES_PER_ELEMENT;
 
 /** The call identity the guest sees through `context()`. */
 export interface GuestCallContext {
@@ -39,7 +53,8 @@ interface TaskBase {
   memoryMb: number;
   /** file: URL of the transpiled component's JS (instantiation mode). */
   moduleUrl: string;
-  port: MessagePort;
+  /** Names the task in the worker's messages (unique in the pool). */
+  taskId: number;
   control: SharedArrayBuffer;
   /** When the main thread submitted the task (epoch ms, sub-ms precision). */
   submittedAt: number;
@@ -90,14 +105,20 @@ export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = {
   maxResultBytes: 16 * 1024 * 1024,
 };
 
-/** Worker → main, on the task's port, while the guest runs. */
+/** Worker → main, while the guest runs. */
 export type WorkerMessage =
   | { type: 'progress'; pct?: number; message?: string }
   | { type: 'delta'; data: string }
   | { type: 'log'; level: LogLevel; message: string; source: 'guest' | 'stdout' | 'stderr' }
-  | { type: 'rpc'; id: number; request: RpcRequest }
-  /** The guest is about to run: where to read its thread's CPU clock, and the reading now. */
-  | { type: 'guest-start'; tid: number | undefined; cpuMs: number };
+  | { type: 'rpc'; id: number; request: RpcRequest };
+
+/** What a worker posts on its `parentPort`. */
+export type WorkerPost =
+  /** Once, when the worker starts: where the main thread answers its host calls. */
+  | { toolhost: 'hello'; threadId: number; replies: MessagePort }
+  | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage }
+  /** The worker finished preparing what a task's `accounting.preparing` announced (a spare instance). */
+  | { toolhost: 'ready'; threadId: number };
 
 export type RpcRequest =
   | { op: 'modules'; componentId: string; memoryMb: number }
@@ -105,7 +126,7 @@ export type RpcRequest =
   | { op: 'set-state'; key: string; value: string }
   | { op: 'http'; request: GuestHttpRequest };
 
-/** Main → worker, on the task's port, read synchronously by the worker. */
+/** Main → worker, on the worker's reply port, read synchronously by the worker. */
 export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
 /** The compiled core modules of a component, by the file name jco's glue asks for. */
@@ -126,6 +147,11 @@ export interface WorkerAccounting {
   messages: number;
   /** The worker thread that ran the task. */
   threadId: number;
+  /**
+   * The worker prepares the next call's instance after answering (it posts a
+   * `ready` when done): the pool sends calls to other idle workers meanwhile.
+   */
+  preparing?: boolean;
   /** Time the task waited for a worker (filled in by the pool). */
   queuedMs?: number;
 }

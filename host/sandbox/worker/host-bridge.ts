@@ -1,12 +1,37 @@
 /**
- * The worker's side of one task's channel: events go out as messages; the
- * few host calls that need an answer (state, compiled modules) block the
- * worker on the control buffer's doorbell until the main thread replies.
- * The guest runs synchronously (Node 20 has no JSPI), so blocking is the only
- * way to answer it mid-call; the main thread is never blocked.
+ * The worker's side of one task: events go out on the worker's `parentPort`,
+ * named by task; the few host calls that need an answer (state, compiled
+ * modules, HTTP) block the worker on the control block's doorbell until the
+ * main thread replies on the worker's reply port. The guest runs
+ * synchronously (Node 20 has no JSPI), so blocking is the only way to answer
+ * it mid-call; the main thread is never blocked.
+ *
+ * The reply port is made once per worker (see `helloMainThread`): a task
+ * carries no port of its own, which kept ~30 µs off every call.
  */
-import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { CONTROL_CANCELLED, CONTROL_RPC_DOORBELL, type GuestOutputLimits, type RpcReply, type RpcRequest, type WorkerMessage } from '../protocol.js';
+import { MessageChannel, parentPort, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
+import { CONTROL_CANCELLED, CONTROL_F64_CPU_START_MS, CONTROL_F64_STARTED_AT, CONTROL_RPC_DOORBELL, CONTROL_STARTED, CONTROL_TID, type GuestOutputLimits, type RpcReply, type RpcRequest, type WorkerMessage, type WorkerPost } from '../protocol.js';
+
+let replies: MessagePort | undefined;
+/** Host-call ids are unique in the worker, so a late reply to an earlier task's request is told apart. */
+let nextRpcId = 1;
+
+/** Tell the main thread this worker finished what its last task's `accounting.preparing` announced. */
+export function announceReady(): void {
+  const ready: WorkerPost = { toolhost: 'ready', threadId };
+  parentPort?.postMessage(ready);
+}
+
+/** Send the main thread this worker's reply port; once, when the worker starts. */
+export function helloMainThread(): void {
+  if (replies || !parentPort) return;
+  const channel = new MessageChannel();
+  replies = channel.port1;
+  // Read only with receiveMessageOnPort: the port must not keep the thread alive or dispatch events.
+  replies.unref();
+  const hello: WorkerPost = { toolhost: 'hello', threadId, replies: channel.port2 };
+  parentPort.postMessage(hello, [channel.port2]);
+}
 
 /** Thrown into the guest when it sends more than its limits allow; the call ends with OUTPUT_LIMIT_EXCEEDED. */
 export class OutputLimitExceeded extends Error {}
@@ -16,19 +41,20 @@ const RPC_TIMEOUT_MS = 10_000;
 const HTTP_TIMEOUT_MS = 600_000;
 
 export class HostBridge {
-  readonly #port: MessagePort;
+  readonly #taskId: number;
   readonly #control: Int32Array;
+  readonly #times: Float64Array;
   readonly #limits: GuestOutputLimits | undefined;
-  #nextId = 1;
   #messages = 0;
   #events = 0;
   #eventBytes = 0;
   /** Why the call went over its output limits, once it has. */
   exceeded: string | undefined;
 
-  constructor(port: MessagePort, control: SharedArrayBuffer, limits?: GuestOutputLimits) {
-    this.#port = port;
+  constructor(taskId: number, control: SharedArrayBuffer, limits?: GuestOutputLimits) {
+    this.#taskId = taskId;
     this.#control = new Int32Array(control);
+    this.#times = new Float64Array(control);
     this.#limits = limits;
   }
 
@@ -59,7 +85,20 @@ export class HostBridge {
 
   post(message: WorkerMessage): void {
     this.#messages += 1;
-    this.#port.postMessage(message);
+    const post: WorkerPost = { toolhost: 'task', taskId: this.#taskId, threadId, message };
+    parentPort?.postMessage(post);
+  }
+
+  /**
+   * The guest is about to run: publish where to read its thread's CPU clock
+   * and the reading now, for the main thread's CPU watchdog. The flag is
+   * stored last, so a reader that sees it sees the rest.
+   */
+  guestStarting(tid: number | undefined, cpuMs: number, startedAt: number): void {
+    this.#times[CONTROL_F64_CPU_START_MS] = cpuMs;
+    this.#times[CONTROL_F64_STARTED_AT] = startedAt;
+    Atomics.store(this.#control, CONTROL_TID, tid ?? 0);
+    Atomics.store(this.#control, CONTROL_STARTED, 1);
   }
 
   /** Whether the caller asked the call to stop (one atomic load; no round trip). */
@@ -73,7 +112,9 @@ export class HostBridge {
    * call's wall clock stops the worker), so it waits longer.
    */
   request(request: RpcRequest, timeoutMs = request.op === 'http' ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS): unknown {
-    const id = this.#nextId++;
+    const port = replies;
+    if (!port) throw new Error('the worker has no channel to the main thread');
+    const id = nextRpcId++;
     Atomics.store(this.#control, CONTROL_RPC_DOORBELL, 0);
     this.post({ type: 'rpc', id, request });
     const deadline = Date.now() + timeoutMs;
@@ -83,16 +124,12 @@ export class HostBridge {
       Atomics.wait(this.#control, CONTROL_RPC_DOORBELL, 0, remaining);
       Atomics.store(this.#control, CONTROL_RPC_DOORBELL, 0);
       // Drain replies; a late reply to an earlier, timed-out request is skipped.
-      for (let received = receiveMessageOnPort(this.#port); received; received = receiveMessageOnPort(this.#port)) {
+      for (let received = receiveMessageOnPort(port); received; received = receiveMessageOnPort(port)) {
         const reply = received.message as RpcReply;
         if (reply.id !== id) continue;
         if (reply.ok) return reply.value;
         throw new Error(reply.error);
       }
     }
-  }
-
-  close(): void {
-    this.#port.close();
   }
 }

@@ -1,0 +1,117 @@
+/**
+ * The default isolation's promise: nothing a call leaves behind is visible to
+ * the next call. A hostile guest (fixtures/guests/c/smuggler.c) plants a
+ * secret in every channel it can reach (static data, the heap, the
+ * environment, a half-written stdout line, grown memory, a moved stack
+ * pointer) and ends in every way a call can end; the next call on the same
+ * worker must see what a brand-new instance sees. The same plant in
+ * `worker` isolation does get through, which shows the probe can see it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolEvent, ToolRegistry } from '../host/index.js';
+import { collect, fixture, hasCGuests, makeRegistry } from './helpers.js';
+
+interface Probe {
+  static: string | null;
+  heap: string | null;
+  env: string | null;
+  pages: number;
+  stack: number;
+  calls: number;
+}
+
+describe.runIf(hasCGuests)('a fresh instance for every call', () => {
+  // One worker: the plant and the probe always run in the same thread.
+  let registry: ToolRegistry;
+  let reused: ToolRegistry;
+  let pristine: Probe;
+
+  const probe = async (on: ToolRegistry): Promise<{ probe: Probe; events: ToolEvent[] }> => {
+    const events = await collect(on.stream('probe', {}));
+    const last = events.at(-1);
+    if (last?.type !== 'result') throw new Error(`probe failed: ${JSON.stringify(last)}`);
+    return { probe: last.data as Probe, events };
+  };
+
+  const expectNothingLeaked = async (secret: string): Promise<void> => {
+    // Twice: the first probe may use the spare made before the plant, the second one made after it.
+    for (let i = 0; i < 2; i += 1) {
+      const { probe: seen, events } = await probe(registry);
+      expect(seen).toEqual(pristine);
+      expect(JSON.stringify(events)).not.toContain(secret);
+    }
+  };
+
+  beforeAll(async () => {
+    registry = makeRegistry();
+    await registry.registerWasmTools(fixture('smuggler'));
+    reused = makeRegistry();
+    await reused.registerWasmTools(fixture('smuggler'), { isolation: 'worker' });
+    pristine = (await probe(registry)).probe;
+  });
+  afterAll(async () => {
+    await registry.close();
+    await reused.close();
+  });
+
+  it('starts from what a new instance holds: no secret, one call', () => {
+    expect(pristine).toMatchObject({ static: null, heap: null, env: null, calls: 1 });
+  });
+
+  it('shows a reused instance leaking every channel, so the probe can see a leak', async () => {
+    const before = (await probe(reused)).probe;
+    const planted = await reused.execute('plant', { secret: 'reused-secret' });
+    expect(planted.isError).toBe(false);
+    const { probe: seen, events } = await probe(reused);
+    expect(seen).toMatchObject({ static: 'reused-secret', heap: 'reused-secret', env: 'reused-secret', calls: before.calls + 2 });
+    expect(seen.pages).toBe(before.pages + 4);
+    // The half-written stdout line stays in libc's buffer, and comes out with the probe's own line.
+    expect(JSON.stringify(events)).toContain('partial line reused-secret');
+  });
+
+  it('leaks nothing after a call that returns normally', async () => {
+    const planted = await registry.execute('plant', { secret: 'returned-secret' });
+    expect(planted.isError).toBe(false);
+    await expectNothingLeaked('returned-secret');
+  });
+
+  it('leaks nothing after a trap deep in the stack (the stack pointer is a mutable global)', async () => {
+    const planted = await registry.execute('plant', { secret: 'trap-secret', end: 'trap' });
+    expect(planted.error).toMatchObject({ code: 'TOOL_CRASHED' });
+    await expectNothingLeaked('trap-secret');
+  });
+
+  it('leaks nothing after a stack overflow', async () => {
+    const planted = await registry.execute('plant', { secret: 'overflow-secret', end: 'overflow' });
+    expect(planted.error).toMatchObject({ code: 'TOOL_CRASHED' });
+    await expectNothingLeaked('overflow-secret');
+  });
+
+  it('leaks nothing after the guest calls exit', async () => {
+    const planted = await registry.execute('plant', { secret: 'exit-secret', end: 'exit' });
+    expect(planted.error).toMatchObject({ code: 'TOOL_CRASHED' });
+    await expectNothingLeaked('exit-secret');
+  });
+
+  it('leaks nothing after a cooperative cancel', async () => {
+    const stream = registry.stream('plant', { secret: 'cancel-secret', end: 'spin' }, { callId: 'smuggle-cancel' });
+    const cancel = setTimeout(() => stream.cancel(), 100);
+    const events = await collect(stream);
+    clearTimeout(cancel);
+    // The guest spins until it sees the cancel flag, then returns: a result means it saw it.
+    expect(events.at(-1)?.type).toBe('result');
+    await expectNothingLeaked('cancel-secret');
+  });
+
+  it('leaks nothing after a CPU budget kill', async () => {
+    const planted = await registry.execute('plant', { secret: 'budget-secret', end: 'loop' }, { policy: { budget_cpu_ms: 50, timeout: '10s' } });
+    expect(planted.error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED' });
+    await expectNothingLeaked('budget-secret');
+  });
+
+  it('leaks nothing after a wall-clock kill', async () => {
+    const planted = await registry.execute('plant', { secret: 'wall-secret', end: 'loop' }, { policy: { timeout: '0.1s' } });
+    expect(planted.error).toMatchObject({ code: 'TOOL_TIMEOUT' });
+    await expectNothingLeaked('wall-secret');
+  });
+});

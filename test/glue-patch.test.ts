@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ComponentCache } from '../host/sandbox/component-cache.js';
+import { patchGlue } from '../host/sandbox/glue-patch.js';
+import { example, freshCacheDir, hasCGuests } from './helpers.js';
+
+describe('the glue rewrite', () => {
+  it('replaces every WebAssembly.promising probe with a helper that cannot throw without JSPI', async () => {
+    const source = [
+      'export function instantiate() {',
+      '  let a, b;',
+      '  try { a = WebAssembly.promising(f); } catch (err) { a = f; }',
+      '  try { b = WebAssembly.promising(g); } catch (err) { b = g; }',
+      '  return [a, b];',
+      '}',
+      'function f() {} function g() {}',
+    ].join('\n');
+    const patched = patchGlue(source);
+    expect(patched.promisingCalls).toBe(2);
+    expect(patched.source).not.toMatch(/WebAssembly\.promising\(/);
+    const url = `data:text/javascript;base64,${Buffer.from(patched.source).toString('base64')}`;
+    const { instantiate } = (await import(url)) as { instantiate: () => Array<() => void> };
+    const [a, b] = instantiate();
+    // Node 20 has no JSPI: the helper hands the function back, as the catch did.
+    expect(typeof (WebAssembly as { promising?: unknown }).promising).toBe('undefined');
+    expect(a!.name).toBe('f');
+    expect(b!.name).toBe('g');
+  });
+
+  it('leaves glue without probes untouched', () => {
+    expect(patchGlue('export const x = 1;\n')).toEqual({ source: 'export const x = 1;\n', promisingCalls: 0 });
+  });
+
+  it.skipIf(!hasCGuests)('is applied to the glue the cache writes', async () => {
+    const cache = new ComponentCache(freshCacheDir());
+    const entry = await cache.prepare('ctools', readFileSync(example('ctools')), 'ctools');
+    const glue = readFileSync(join(entry.dir, 'component.mjs'), 'utf8');
+    expect(glue).toContain('__toolhostPromising(');
+    expect(glue).not.toMatch(/WebAssembly\.promising\(/);
+  });
+});
