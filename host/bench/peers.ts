@@ -73,7 +73,18 @@ export async function startPeers(options: { threads: number; calls: number; payl
   // Node prints an ExperimentalWarning when Extism loads node:wasi; it says nothing about the measurement.
   const rssBefore = process.memoryUsage.rss();
   const workers = await Promise.all(Array.from({ length: options.threads }, () => createPlugin(manifest, { useWasi: false, runInWorker: true })));
-  const busy = workers.map(() => 0);
+  // A plugin runs one call at a time ("plugin is not reentrant"): a call takes an idle one or waits its turn.
+  const idle = [...workers];
+  const waiting: Array<(plugin: ExtismPlugin) => void> = [];
+  const acquire = (): Promise<ExtismPlugin> => {
+    const plugin = idle.pop();
+    return plugin ? Promise.resolve(plugin) : new Promise((resolve) => waiting.push(resolve));
+  };
+  const release = (plugin: ExtismPlugin): void => {
+    const next = waiting.shift();
+    if (next) next(plugin);
+    else idle.push(plugin);
+  };
   const inWorker: Subject = {
     id: 'extism:worker',
     label: `Extism JS${version} runInWorker (a reused plugin per worker)`,
@@ -82,14 +93,12 @@ export async function startPeers(options: { threads: number; calls: number; payl
     threads: options.threads,
     rssBefore,
     call: async () => {
-      let index = 0;
-      for (let i = 1; i < busy.length; i += 1) if (busy[i]! < busy[index]!) index = i;
-      busy[index]! += 1;
+      const plugin = await acquire();
       try {
-        const output = await workers[index]!.call('echo', input);
+        const output = await plugin.call('echo', input);
         return { ok: output?.text() === input };
       } finally {
-        busy[index]! -= 1;
+        release(plugin);
       }
     },
   };

@@ -185,7 +185,14 @@ async function measurePeers(run: Run, calls: number, payload: unknown): Promise<
   const peers = await startPeers({ threads: run.threads, calls, payload });
   run.meta.notes.push(...peers.notes);
   try {
-    for (const subject of peers.subjects) await measureSubject(run, subject);
+    for (const subject of peers.subjects) {
+      // A peer that fails is a note, not the end of the run.
+      try {
+        await measureSubject(run, subject);
+      } catch (error) {
+        run.meta.notes.push(`${subject.label} skipped: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
   } finally {
     await peers.close();
   }
