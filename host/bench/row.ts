@@ -7,6 +7,12 @@ import type { LatencySummary } from './statistics.js';
 
 export type Isolation = 'call' | 'conversation' | 'worker';
 
+/** Every isolation mode: what a run measures unless told otherwise. */
+export const ALL_ISOLATIONS: readonly Isolation[] = ['call', 'worker', 'conversation'];
+
+/** Calls in flight, one row each, unless told otherwise: one, and saturation on two threads. */
+export const DEFAULT_CONCURRENCY: readonly number[] = [1, 8];
+
 /** Which kind of subject a row measures. */
 export type RowKind = 'floor' | 'native' | 'toolhost' | 'peer';
 

@@ -22,7 +22,7 @@ import { measureEnforcement } from './budgets.js';
 import { measureColdStart } from './cold-start.js';
 import { startFloor } from './floor.js';
 import { startPeers } from './peers.js';
-import type { BenchMeta, BenchReport, BenchRow, ColdStart, Isolation } from './row.js';
+import { ALL_ISOLATIONS, DEFAULT_CONCURRENCY, type BenchMeta, type BenchReport, type BenchRow, type ColdStart, type Isolation } from './row.js';
 import { runSubject, type CallOutcome, type FloorRows, type Subject } from './runner.js';
 
 export interface BenchOptions {
@@ -55,8 +55,6 @@ export interface BenchOptions {
   progress?: (message: string) => void;
 }
 
-export const DEFAULT_CONCURRENCY = [1, 8];
-export const ALL_ISOLATIONS: readonly Isolation[] = ['call', 'worker', 'conversation'];
 const STANDARD_PAYLOAD = { text: 'hello, toolhost', n: 42, ok: true };
 
 interface ToolSource {

@@ -6,10 +6,8 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { Isolation } from '../bench/row.js';
-import { ALL_ISOLATIONS, DEFAULT_CONCURRENCY, runBench, type BenchOptions } from '../bench/suite.js';
-import { checkTargets } from '../bench/targets.js';
-import { formatReport } from '../bench/table.js';
+import { ALL_ISOLATIONS, DEFAULT_CONCURRENCY, type Isolation } from '../bench/row.js';
+import type { BenchOptions } from '../bench/suite.js';
 import { UsageError } from './usage-error.js';
 
 export interface BenchCommandOptions {
@@ -59,7 +57,7 @@ export function benchOptions(tool: string | undefined, options: BenchCommandOpti
   if (options.jsCalls !== undefined) result.jsCalls = positiveInt(options.jsCalls, '--js-calls');
   if (options.threads !== undefined) result.threads = positiveInt(options.threads, '--threads');
   if (options.budgetSamples !== undefined) result.budgetSamples = positiveInt(options.budgetSamples, '--budget-samples');
-  result.concurrency = options.concurrency === undefined ? DEFAULT_CONCURRENCY : list(options.concurrency, '--concurrency').map((c) => positiveInt(c, '--concurrency'));
+  result.concurrency = options.concurrency === undefined ? [...DEFAULT_CONCURRENCY] : list(options.concurrency, '--concurrency').map((c) => positiveInt(c, '--concurrency'));
   if (options.isolation !== undefined) {
     result.isolation = list(options.isolation, '--isolation').map((mode) => {
       if (!(ALL_ISOLATIONS as readonly string[]).includes(mode)) throw new UsageError(`--isolation takes ${ALL_ISOLATIONS.join(', ')}, not "${mode}"`);
@@ -72,6 +70,8 @@ export function benchOptions(tool: string | undefined, options: BenchCommandOpti
 
 export async function bench(tool: string | undefined, options: BenchCommandOptions): Promise<number> {
   const benchOpts = benchOptions(tool, options);
+  // The engine (and through it the host) loads once the command line is known to be good.
+  const [{ runBench }, { checkTargets }, { formatReport }] = await Promise.all([import('../bench/suite.js'), import('../bench/targets.js'), import('../bench/table.js')]);
   if (!options.quiet) benchOpts.progress = (message) => process.stderr.write(`bench: ${message}\n`);
   const report = await runBench(benchOpts);
   const targets = tool === undefined ? checkTargets(report) : undefined;

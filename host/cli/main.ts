@@ -229,6 +229,11 @@ function program(): Command {
     .option('--no-cold-start', 'leave out the cold starts (new processes, with and without the transpile cache)')
     .option('--no-peers', 'standard suite: leave out the Extism rows')
     .option('--quiet', 'no progress lines on stderr')
+    .addHelpText('after', `
+Examples:
+  toolhost bench                                   the standard suite, with the targets (what npm run bench runs)
+  toolhost bench mytool --load my.wasm --args '{"text":"hi"}' --report bench.html
+  toolhost bench sha256 --args '{"text":"abc"}' --isolation call,worker --concurrency 1,4,16 --json`)
     .action(async (tool: string | undefined, options: BenchCommandOptions) => {
       // The measurement engine loads only when a benchmark runs.
       const { bench } = await import('./bench.js');
