@@ -24,7 +24,9 @@ function logScale(min: number, max: number): { x: (v: number) => number; ticks: 
   const hi = Math.pow(10, Math.ceil(Math.log10(Math.max(max, lo * 10))));
   const x = (v: number): number => LABEL_W + ((Math.log10(Math.min(Math.max(v, lo), hi)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * PLOT_W;
   const ticks: number[] = [];
-  for (let decade = lo; decade <= hi * 1.0001; decade *= 10) for (const step of [1, 2, 5]) if (decade * step <= hi * 1.0001) ticks.push(decade * step);
+  // 1-2-5 steps over a few decades; over many, powers of ten only (so the labels do not collide).
+  const steps = Math.log10(hi / lo) > 3 ? [1] : [1, 2, 5];
+  for (let decade = lo; decade <= hi * 1.0001; decade *= 10) for (const step of steps) if (decade * step <= hi * 1.0001) ticks.push(decade * step);
   return { x, ticks };
 }
 
