@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Build the guest tool components from source.
 //
-//   node scripts/build-guests.mjs              the example tools → guest-tools/dist/
+//   node scripts/build-guests.mjs              the example tools → guest-tools/dist/ (and the
+//                                              benchmark's Extism peer plugin → guest-tools/dist/peers/)
 //   node scripts/build-guests.mjs --fixtures   the test fixtures → test/fixtures/dist/
 //   node scripts/build-guests.mjs --force      rebuild even when up to date
 //
@@ -17,6 +18,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildCComponent, findClang } from './guests/build-c.mjs';
+import { buildExtismPlugin } from './guests/build-extism.mjs';
 import { buildJsComponent } from './guests/build-js.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -32,6 +34,9 @@ const examples = {
     { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'] },
     { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'] },
     { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
+    // Not a component: the Extism plugin `toolhost bench` measures as a peer (its own folder, so loading
+    // guest-tools/dist as a directory of components never sees it).
+    { name: 'peers/extism-echo', kind: 'extism', sources: ['guest-tools/extism/echo.c'] },
   ],
 };
 
@@ -79,6 +84,8 @@ async function inputsHash(guest) {
   if (guest.kind === 'js') {
     files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'scripts', 'guests', 'build-js.mjs'));
     hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} ${JSON.stringify(guest.disableFeatures ?? null)}`);
+  } else if (guest.kind === 'extism') {
+    files.push(...guest.sources.map((source) => join(root, source)), join(root, 'scripts', 'guests', 'build-extism.mjs'));
   } else {
     files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'scripts', 'guests', 'build-c.mjs'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
@@ -92,13 +99,13 @@ async function inputsHash(guest) {
 
 async function buildSet(set, { force }) {
   await mkdir(set.outDir, { recursive: true });
-  const clang = set.guests.some((guest) => guest.kind === 'c') ? findClang() : null;
+  const clang = set.guests.some((guest) => guest.kind !== 'js') ? findClang() : null;
   const skipped = [];
   for (const guest of set.guests) {
     const outFile = join(set.outDir, `${guest.name}.wasm`);
     const stampFile = `${outFile}.stamp`;
     const label = relative(root, outFile);
-    if (guest.kind === 'c' && !clang) {
+    if (guest.kind !== 'js' && !clang) {
       skipped.push(guest.name);
       continue;
     }
@@ -108,7 +115,10 @@ async function buildSet(set, { force }) {
       continue;
     }
     const started = Date.now();
-    if (guest.kind === 'js') {
+    await mkdir(dirname(outFile), { recursive: true });
+    if (guest.kind === 'extism') {
+      await buildExtismPlugin({ clang, sources: guest.sources.map((source) => join(root, source)), outFile });
+    } else if (guest.kind === 'js') {
       await buildJsComponent({ source: join(root, guest.source), outFile, witPath, ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}) });
     } else {
       // The SDK's implementation is compiled into each C guest.

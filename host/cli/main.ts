@@ -11,6 +11,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import type { Host } from '../compose/host.js';
 import { toErrorData, type ToolErrorData } from '../core/errors.js';
 import { isTerminal } from '../core/events.js';
+import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
 
@@ -207,6 +208,36 @@ function program(): Command {
     .option('--json', 'print a JSON report')
     .action(async (path: string, options: { json?: boolean }) => {
       process.exitCode = await inspect(path, options);
+    });
+
+  root
+    .command('bench')
+    .description('measure a tool\'s per-call overhead against a bare piscina round trip (the floor), under each isolation mode; without TOOL, the standard suite on the example tools (with Extism as a peer, budget precision, cold starts and the targets)')
+    .argument('[tool]', 'the tool to measure (default: the standard suite)')
+    .option('--args <json>', 'the tool\'s arguments, as JSON (default {})')
+    .option('--load <path>', 'a component file or a directory of them holding TOOL (repeatable; default: the config\'s tools)', collect, [])
+    .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)')
+    .option('--calls <n>', 'calls per row, after a warm-up (default 2000)')
+    .option('--js-calls <n>', 'standard suite: calls per row for the componentize-js tool (default 200)')
+    .option('--concurrency <list>', 'calls in flight, one row each (default 1,8)')
+    .option('--isolation <list>', 'isolation modes to measure: call, worker, conversation (default all three)')
+    .option('--threads <n>', 'worker threads of the host and the floor (default: the machine\'s cores)')
+    .option('--json', 'print the results as JSON instead of the table')
+    .option('--report <file.html>', 'also write a self-contained HTML page with charts')
+    .option('--budget-samples <n>', 'standard suite: spinning calls per 50 and 200 ms budget (default 20)')
+    .option('--no-budgets', 'standard suite: leave out the budget-precision rows')
+    .option('--no-cold-start', 'leave out the cold starts (new processes, with and without the transpile cache)')
+    .option('--no-peers', 'standard suite: leave out the Extism rows')
+    .option('--quiet', 'no progress lines on stderr')
+    .addHelpText('after', `
+Examples:
+  toolhost bench                                   the standard suite, with the targets (what npm run bench runs)
+  toolhost bench mytool --load my.wasm --args '{"text":"hi"}' --report bench.html
+  toolhost bench sha256 --args '{"text":"abc"}' --isolation call,worker --concurrency 1,4,16 --json`)
+    .action(async (tool: string | undefined, options: BenchCommandOptions) => {
+      // The measurement engine loads only when a benchmark runs.
+      const { bench } = await import('./bench.js');
+      process.exitCode = await bench(tool, options);
     });
 
   return root;

@@ -5,29 +5,17 @@
  * overshoot is the call's wall time past a wall budget, or the CPU time the
  * watchdog read past a CPU budget.
  */
-import type { ToolRegistry } from '../host/index.js';
+import type { ToolRegistry } from '../core/registry.js';
+import type { BudgetRow } from './row.js';
+import { percentile, round3 } from './statistics.js';
 
-export interface BudgetRow {
-  kind: 'wall' | 'cpu';
-  budgetMs: number;
-  samples: number;
-  /** Calls that did not end with the expected code. */
-  wrong: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
+export const BUDGETS_MS = [50, 200, 1000] as const;
 
 /** Measure overshoots with `spinTool`, a tool that spins until its worker is stopped. */
 export async function measureEnforcement(registry: ToolRegistry, spinTool: string, samplesFor: (budgetMs: number) => number): Promise<BudgetRow[]> {
   const rows: BudgetRow[] = [];
   for (const kind of ['wall', 'cpu'] as const) {
-    for (const budgetMs of [50, 200, 1000]) {
+    for (const budgetMs of BUDGETS_MS) {
       const overshoots: number[] = [];
       let wrong = 0;
       const samples = samplesFor(budgetMs);
@@ -53,26 +41,11 @@ export async function measureEnforcement(registry: ToolRegistry, spinTool: strin
         budgetMs,
         samples,
         wrong,
-        p50Ms: percentile(overshoots, 50),
-        p99Ms: percentile(overshoots, 99),
-        maxMs: overshoots.at(-1) ?? Number.NaN,
+        p50Ms: round3(percentile(overshoots, 0.5)),
+        p99Ms: round3(percentile(overshoots, 0.99)),
+        maxMs: round3(overshoots.at(-1) ?? Number.NaN),
       });
     }
   }
   return rows;
-}
-
-export function formatBudgetTable(rows: BudgetRow[]): string {
-  const header = 'budget         samples  wrong  overshoot p50 ms  overshoot p99 ms  max ms';
-  const lines = rows.map((row) =>
-    [
-      `${row.kind} ${row.budgetMs} ms`.padEnd(13),
-      String(row.samples).padStart(8),
-      String(row.wrong).padStart(6),
-      row.p50Ms.toFixed(3).padStart(17),
-      row.p99Ms.toFixed(3).padStart(17),
-      row.maxMs.toFixed(3).padStart(7),
-    ].join(' '),
-  );
-  return [header, '-'.repeat(header.length), ...lines].join('\n');
 }

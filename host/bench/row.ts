@@ -1,0 +1,109 @@
+/**
+ * What a benchmark run produces: rows (one subject at one concurrency), the
+ * enforcement-precision rows, cold starts, and the run's machine. These are
+ * the `--json` output and what the table, the targets and the HTML report read.
+ */
+import type { LatencySummary } from './statistics.js';
+
+export type Isolation = 'call' | 'conversation' | 'worker';
+
+/** Every isolation mode: what a run measures unless told otherwise. */
+export const ALL_ISOLATIONS: readonly Isolation[] = ['call', 'worker', 'conversation'];
+
+/** Calls in flight, one row each, unless told otherwise: one, and saturation on two threads. */
+export const DEFAULT_CONCURRENCY: readonly number[] = [1, 8];
+
+/** Which kind of subject a row measures. */
+export type RowKind = 'floor' | 'native' | 'toolhost' | 'peer';
+
+/** Calls served per instance source (`accounting.instance`), in percent of the calls that reported one. */
+export interface InstanceShare {
+  fresh: number;
+  prewarmed: number;
+  reused: number;
+}
+
+/** Memory seen around a subject: the process's RSS, and the guest's linear memory. */
+export interface MemoryFigures {
+  /** Process RSS added by starting the subject's workers and warming them, per worker thread (MiB). */
+  rssPerWorkerMb?: number;
+  /** Linear memory of one guest instance (`accounting.peakMemoryBytes`, median; MiB): what a kept instance holds beyond its JS. */
+  instanceMemoryMb?: number;
+  /** Process RSS at the end of the subject's rows minus after its warm-up (MiB), over `growthCalls` calls. */
+  rssGrowthMb?: number;
+  growthCalls?: number;
+}
+
+export interface BenchRow extends LatencySummary {
+  /** A stable id for the subject, e.g. `floor`, `toolhost:echo:call`, `extism:worker`. */
+  id: string;
+  label: string;
+  kind: RowKind;
+  tool?: string;
+  isolation?: Isolation;
+  concurrency: number;
+  calls: number;
+  errors: number;
+  firstError?: string;
+  /** Completed calls per second (first start to last end). */
+  callsPerSec: number;
+  /** p50 over the floor's p50 at the same concurrency (1 for the floor). */
+  p50VsFloor: number;
+  /** Throughput over the floor's at the same concurrency. */
+  throughputVsFloor: number;
+  /** Sandboxed rows: where instances came from. */
+  instances?: InstanceShare;
+  /** Sandboxed rows: mean `accounting.instantiateMs`. */
+  instantiateMs?: number;
+  memory?: MemoryFigures;
+}
+
+export interface BudgetRow {
+  kind: 'wall' | 'cpu';
+  budgetMs: number;
+  samples: number;
+  /** Calls that did not end with the expected code. */
+  wrong: number;
+  /** Time (wall) or CPU time past the budget when the call was stopped. */
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+export interface ColdStart {
+  /** What started: the component file and the tool called. */
+  component: string;
+  tool: string;
+  /** `miss`: an empty transpile cache; `hit`: the same cache, second process. */
+  cache: 'hit' | 'miss';
+  /** Spawn to exit of the whole process. */
+  processMs: number;
+  /** Inside the process: importing the host, loading the component, the first call. */
+  importMs: number;
+  loadMs: number;
+  firstCallMs: number;
+  /** False when the first call failed (the message is in `error`). */
+  ok: boolean;
+  error?: string;
+}
+
+export interface BenchMeta {
+  date: string;
+  node: string;
+  platform: string;
+  cpu: string;
+  cores: number;
+  /** 1-minute load average when the run started: other work on the machine skews every row. */
+  loadAvg: number;
+  threads: number;
+  concurrency: number[];
+  /** What the run left out, and why (a missing build, a missing optional package). */
+  notes: string[];
+}
+
+export interface BenchReport {
+  meta: BenchMeta;
+  rows: BenchRow[];
+  budgets: BudgetRow[];
+  coldStarts: ColdStart[];
+}

@@ -1,0 +1,100 @@
+/**
+ * The benchmark as text: the machine, the rows (latency, throughput, ratio to
+ * the floor, instances, memory), budget precision, cold starts and the
+ * targets with their measured values. What `toolhost bench` prints.
+ */
+import type { BenchReport, BenchRow, BudgetRow, ColdStart } from './row.js';
+import type { TargetCheck } from './targets.js';
+
+const fixed = (value: number | undefined, digits = 3): string => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
+const ratio = (value: number): string => `${value.toFixed(2)}x`;
+
+/** Columns laid out with a left-aligned first column and right-aligned numbers; `groupBy` puts a blank line between groups. */
+export function layout(header: string[], cells: string[][], groupBy?: (index: number) => string): string {
+  const widths = header.map((title, col) => Math.max(title.length, ...cells.map((line) => line[col]!.length)));
+  const render = (line: string[]): string => line.map((cell, col) => (col === 0 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join('  ').trimEnd();
+  const out = [render(header), widths.map((width) => '-'.repeat(width)).join('  ')];
+  let previous: string | undefined;
+  cells.forEach((line, index) => {
+    const group = groupBy?.(index);
+    if (previous !== undefined && group !== previous) out.push('');
+    previous = group;
+    out.push(render(line));
+  });
+  return out.join('\n');
+}
+
+function instances(row: BenchRow): string {
+  if (!row.instances) return '-';
+  const { fresh, prewarmed, reused } = row.instances;
+  return `${Math.round(fresh)}/${Math.round(prewarmed)}/${Math.round(reused)}`;
+}
+
+export function formatRows(rows: BenchRow[]): string {
+  const header = ['row', 'conc', 'calls', 'err', 'p50 ms', 'p99 ms', 'calls/s', 'p50/floor', 'tput/floor', 'fresh/pre/reuse %', 'inst ms', 'RSS/worker MiB', 'mem/inst MiB', 'RSS growth MiB'];
+  const cells = rows.map((row) => [
+    row.label,
+    String(row.concurrency),
+    String(row.calls),
+    String(row.errors),
+    fixed(row.p50Ms),
+    fixed(row.p99Ms),
+    String(row.callsPerSec),
+    ratio(row.p50VsFloor),
+    ratio(row.throughputVsFloor),
+    instances(row),
+    fixed(row.instantiateMs),
+    fixed(row.memory?.rssPerWorkerMb, 1),
+    fixed(row.memory?.instanceMemoryMb, 2),
+    row.memory?.rssGrowthMb === undefined ? '-' : `${fixed(row.memory.rssGrowthMb, 1)}`,
+  ]);
+  return layout(header, cells, (index) => rows[index]!.id);
+}
+
+export function formatBudgets(rows: BudgetRow[]): string {
+  const header = ['budget', 'samples', 'wrong', 'overshoot p50 ms', 'overshoot p99 ms', 'max ms'];
+  return layout(header, rows.map((row) => [`${row.kind} ${row.budgetMs} ms`, String(row.samples), String(row.wrong), fixed(row.p50Ms), fixed(row.p99Ms), fixed(row.maxMs)]));
+}
+
+export function formatColdStarts(starts: ColdStart[]): string {
+  const header = ['first call of a new process', 'cache', 'process ms', 'import ms', 'load ms', 'first call ms', 'ok'];
+  return layout(header, starts.map((s) => [`${s.tool} (${s.component})`, s.cache, fixed(s.processMs, 1), fixed(s.importMs, 1), fixed(s.loadMs, 1), fixed(s.firstCallMs, 1), s.ok ? 'yes' : `no: ${s.error ?? ''}`]));
+}
+
+export function formatTargets(targets: TargetCheck[]): string {
+  return targets
+    .map((t) => `${t.id}  ${t.met === undefined ? '   -   ' : t.met ? ' met   ' : ' MISSED'}  target: ${t.goal}\n${' '.repeat(13)}measured: ${t.measured}`)
+    .join('\n');
+}
+
+const LEGEND = `p50/floor, tput/floor: against the floor row at the same concurrency.
+fresh/pre/reuse %: calls whose instance was created during the call, prepared while the worker was idle,
+  or kept from an earlier call (accounting.instance); inst ms: mean accounting.instantiateMs.
+RSS/worker: process RSS added by starting and warming the subject's pool, per thread; mem/inst: one
+  instance's linear memory (accounting.peakMemoryBytes, median), what a kept instance holds beyond its JS;
+  RSS growth: process RSS after the subject's rows minus after its warm-up.`;
+
+export function formatReport(report: BenchReport, targets?: TargetCheck[]): string {
+  const { meta } = report;
+  const out = [
+    'toolhost bench',
+    `date     ${meta.date}`,
+    `node     ${meta.node} (${meta.platform})`,
+    `cpu      ${meta.cores} cores, ${meta.cpu}; load average ${meta.loadAvg.toFixed(2)} at start`,
+    `pool     ${meta.threads} threads (host and floor); concurrency ${meta.concurrency.join(', ')}`,
+    ...meta.notes.map((note) => `note     ${note}`),
+    '',
+    formatRows(report.rows),
+    '',
+    LEGEND,
+  ];
+  for (const row of report.rows) {
+    if (row.errors > 0) out.push('', `${row.label} (concurrency ${row.concurrency}): ${row.errors} failed calls, first: ${row.firstError ?? '?'}`);
+  }
+  if (report.budgets.length > 0) {
+    out.push('', 'Enforcement precision (a guest spinning forever; wall: call time past budget_wall_ms; cpu: thread CPU time', 'past budget_cpu_ms when the watchdog stopped it).', '', formatBudgets(report.budgets));
+  }
+  if (report.coldStarts.length > 0) out.push('', formatColdStarts(report.coldStarts));
+  if (targets !== undefined) out.push('', 'Targets (issue 10)', '', formatTargets(targets));
+  return out.join('\n');
+}

@@ -1,0 +1,86 @@
+/**
+ * The performance targets of issue 10 (P1-P5), checked against one run's
+ * rows. A target whose rows are missing (a skipped build, a filtered run) is
+ * reported as not measured, never as met.
+ */
+import type { BenchReport, BenchRow } from './row.js';
+
+export interface TargetCheck {
+  id: string;
+  goal: string;
+  /** What was measured, in words and numbers. */
+  measured: string;
+  /** undefined: not measured in this run. */
+  met?: boolean;
+}
+
+const SATURATION = 8;
+
+function find(report: BenchReport, id: string, concurrency: number): BenchRow | undefined {
+  return report.rows.find((row) => row.id === id && row.concurrency === concurrency);
+}
+
+const x = (value: number): string => `${value.toFixed(2)}x`;
+const msText = (value: number): string => `${value.toFixed(3)} ms`;
+
+function notMeasured(id: string, goal: string, missing: string): TargetCheck {
+  return { id, goal, measured: `not measured (${missing})` };
+}
+
+function p1(report: BenchReport): TargetCheck {
+  const goal = 'default isolation, C echo, concurrency 1: p50 <= 1.5x the floor, and <= Extism runInWorker';
+  const row = find(report, 'toolhost:echo:call', 1);
+  if (!row) return notMeasured('P1', goal, 'no C echo isolation=call row');
+  const extism = find(report, 'extism:worker', 1);
+  const againstFloor = row.p50VsFloor <= 1.5;
+  const againstExtism = extism === undefined ? undefined : row.p50Ms <= extism.p50Ms;
+  const measured = `p50 ${msText(row.p50Ms)} = ${x(row.p50VsFloor)} the floor` + (extism ? `; Extism ${msText(extism.p50Ms)} (${x(row.p50Ms / extism.p50Ms)})` : '; Extism row skipped');
+  return { id: 'P1', goal, measured, met: againstFloor && againstExtism !== false };
+}
+
+function p2(report: BenchReport): TargetCheck {
+  const goal = `default isolation at saturation (${SATURATION} in flight): throughput >= 0.7x the floor's`;
+  const row = find(report, 'toolhost:echo:call', SATURATION);
+  if (!row) return notMeasured('P2', goal, `no C echo isolation=call row at concurrency ${SATURATION}`);
+  return { id: 'P2', goal, measured: `${row.callsPerSec} calls/s = ${x(row.throughputVsFloor)} the floor's`, met: row.throughputVsFloor >= 0.7 };
+}
+
+function p3(report: BenchReport): TargetCheck {
+  const goal = `componentize-js js_echo, default isolation: p50 <= 2 ms at concurrency 1, >= 400 calls/s at ${SATURATION}`;
+  const one = find(report, 'toolhost:js_echo:call', 1);
+  const sat = find(report, 'toolhost:js_echo:call', SATURATION);
+  if (!one || !sat) return notMeasured('P3', goal, `no js_echo isolation=call rows at concurrency 1 and ${SATURATION}`);
+  return { id: 'P3', goal, measured: `p50 ${msText(one.p50Ms)}; ${sat.callsPerSec} calls/s`, met: one.p50Ms <= 2 && sat.callsPerSec >= 400 };
+}
+
+function p4(report: BenchReport): TargetCheck {
+  const goal = 'reused-instance modes (worker, conversation), C echo, concurrency 1: p50 <= 1.2x the floor';
+  const rows = ['worker', 'conversation'].map((mode) => find(report, `toolhost:echo:${mode}`, 1)).filter((row): row is BenchRow => row !== undefined);
+  if (rows.length === 0) return notMeasured('P4', goal, 'no C echo worker or conversation rows');
+  const measured = rows.map((row) => `${row.isolation}: p50 ${msText(row.p50Ms)} = ${x(row.p50VsFloor)}`).join('; ');
+  return { id: 'P4', goal, measured, met: rows.every((row) => row.p50VsFloor <= 1.2) };
+}
+
+function p5(report: BenchReport): TargetCheck {
+  const goal = 'budgets stopped within budget + 10 ms at p99; a second process start is served from the transpile cache';
+  const parts: string[] = [];
+  let met: boolean | undefined;
+  if (report.budgets.length > 0) {
+    const worst = report.budgets.reduce((a, b) => (b.p99Ms > a.p99Ms ? b : a));
+    const wrong = report.budgets.reduce((sum, row) => sum + row.wrong, 0);
+    parts.push(`worst overshoot p99 ${msText(worst.p99Ms)} (${worst.kind} ${worst.budgetMs} ms)${wrong > 0 ? `, ${wrong} calls ended otherwise` : ''}`);
+    met = report.budgets.every((row) => row.p99Ms <= 10) && wrong === 0;
+  }
+  const second = report.coldStarts.filter((start, index, all) => all.findIndex((s) => s.tool === start.tool) !== index);
+  if (second.length > 0) {
+    const hits = second.filter((start) => start.cache === 'hit').length;
+    parts.push(`second starts from the cache: ${hits}/${second.length}`);
+    met = (met ?? true) && hits === second.length;
+  }
+  if (parts.length === 0) return notMeasured('P5', goal, 'budget rows and cold starts skipped');
+  return { id: 'P5', goal, measured: parts.join('; '), ...(met === undefined ? {} : { met }) };
+}
+
+export function checkTargets(report: BenchReport): TargetCheck[] {
+  return [p1(report), p2(report), p3(report), p4(report), p5(report)];
+}

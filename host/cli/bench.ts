@@ -1,0 +1,87 @@
+/**
+ * `toolhost bench [TOOL]`: measure a tool (or, without one, the standard
+ * suite) against the floor, under each isolation mode, and print the table
+ * (or JSON); `--report FILE.html` also writes a page with charts. Progress
+ * goes to stderr, results to stdout.
+ */
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ALL_ISOLATIONS, DEFAULT_CONCURRENCY, type Isolation } from '../bench/row.js';
+import type { BenchOptions } from '../bench/suite.js';
+import { UsageError } from './usage-error.js';
+
+export interface BenchCommandOptions {
+  args?: string;
+  load: string[];
+  config?: string;
+  calls?: string;
+  jsCalls?: string;
+  concurrency?: string;
+  isolation?: string;
+  threads?: string;
+  budgetSamples?: string;
+  budgets: boolean;
+  coldStart: boolean;
+  peers: boolean;
+  json?: boolean;
+  report?: string;
+  quiet?: boolean;
+}
+
+function positiveInt(text: string, flag: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new UsageError(`${flag} must be a positive integer, not "${text}"`);
+  return value;
+}
+
+function list(text: string, flag: string): string[] {
+  const items = text.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
+  if (items.length === 0) throw new UsageError(`${flag} must list at least one value`);
+  return items;
+}
+
+/** The command line as benchmark options (usage errors for anything malformed). */
+export function benchOptions(tool: string | undefined, options: BenchCommandOptions): BenchOptions {
+  const result: BenchOptions = { load: options.load, budgets: options.budgets, coldStart: options.coldStart, peers: options.peers };
+  if (tool !== undefined) result.tool = tool;
+  if (options.args !== undefined) {
+    try {
+      result.args = JSON.parse(options.args) as unknown;
+    } catch (error) {
+      throw new UsageError(`--args must be JSON: ${(error as Error).message}`);
+    }
+  }
+  if (tool === undefined && options.load.length > 0) throw new UsageError('--load needs a TOOL to measure (the standard suite runs the example tools)');
+  if (options.config !== undefined) result.configPath = options.config;
+  if (options.calls !== undefined) result.calls = positiveInt(options.calls, '--calls');
+  if (options.jsCalls !== undefined) result.jsCalls = positiveInt(options.jsCalls, '--js-calls');
+  if (options.threads !== undefined) result.threads = positiveInt(options.threads, '--threads');
+  if (options.budgetSamples !== undefined) result.budgetSamples = positiveInt(options.budgetSamples, '--budget-samples');
+  result.concurrency = options.concurrency === undefined ? [...DEFAULT_CONCURRENCY] : list(options.concurrency, '--concurrency').map((c) => positiveInt(c, '--concurrency'));
+  if (options.isolation !== undefined) {
+    result.isolation = list(options.isolation, '--isolation').map((mode) => {
+      if (!(ALL_ISOLATIONS as readonly string[]).includes(mode)) throw new UsageError(`--isolation takes ${ALL_ISOLATIONS.join(', ')}, not "${mode}"`);
+      return mode as Isolation;
+    });
+  }
+  if (options.report !== undefined && !options.report.toLowerCase().endsWith('.html')) throw new UsageError('--report must name an .html file');
+  return result;
+}
+
+export async function bench(tool: string | undefined, options: BenchCommandOptions): Promise<number> {
+  const benchOpts = benchOptions(tool, options);
+  // The engine (and through it the host) loads once the command line is known to be good.
+  const [{ runBench }, { checkTargets }, { formatReport }] = await Promise.all([import('../bench/suite.js'), import('../bench/targets.js'), import('../bench/table.js')]);
+  if (!options.quiet) benchOpts.progress = (message) => process.stderr.write(`bench: ${message}\n`);
+  const report = await runBench(benchOpts);
+  const targets = tool === undefined ? checkTargets(report) : undefined;
+  if (options.json) process.stdout.write(`${JSON.stringify({ ...report, ...(targets ? { targets } : {}) }, null, 2)}\n`);
+  else process.stdout.write(`${formatReport(report, targets)}\n`);
+  if (options.report !== undefined) {
+    const { renderHtmlReport } = await import('../bench/report-html.js');
+    const file = resolve(options.report);
+    await writeFile(file, renderHtmlReport(report, targets));
+    process.stderr.write(`bench: wrote ${file}\n`);
+  }
+  return report.rows.some((row) => row.errors > 0) ? 1 : 0;
+}

@@ -1,0 +1,86 @@
+/** The targets (P1-P5) read the right rows, and the text and HTML reports render any run. */
+import { describe, expect, it } from 'vitest';
+import { renderHtmlReport } from '../host/bench/report-html.js';
+import type { BenchReport, BenchRow } from '../host/bench/row.js';
+import { formatReport } from '../host/bench/table.js';
+import { checkTargets } from '../host/bench/targets.js';
+
+function row(id: string, concurrency: number, p50Ms: number, callsPerSec: number, floor?: BenchRow): BenchRow {
+  return {
+    id,
+    label: `${id} <label>`,
+    kind: id === 'floor' ? 'floor' : id.startsWith('extism') ? 'peer' : 'toolhost',
+    ...(id.startsWith('toolhost') ? { isolation: id.split(':')[2] as 'call' } : {}),
+    concurrency,
+    calls: 10,
+    errors: 0,
+    p50Ms,
+    p99Ms: p50Ms * 2,
+    meanMs: p50Ms,
+    minMs: p50Ms / 2,
+    maxMs: p50Ms * 3,
+    quantiles: Array.from({ length: 101 }, (_, i) => p50Ms * (0.5 + i / 40)),
+    callsPerSec,
+    p50VsFloor: floor ? p50Ms / floor.p50Ms : 1,
+    throughputVsFloor: floor ? callsPerSec / floor.callsPerSec : 1,
+  };
+}
+
+function report(): BenchReport {
+  const floor1 = row('floor', 1, 0.1, 5000);
+  const floor8 = row('floor', 8, 0.3, 12000);
+  return {
+    meta: { date: 'd', node: 'v20', platform: 'linux-x64', cpu: 'cpu', cores: 2, loadAvg: 0.1, threads: 2, concurrency: [1, 8], notes: [] },
+    rows: [
+      floor1,
+      floor8,
+      row('toolhost:echo:call', 1, 0.14, 4000, floor1), // 1.4x: P1 met on the floor
+      row('toolhost:echo:call', 8, 1, 6000, floor8), // 0.5x throughput: P2 missed
+      row('toolhost:echo:worker', 1, 0.11, 4500, floor1),
+      row('toolhost:echo:conversation', 1, 0.13, 4400, floor1), // 1.3x: P4 missed
+      row('extism:worker', 1, 0.2, 3000, floor1),
+    ],
+    budgets: [{ kind: 'wall', budgetMs: 50, samples: 5, wrong: 0, p50Ms: 2, p99Ms: 4, maxMs: 4 }],
+    coldStarts: [
+      { component: 'ctools.wasm', tool: 'echo', cache: 'miss', processMs: 900, importMs: 100, loadMs: 700, firstCallMs: 5, ok: true },
+      { component: 'ctools.wasm', tool: 'echo', cache: 'hit', processMs: 300, importMs: 100, loadMs: 100, firstCallMs: 5, ok: true },
+    ],
+  };
+}
+
+describe('benchmark targets', () => {
+  it('checks P1-P5 against the rows, and says which were not measured', () => {
+    const byId = Object.fromEntries(checkTargets(report()).map((t) => [t.id, t.met]));
+    expect(byId).toEqual({ P1: true, P2: false, P3: undefined, P4: false, P5: true });
+  });
+
+  it('misses P1 when Extism is faster in the same run', () => {
+    const r = report();
+    r.rows.find((x) => x.id === 'extism:worker')!.p50Ms = 0.12;
+    expect(checkTargets(r).find((t) => t.id === 'P1')!.met).toBe(false);
+  });
+
+  it('misses P5 when the second start was not served from the cache', () => {
+    const r = report();
+    r.coldStarts[1]!.cache = 'miss';
+    expect(checkTargets(r).find((t) => t.id === 'P5')!.met).toBe(false);
+  });
+});
+
+describe('benchmark reports', () => {
+  it('prints the targets beside the measured values', () => {
+    const text = formatReport(report(), checkTargets(report()));
+    expect(text).toMatch(/^P1\s+met\s+target: .*1\.5x the floor/m);
+    expect(text).toMatch(/^P2\s+MISSED/m);
+    expect(text).toMatch(/measured: p50 0\.140 ms = 1\.40x the floor/);
+  });
+
+  it('writes one self-contained page with escaped labels and the run as JSON', () => {
+    const html = renderHtmlReport(report(), checkTargets(report()));
+    expect(html).toContain('&lt;label&gt;');
+    expect(html).not.toContain('<label>');
+    const data = /<script type="application\/json" id="bench-data">(.*?)<\/script>/s.exec(html)![1]!;
+    expect((JSON.parse(data) as BenchReport).rows).toHaveLength(7);
+    expect(html).not.toMatch(/https?:\/\//);
+  });
+});
