@@ -62,7 +62,9 @@ export async function serve(options: ServeOptions): Promise<number> {
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
   // What this host tells the fleet view about itself (addresses known once the servers listen).
   const addresses: Record<string, string> = {};
-  const host = await createHost(config, { ...hostOptions, describeHost: () => ({ servers: addresses, pool: host.registry.sandboxStats() ?? null }) });
+  let described: { registry: { sandboxStats(): unknown } } | undefined;
+  const host = await createHost(config, { ...hostOptions, describeHost: () => ({ servers: addresses, pool: described?.registry.sandboxStats() ?? null }) });
+  described = host;
   const { registry } = host;
   // Loading from the cache defers compiling; a server compiles before it listens, so first calls are not cold.
   await registry.warm();

@@ -263,8 +263,14 @@ export class RedisCallDirectory implements CallDirectory {
     const now = Date.now();
     const expiry = String(now + this.#leaseMs);
     const lease = String(this.#leaseMs);
+    let extra: Record<string, unknown> = {};
+    try {
+      extra = this.#describe();
+    } catch (error) {
+      this.#logger.debug({ err: (error as Error).message }, 'fleet: describing this host failed');
+    }
     const record: FleetHostRecord = {
-      ...this.#describe(),
+      ...extra,
       hostId: this.#hostId,
       pid: process.pid,
       hostname: hostname(),
