@@ -164,8 +164,11 @@ describe.runIf(hasRedis && hasCGuests)('two toolhost serve processes on one Redi
   it('keeps serving while Redis is killed, reports it in /healthz, and reconnects when it is back', async () => {
     const health = async (): Promise<{ fleet?: { store: string } }> => (await fetch(a.mcpUrl.replace(/\/mcp$/, '/healthz'))).json() as Promise<{ fleet?: { store: string } }>;
     expect((await health()).fleet?.store).toBe('up');
+    const metrics = async (): Promise<string> => (await fetch(a.mcpUrl.replace(/\/mcp$/, '/metrics'))).text();
+    expect(await metrics()).toMatch(/^toolhost_fleet_store_up 1$/m);
     await redis.stop();
     await until(async () => (await health()).fleet?.store === 'down', 5000, '/healthz to say down');
+    expect(await metrics()).toMatch(/^toolhost_fleet_store_up 0$/m);
     const client = await a.mcp();
     const local = (await client.callTool({ name: 'counter', arguments: {} })) as CallToolResult;
     expect(local.isError).toBeFalsy();
