@@ -85,13 +85,15 @@ function cycles(): string[][] {
  * the sandbox; adapters never assemble the host; nothing but the CLI imports it.
  */
 const FORBIDDEN: Record<string, readonly string[]> = {
-  core: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'net', 'bench'],
-  policy: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'net', 'bench'],
-  net: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'bench'],
-  native: ['sandbox', 'servers', 'cli', 'compose', 'config', 'bench'],
-  sandbox: ['servers', 'cli', 'compose', 'config', 'native', 'bench'],
-  config: ['servers', 'cli', 'compose', 'native', 'bench'],
-  servers: ['cli', 'compose', 'sandbox', 'bench'],
+  core: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'net', 'bench', 'fleet'],
+  policy: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'net', 'bench', 'fleet'],
+  net: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'bench', 'fleet'],
+  native: ['sandbox', 'servers', 'cli', 'compose', 'config', 'bench', 'fleet'],
+  sandbox: ['servers', 'cli', 'compose', 'config', 'native', 'bench', 'fleet'],
+  config: ['servers', 'cli', 'compose', 'native', 'bench', 'fleet'],
+  // The fleet implements core's interfaces on Redis; the composition root wires it in.
+  fleet: ['sandbox', 'servers', 'cli', 'compose', 'config', 'native', 'net', 'policy', 'bench'],
+  servers: ['cli', 'compose', 'sandbox', 'bench', 'fleet'],
   compose: ['cli', 'bench'],
 };
 

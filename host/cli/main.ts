@@ -38,6 +38,10 @@ function checkWorktree(dir: string): void {
   if (!isDirectory) throw new UsageError(`--worktree must name an existing directory: ${dir}`);
 }
 
+function checkRedisUrl(url: string): void {
+  if (!/^rediss?:\/\/./.test(url)) throw new UsageError(`--redis must be a redis:// or rediss:// URL: ${url}`);
+}
+
 function parsePort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
@@ -194,11 +198,25 @@ function program(): Command {
     .option('--grpc', 'serve the gRPC ToolService (default: on, except with --mcp stdio)')
     .option('--no-grpc', 'do not serve gRPC')
     .option('--grpc-port <port>', 'gRPC port (default 50063)', parsePort)
+    .option('--redis <url>', 'join a fleet of hosts on this Redis (redis://host:port): shared state, cancel from any host, fleet-wide caps')
     .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
+      if (options.redis !== undefined) checkRedisUrl(options.redis);
       if (options.worktree !== undefined) checkWorktree(options.worktree);
       // The servers (MCP SDK, grpc-js) load only when something is served.
       const { serve } = await import('./serve.js');
       process.exitCode = await serve(options);
+    });
+
+  root
+    .command('fleet')
+    .description('list the hosts of a fleet on Redis: their load and the calls they run')
+    .option('--redis <url>', 'the fleet\'s Redis (default: the config\'s cluster.redis)')
+    .option('--config <path>', 'the config file (default: ./toolhost.yaml if present)')
+    .option('--json', 'print the hosts as JSON')
+    .action(async (options: { redis?: string; config?: string; json?: boolean }) => {
+      if (options.redis !== undefined) checkRedisUrl(options.redis);
+      const { fleet } = await import('./fleet.js');
+      process.exitCode = await fleet(options);
     });
 
   root

@@ -30,6 +30,8 @@ export interface ServeOptions {
   grpcPort?: number;
   /** How long in-flight calls may finish after a shutdown signal (ms). */
   drainMs?: number;
+  /** Join a fleet on this Redis (`--redis`; over the config's `cluster.redis`). */
+  redis?: string;
 }
 
 const DEFAULT_DRAIN_MS = 10_000;
@@ -47,7 +49,9 @@ function chooseServers(options: ServeOptions, config: ResolvedConfig): { mcp: 's
 /** Run the server until it is told to stop; resolves with the exit code. */
 export async function serve(options: ServeOptions): Promise<number> {
   const hostOptions = { load: options.load, ...(options.config === undefined ? {} : { configPath: options.config }) };
-  const { config, warnings, file } = await loadHostConfig(hostOptions);
+  const loaded = await loadHostConfig(hostOptions);
+  const { warnings, file } = loaded;
+  const config: ResolvedConfig = options.redis === undefined ? loaded.config : { ...loaded.config, cluster: { ...loaded.config.cluster, redis: options.redis } };
   // Decide what to serve before anything is loaded or started.
   const chosen = chooseServers(options, config);
   // Over stdio, stdout carries the protocol and nothing else.
@@ -56,7 +60,11 @@ export async function serve(options: ServeOptions): Promise<number> {
   };
 
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
-  const host = await createHost(config, hostOptions);
+  // What this host tells the fleet view about itself (addresses known once the servers listen).
+  const addresses: Record<string, string> = {};
+  let described: { registry: { sandboxStats(): unknown } } | undefined;
+  const host = await createHost(config, { ...hostOptions, describeHost: () => ({ servers: addresses, pool: described?.registry.sandboxStats() ?? null }) });
+  described = host;
   const { registry } = host;
   // Loading from the cache defers compiling; a server compiles before it listens, so first calls are not cold.
   await registry.warm();
@@ -83,7 +91,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         ...(bearerToken === undefined ? {} : { bearerToken }),
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
         metrics,
-        health: () => ({ pool: registry.sandboxStats() ?? null }),
+        health: () => ({ pool: registry.sandboxStats() ?? null, ...(host.fleet === undefined ? {} : { fleet: registry.fleetStatus() }) }),
       });
     } else if (chosen.mcp === 'stdio') {
       const { serveMcpStdio } = await import('../servers/mcp-stdio.js');
@@ -104,6 +112,8 @@ export async function serve(options: ServeOptions): Promise<number> {
     throw error;
   }
 
+  if (mcpHttp) addresses.mcp = mcpHttp.url;
+  if (grpc) addresses.grpc = grpc.address;
   say(`toolhost: serving ${registry.names().length} tools${file ? ` from ${file}` : ' (embedded defaults)'}`);
   if (mcpHttp) {
     say(`  MCP (Streamable HTTP): ${mcpHttp.url}`);
@@ -112,6 +122,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   }
   if (mcpStdio) say('  MCP: stdio');
   if (grpc) say(`  gRPC (sw4rm.tool.ToolService): ${grpc.address}`);
+  if (host.fleet) say(`  fleet: host ${host.fleet.directory.hostId} on ${redactUrl(config.cluster!.redis)} (Redis ${host.fleet.link.up ? 'up' : 'not reachable yet'})`);
 
   const stopped = new Promise<string>((resolveStop) => {
     process.once('SIGINT', () => resolveStop('SIGINT'));
@@ -129,4 +140,15 @@ export async function serve(options: ServeOptions): Promise<number> {
   metrics?.close();
   await host.close();
   return 0;
+}
+
+/** A Redis URL without its password, for messages. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'redis://(unparseable URL)';
+  }
 }

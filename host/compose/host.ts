@@ -13,7 +13,10 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { McpImport } from '../servers/mcp-import.js';
+import { createDefaultLogger } from '../core/logger.js';
+import { openFleet, type Fleet } from '../fleet/index.js';
 import { registerAdminTools } from './admin-tools.js';
+import { registerFleetTools } from './fleet-tools.js';
 import { importConfiguredMcpServers, registerConfiguredComponents, registerHttpTools } from './configured-tools.js';
 import { createRegistry, registryOptions, type RegistryOptions } from './registry.js';
 
@@ -23,6 +26,8 @@ export interface Host {
   readonly config: ResolvedConfig;
   /** Imported MCP servers (their connections close with the host). */
   readonly imports: readonly McpImport[];
+  /** The fleet on Redis, when the config has a `cluster` section (its state store and call directory are the registry's). */
+  readonly fleet?: Fleet;
   /** Close the imports, cancel calls in flight and stop the worker pool. */
   close(): Promise<void>;
 }
@@ -34,6 +39,8 @@ export interface CreateHostOptions {
   overrides?: RegistryOptions;
   /** Where bearer-token variables named by the config are read (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /** What this host adds to its record in the fleet view (`toolhost fleet`): its servers, its pool. */
+  describeHost?: () => Record<string, unknown>;
 }
 
 /**
@@ -47,18 +54,24 @@ export interface CreateHostOptions {
  * ```
  */
 export async function createHost(config: ResolvedConfig = embeddedConfig().resolved, options: CreateHostOptions = {}): Promise<Host> {
-  const registry = createRegistry(registryOptions(config, options.overrides));
+  const base = registryOptions(config, options.overrides);
+  // A fleet: state and calls in Redis, unless an embedder passed its own state store.
+  const fleet = config.cluster === undefined ? undefined : openFleet({ ...config.cluster, ...(options.describeHost === undefined ? {} : { describe: options.describeHost }) }, base.logger ?? createDefaultLogger());
+  const registry = createRegistry(fleet === undefined ? base : { stateStore: fleet.stateStore, ...base, fleet: fleet.directory });
   const imports: McpImport[] = [];
   const host: Host = {
     registry,
     config,
     imports,
+    ...(fleet === undefined ? {} : { fleet }),
     async close() {
       await Promise.allSettled(imports.map((imported) => imported.close()));
       await registry.close();
+      await fleet?.close();
     },
   };
   try {
+    if (fleet !== undefined) registerFleetTools(registry);
     await registerConfiguredComponents(registry, config.tools);
     if (options.load !== undefined && options.load.length > 0) await registry.registerWasmTools([...options.load]);
     await registerHttpTools(registry, config.httpTools);

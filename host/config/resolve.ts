@@ -17,7 +17,7 @@ import type { ToolGrant } from '../policy/grant.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel } from '../policy/labels.js';
 import { DEFAULT_CANCEL_GRACE_MS } from '../core/call/call.js';
 import type { SandboxOptions } from '../sandbox/loader.js';
-import type { ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
+import type { ClusterSection, ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
 
 /** MCP over Streamable HTTP, unless the config says otherwise. */
 export const DEFAULT_MCP_HTTP = { enabled: true, host: '127.0.0.1', port: 3000 } as const;
@@ -131,6 +131,41 @@ export interface ResolvedConfig {
   servers: ServerSettings;
   /** Expose load/unload as MCP admin tools. */
   adminTools: boolean;
+  /** A fleet on Redis (absent: everything in process). */
+  cluster?: ClusterSettings;
+}
+
+/** The `cluster` section, camelCased (defaults are the fleet layer's). */
+export interface ClusterSettings {
+  redis: string;
+  keyPrefix?: string;
+  leaseMs?: number;
+  commandTimeoutMs?: number;
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number };
+  limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
+}
+
+/** The `cluster` section as the fleet takes it. */
+export function resolveCluster(cluster: ClusterSection): ClusterSettings {
+  const settings: ClusterSettings = { redis: cluster.redis };
+  if (cluster.key_prefix !== undefined) settings.keyPrefix = cluster.key_prefix;
+  if (cluster.lease_ms !== undefined) settings.leaseMs = cluster.lease_ms;
+  if (cluster.command_timeout_ms !== undefined) settings.commandTimeoutMs = cluster.command_timeout_ms;
+  if (cluster.state !== undefined) {
+    const { ttl_seconds: ttlSeconds, max_value_bytes: maxValueBytes, max_keys: maxKeys } = cluster.state;
+    settings.state = {
+      ...(ttlSeconds === undefined ? {} : { ttlSeconds }),
+      ...(maxValueBytes === undefined ? {} : { maxValueBytes }),
+      ...(maxKeys === undefined ? {} : { maxKeys }),
+    };
+  }
+  if (cluster.limits !== undefined) {
+    settings.limits = {
+      ...(cluster.limits.per_tool === undefined ? {} : { perTool: { ...cluster.limits.per_tool } }),
+      ...(cluster.limits.per_tenant === undefined ? {} : { perTenant: { ...cluster.limits.per_tenant } }),
+    };
+  }
+  return settings;
 }
 
 /** What {@link resolveConfig} needs besides the file's data. */
@@ -294,6 +329,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     servers,
     adminTools: config.admin_tools ?? false,
   };
+  if (config.cluster !== undefined) resolved.cluster = resolveCluster(config.cluster);
   if (context.file !== undefined) resolved.file = context.file;
   return resolved;
 }

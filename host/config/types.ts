@@ -14,6 +14,17 @@ export interface ConfigFile {
   mcp_servers?: McpServerEntry[];
   servers?: ServersSection;
   admin_tools?: boolean;
+  cluster?: ClusterSection;
+}
+
+/** A fleet of hosts on one Redis. */
+export interface ClusterSection {
+  redis: string;
+  key_prefix?: string;
+  lease_ms?: number;
+  command_timeout_ms?: number;
+  state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number };
+  limits?: { per_tool?: Record<string, number>; per_tenant?: Record<string, number> };
 }
 
 /** The host's own log levels (`TOOLHOST_LOG` overrides the file's). */

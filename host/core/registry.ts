@@ -13,6 +13,7 @@ import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
 import { toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
+import type { CallDirectory, FleetStatus } from './fleet.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ToolResult } from './result.js';
@@ -97,6 +98,8 @@ export interface ToolRegistryOptions {
   approve?: ApprovalHook;
   /** Where allowlisted environment values come from when neither the grant nor the call sets them (default: process.env). */
   hostEnv?: NodeJS.ProcessEnv;
+  /** Where calls are known beyond this host: fleet-wide caps and cancel (default: this host only). */
+  fleet?: CallDirectory;
   /**
    * The loader behind `registerWasmTools` (the sandbox's, when the registry is
    * made by `createRegistry` or `createHost`). The registry closes it.
@@ -140,6 +143,7 @@ export class ToolRegistry {
       cancelGraceMs,
       retry,
       tracker: this.#tracker,
+      ...(options.fleet === undefined ? {} : { fleet: options.fleet }),
       audit: options.audit ?? createAuditLog(),
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
@@ -148,6 +152,7 @@ export class ToolRegistry {
       },
     };
     this.#loader = options.wasmLoader;
+    options.fleet?.bind({ cancelLocal: (callId) => this.#tracker.cancel(callId) });
   }
 
   get logger(): Logger {
@@ -338,6 +343,19 @@ export class ToolRegistry {
   /** Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED. */
   cancel(callId: string): CancelOutcome {
     return this.#tracker.cancel(callId);
+  }
+
+  /** `cancel`, then (not here, with a fleet) on the host running it; FLEET_UNAVAILABLE when the fleet cannot answer. */
+  async cancelAnywhere(callId: string): Promise<CancelOutcome> {
+    const local = this.#tracker.cancel(callId);
+    const fleet = this.#deps.fleet;
+    if (local !== 'NOT_FOUND' || fleet === undefined) return local;
+    return fleet.cancel(callId);
+  }
+
+  /** The fleet's view of this host (undefined without a fleet). */
+  fleetStatus(): FleetStatus | undefined {
+    return this.#deps.fleet?.status();
   }
 
   /** Cancel what is in flight and release the worker pool. */

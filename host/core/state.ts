@@ -7,7 +7,11 @@
 import { ToolhostError } from './errors.js';
 import type { Logger } from './logger.js';
 
-/** Where conversation state lives. Implementations may be remote (hence async). */
+/**
+ * Where conversation state lives. Implementations may be remote (hence async);
+ * they may throw a ToolhostError (its code is kept: FLEET_UNAVAILABLE, or
+ * INVALID_INPUT for a store's own size limits), anything else becomes INTERNAL.
+ */
 export interface StateStore {
   get(conversationId: string, key: string): Promise<string | undefined>;
   set(conversationId: string, key: string, value: string): Promise<void>;
@@ -63,6 +67,7 @@ export class ConversationState {
     try {
       return await this.#store.get(this.#scope, key);
     } catch (error) {
+      if (error instanceof ToolhostError) throw error;
       throw new ToolhostError('INTERNAL', `state store failed to read "${key}": ${messageOf(error)}`, { cause: error });
     }
   }
@@ -95,6 +100,8 @@ export class ConversationState {
     try {
       await this.#store.set(this.#scope, key, value);
     } catch (error) {
+      // A store's own coded errors (FLEET_UNAVAILABLE, a size limit) keep their code.
+      if (error instanceof ToolhostError) throw error;
       throw new ToolhostError('INTERNAL', `state store failed to write "${key}": ${messageOf(error)}`, { cause: error });
     }
   }

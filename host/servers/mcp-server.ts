@@ -58,7 +58,7 @@ export const MCP_META_KEYS = {
   sessionId: 'toolhost/sessionId',
   /** Request: the calling agent's name. */
   agentName: 'toolhost/agentName',
-  /** Result: the call's id. */
+  /** Result: the call's id. Request: the id to give the call (default a UUID), so it can be cancelled by id (`toolhost_cancel`, gRPC Cancel) from any host. */
   callId: 'toolhost/callId',
   /** Result: the call's accounting (wall ms, CPU ms, memory, attempts...). */
   accounting: 'toolhost/accounting',
@@ -283,6 +283,8 @@ function callOptionsFrom(name: string, meta: Record<string, unknown>, extra: Ext
     if (typeof value !== 'string' || value.length === 0) throw new Error(`_meta["${key}"] must be a non-empty string`);
     return value;
   };
+  const callId = text(MCP_META_KEYS.callId);
+  if (callId !== undefined) call.callId = callId;
   const conversationId = text(MCP_META_KEYS.conversationId);
   if (conversationId !== undefined) call.conversationId = conversationId;
   const sessionId = text(MCP_META_KEYS.sessionId) ?? extra.sessionId;

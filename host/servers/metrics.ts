@@ -78,6 +78,26 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     },
   });
 
+  // A host in a fleet: whether its Redis answers, and the calls it ran while it did not.
+  if (registry.fleetStatus() !== undefined) {
+    new Gauge({
+      name: 'toolhost_fleet_store_up',
+      help: 'Whether the fleet\'s Redis is reachable from this host (1) or not (0).',
+      registers: [prometheus],
+      collect() {
+        this.set(registry.fleetStatus()?.store === 'up' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'toolhost_fleet_calls_unregistered',
+      help: 'Calls running on this host that the fleet does not know (they started while Redis was unreachable).',
+      registers: [prometheus],
+      collect() {
+        this.set(registry.fleetStatus()?.unregistered ?? 0);
+      },
+    });
+  }
+
   const unsubscribe = registry.onCallFinished((tool, event) => {
     const outcome = event.type === 'result' ? 'ok' : event.code;
     calls.inc({ tool, outcome, stage: event.type === 'result' ? 'run' : event.stage });

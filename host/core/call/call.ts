@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import type { ApprovalHook } from '../../policy/approval.js';
 import type { AuditLog } from '../../policy/audit.js';
 import type { CallTracker } from '../call-tracker.js';
+import type { CallDirectory } from '../fleet.js';
 import type { ToolContext } from '../context.js';
 import { ToolhostError, toErrorData, type ToolErrorData } from '../errors.js';
 import { EventChannel } from '../event-channel.js';
@@ -36,6 +37,8 @@ export interface CallDeps {
   cancelGraceMs: number;
   retry: RetryOptions;
   tracker: CallTracker;
+  /** Where calls are known beyond this host (absent: this host only). */
+  fleet?: CallDirectory;
   audit: AuditLog;
   approve: ApprovalHook;
   /** Told about every terminal event of an accepted or rejected call (metrics). */

@@ -3,11 +3,14 @@
  * (`invoke`: race the tool against the call's hard stop). Each layer wraps
  * the next, like undici's dispatcher interceptors:
  *
- *   deadline → approval & audit → retries → invoke
+ *   deadline → fleet → approval & audit → retries → invoke
  *
  * - deadline: the wall clock covers the whole call, approval wait and retries
  *   included; when it fires the call is stopped hard (TOOL_TIMEOUT, or
  *   WALL_TIMEOUT for `budget_wall_ms`).
+ * - fleet (only with a CallDirectory): the call is registered fleet-wide
+ *   within the fleet's per-tool and per-tenant caps (a full cap rejects it
+ *   with OVERLOADED before `start`), and unregistered when its run is over.
  * - approval & audit: a PRIVILEGED or FULL_ACCESS call waits for the approval
  *   hook (a refusal is audited and rejects the call); an allowed ELEVATED+
  *   call is audited; then the `start` event goes out.
@@ -46,6 +49,27 @@ export const deadline: CallLayer = (next) => async (call) => {
   } finally {
     clearTimeout(timer);
   }
+};
+
+/** Fleet-wide registration and caps; nothing at all without a fleet (the embedded default). */
+export const fleet: CallLayer = (next) => (call) => {
+  const directory = call.deps.fleet;
+  if (!directory) return next(call);
+  return (async () => {
+    const { options, tool } = call.admitted;
+    const tenant = options.agentName ?? options.sessionId;
+    try {
+      await directory.enter({ callId: call.id, tool: tool.name, ...(tenant === undefined ? {} : { tenant }) });
+    } catch (error) {
+      const refusal = error instanceof ToolhostError ? error.withCallId(call.id) : new ToolhostError('INTERNAL', `fleet admission failed: ${String(error)}`, { callId: call.id });
+      throw new CallRejection(refusal);
+    }
+    try {
+      return await next(call);
+    } finally {
+      directory.leave(call.id);
+    }
+  })();
 };
 
 /** The approval hook for calls that need one, the audit entry, then `start`. */
@@ -113,4 +137,4 @@ export const invoke: CallHandler = async (call) => {
 };
 
 /** The layers every call runs through, outermost first. */
-export const CALL_LAYERS: readonly CallLayer[] = [deadline, approvalAndAudit, retries];
+export const CALL_LAYERS: readonly CallLayer[] = [deadline, fleet, approvalAndAudit, retries];

@@ -15,7 +15,8 @@
  *   deadline passes aborts the call's signal: the call is cancelled, the way
  *   `registry.cancel` does it. Once the call is over, nothing is cancelled.
  * - Cancel(ToolCall) reads only `call_id` and answers a ToolError whose
- *   error_code is CANCELLED, NOT_FOUND or ALREADY_COMPLETED.
+ *   error_code is CANCELLED, NOT_FOUND or ALREADY_COMPLETED, for a call on
+ *   any host of the fleet (FLEET_UNAVAILABLE when the fleet cannot answer).
  */
 import {
   Metadata,
@@ -40,7 +41,7 @@ import { CALL_ID_METADATA_KEY, toServiceError } from './status.js';
 type SurfaceCall = ServerUnaryCall<ToolCallMessage, unknown>;
 
 /** What the gRPC service needs from a registry (the package's `ToolRegistry` has it all). */
-export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'>;
+export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'> & Partial<Pick<ToolRegistry, 'cancelAnywhere'>>;
 
 export interface ToolServiceOptions {
   /** The worktree bound to a tool's calls (the call path confines the tool to it). */
@@ -84,9 +85,23 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
         callback(null, { call_id: '', error_code: 'NOT_FOUND', message: 'call_id is empty: there is no call to cancel' });
         return;
       }
-      const outcome = registry.cancel(callId);
-      log.debug({ callId, outcome }, 'gRPC Cancel');
-      callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
+      // Fleet-wide when the registry has a fleet (the call may run on another host); else this host's tracker.
+      if (registry.cancelAnywhere === undefined) {
+        const outcome = registry.cancel(callId);
+        log.debug({ callId, outcome }, 'gRPC Cancel');
+        callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
+        return;
+      }
+      registry.cancelAnywhere(callId).then(
+        (outcome) => {
+          log.debug({ callId, outcome }, 'gRPC Cancel');
+          callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
+        },
+        (error: unknown) => {
+          const data = toErrorData(error, callId);
+          callback(null, { call_id: callId, error_code: data.code, message: data.message });
+        },
+      );
     },
   };
   return handlers;

@@ -42,6 +42,7 @@ export const GRPC_STATUS_BY_ERROR_CODE: Readonly<Record<ErrorCode, GrpcStatus>> 
   OUTPUT_LIMIT_EXCEEDED: GrpcStatus.RESOURCE_EXHAUSTED,
   TOOL_CRASHED: GrpcStatus.UNAVAILABLE,
   TOOL_ERROR: GrpcStatus.UNKNOWN,
+  FLEET_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
 });
 
 /** The gRPC status of a refused call. */

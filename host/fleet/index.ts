@@ -1,0 +1,61 @@
+/**
+ * A fleet of hosts on Redis: the shared conversation state and the fleet-wide
+ * call directory, over one pair of Redis connections. The composition root
+ * opens one per host when the config has a `cluster` section (or `serve` got
+ * `--redis`); without one, the host uses its in-process defaults.
+ */
+import type { Logger } from '../core/logger.js';
+import { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
+import { RedisLink } from './redis-link.js';
+import { RedisStateStore } from './redis-state-store.js';
+
+export { RedisCallDirectory, readFleet, type FleetHostRecord, type FleetLimits } from './redis-call-directory.js';
+export { RedisLink } from './redis-link.js';
+export { RedisStateStore } from './redis-state-store.js';
+
+export interface FleetOptions {
+  /** `redis://host:port[/db]`. */
+  redis: string;
+  /** Prefix of every key and channel (default `toolhost:`): fleets sharing one Redis use different prefixes. */
+  keyPrefix?: string;
+  /** How long a call stays registered without its host renewing it (ms, default 15000). */
+  leaseMs?: number;
+  /** How long one Redis command may take (ms, default 1000). */
+  commandTimeoutMs?: number;
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number };
+  limits?: FleetLimits;
+  /** What this host adds to its record in the fleet view (servers, pool). */
+  describe?: () => Record<string, unknown>;
+}
+
+export interface Fleet {
+  readonly link: RedisLink;
+  readonly stateStore: RedisStateStore;
+  readonly directory: RedisCallDirectory;
+  /** Stop renewing, drop this host's record, close the connections. */
+  close(): Promise<void>;
+}
+
+/** Connect (in the background: a host whose Redis is down still starts) and start renewing leases. */
+export function openFleet(options: FleetOptions, logger: Logger): Fleet {
+  const prefix = options.keyPrefix ?? 'toolhost:';
+  const link = new RedisLink({ url: options.redis, ...(options.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: options.commandTimeoutMs }) }, logger);
+  const stateStore = new RedisStateStore(link, { prefix, ...options.state });
+  const directory = new RedisCallDirectory(link, logger, {
+    prefix,
+    ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.describe === undefined ? {} : { describe: options.describe }),
+  });
+  directory.start();
+  link.start();
+  return {
+    link,
+    stateStore,
+    directory,
+    async close() {
+      await directory.close();
+      await link.close();
+    },
+  };
+}

@@ -1,0 +1,326 @@
+/**
+ * Calls known fleet-wide, in Redis. Each host:
+ * - registers a call when it starts (`<prefix>call:<id>` = its host id, tool
+ *   and tenant, with a lease of `leaseMs`) and counts it in the tool's and the
+ *   tenant's slot sets (`<prefix>slots:tool:<name>`, `<prefix>slots:tenant:<name>`:
+ *   sorted sets of call ids scored by lease expiry), atomically with the cap
+ *   check (one Lua script): a full cap refuses the call with OVERLOADED;
+ * - renews its calls' leases and its own record (`<prefix>host:<id>`, in the
+ *   `<prefix>hosts` set) every `leaseMs / 3`: a host that dies stops renewing,
+ *   and after one lease its calls are gone (cancel: NOT_FOUND) and their slots
+ *   free;
+ * - on a call's end deletes it and remembers it as done
+ *   (`<prefix>done:<id>`, for `doneTtlMs`: cancel answers ALREADY_COMPLETED);
+ * - listens on its channel (`<prefix>host:<id>`) for cancels and their replies.
+ *
+ * `cancel(id)` for a call not on this host: its record names the host; the
+ * request is published on that host's channel, which cancels it locally and
+ * publishes the outcome back. No subscriber (the host is gone): NOT_FOUND.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { ToolhostError, type CancelOutcome } from '../core/errors.js';
+import type { CallDirectory, FleetCall, FleetHostHooks, FleetStatus } from '../core/fleet.js';
+import type { Logger } from '../core/logger.js';
+import type { RedisLink } from './redis-link.js';
+
+export interface FleetLimits {
+  /** Most calls of one tool running at once across the fleet, by tool name (`*`: any other tool). */
+  perTool?: Readonly<Record<string, number>>;
+  /** Most calls of one tenant (agent name, else session) running at once across the fleet (`*`: any other tenant). */
+  perTenant?: Readonly<Record<string, number>>;
+}
+
+export interface RedisCallDirectoryOptions {
+  prefix?: string;
+  /** How long a call (and the host record) stays registered without renewal (ms, default 15000). */
+  leaseMs?: number;
+  /** How long a finished call is remembered as done (ms, default 10 min). */
+  doneTtlMs?: number;
+  /** How long a cancel waits for the running host's answer (ms, default 2000). */
+  cancelTimeoutMs?: number;
+  limits?: FleetLimits;
+  /** What this host reports in the fleet view besides its calls (servers, pool). */
+  describe?: () => Record<string, unknown>;
+  /** This host's id in the fleet (default `<hostname>:<pid>:<random>`). */
+  hostId?: string;
+}
+
+/** A host's record, as `toolhost fleet` shows it. */
+export interface FleetHostRecord {
+  hostId: string;
+  pid: number;
+  hostname: string;
+  startedAt: string;
+  heartbeatAt: string;
+  inFlight: number;
+  calls: Array<{ callId: string; tool: string; tenant?: string; startedAt: string }>;
+  [extra: string]: unknown;
+}
+
+interface Entered {
+  tool: string;
+  tenant?: string;
+  startedAt: string;
+}
+
+/** An entered call, with its Redis record (written again by each heartbeat: a restarted Redis learns it back). */
+interface EnteredCall extends Entered {
+  record: string;
+}
+
+const ENTER_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'DUPLICATE' end
+local now = tonumber(ARGV[3])
+local lease = tonumber(ARGV[4])
+local toolCap = tonumber(ARGV[5])
+local tenantCap = tonumber(ARGV[6])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if toolCap > 0 and redis.call('ZCARD', KEYS[2]) >= toolCap then return 'TOOL_FULL' end
+if KEYS[3] ~= KEYS[2] then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  if tenantCap > 0 and redis.call('ZCARD', KEYS[3]) >= tenantCap then return 'TENANT_FULL' end
+  redis.call('ZADD', KEYS[3], now + lease, ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], lease * 2)
+end
+redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
+redis.call('PEXPIRE', KEYS[2], lease * 2)
+redis.call('SET', KEYS[1], ARGV[2], 'PX', lease)
+return 'OK'
+`;
+
+export class RedisCallDirectory implements CallDirectory {
+  readonly #link: RedisLink;
+  readonly #logger: Logger;
+  readonly #prefix: string;
+  readonly #leaseMs: number;
+  readonly #doneTtlMs: number;
+  readonly #cancelTimeoutMs: number;
+  readonly #limits: FleetLimits;
+  readonly #describe: () => Record<string, unknown>;
+  readonly #hostId: string;
+  readonly #startedAt = new Date().toISOString();
+  readonly #entered = new Map<string, EnteredCall>();
+  readonly #unregistered = new Set<string>();
+  readonly #pending = new Map<string, (outcome: CancelOutcome) => void>();
+  #hooks: FleetHostHooks | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #subscribed = false;
+  #closed = false;
+
+  constructor(link: RedisLink, logger: Logger, options: RedisCallDirectoryOptions = {}) {
+    this.#link = link;
+    this.#logger = logger.child({ component: 'fleet' });
+    this.#prefix = options.prefix ?? 'toolhost:';
+    this.#leaseMs = options.leaseMs ?? 15_000;
+    this.#doneTtlMs = options.doneTtlMs ?? 600_000;
+    this.#cancelTimeoutMs = options.cancelTimeoutMs ?? 2000;
+    for (const [name, value] of [['leaseMs', this.#leaseMs], ['doneTtlMs', this.#doneTtlMs], ['cancelTimeoutMs', this.#cancelTimeoutMs]] as const) {
+      if (!(Number.isInteger(value) && value > 0)) throw new TypeError(`options.${name} must be a positive integer`);
+    }
+    this.#limits = options.limits ?? {};
+    this.#describe = options.describe ?? (() => ({}));
+    this.#hostId = options.hostId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  }
+
+  get hostId(): string {
+    return this.#hostId;
+  }
+
+  bind(hooks: FleetHostHooks): void {
+    if (this.#hooks) throw new TypeError('this call directory is already bound to a registry');
+    this.#hooks = hooks;
+  }
+
+  /** Subscribe and start renewing leases (every time Redis comes back, too). */
+  start(): void {
+    this.#link.onUp(() => void this.#online());
+    if (this.#link.up) void this.#online();
+    this.#timer = setInterval(() => void this.#heartbeat(), Math.max(50, Math.floor(this.#leaseMs / 3)));
+    this.#timer.unref?.();
+  }
+
+  async #online(): Promise<void> {
+    if (this.#closed) return;
+    if (!this.#subscribed) {
+      try {
+        await this.#link.subscribe(this.#channel(this.#hostId), (message) => this.#onMessage(message));
+        this.#subscribed = true;
+      } catch (error) {
+        this.#logger.warn({ err: (error as Error).message }, 'fleet: could not subscribe to this host\'s channel');
+      }
+    }
+    await this.#heartbeat();
+  }
+
+  #key(kind: 'call' | 'done' | 'host', id: string): string {
+    return `${this.#prefix}${kind}:${id}`;
+  }
+
+  #channel(hostId: string): string {
+    return `${this.#prefix}host:${hostId}`;
+  }
+
+  #slots(kind: 'tool' | 'tenant', name: string): string {
+    return `${this.#prefix}slots:${kind}:${name}`;
+  }
+
+  #cap(table: Readonly<Record<string, number>> | undefined, name: string | undefined): number {
+    if (table === undefined || name === undefined) return 0;
+    return table[name] ?? table['*'] ?? 0;
+  }
+
+  async enter(call: FleetCall): Promise<void> {
+    const startedAt = new Date().toISOString();
+    const record = JSON.stringify({ host: this.#hostId, tool: call.tool, ...(call.tenant === undefined ? {} : { tenant: call.tenant }), startedAt });
+    const toolSlots = this.#slots('tool', call.tool);
+    const tenantSlots = call.tenant === undefined ? toolSlots : this.#slots('tenant', call.tenant);
+    let outcome: string;
+    try {
+      outcome = String(await this.#link.script(ENTER_SCRIPT, [this.#key('call', call.callId), toolSlots, tenantSlots], [
+        call.callId, record, Date.now(), this.#leaseMs, this.#cap(this.#limits.perTool, call.tool), this.#cap(this.#limits.perTenant, call.tenant),
+      ]));
+    } catch (error) {
+      if (!(error instanceof ToolhostError) || error.code !== 'FLEET_UNAVAILABLE') throw error;
+      // Redis is away: the call runs, known to this host only (its caps cannot be checked).
+      this.#unregistered.add(call.callId);
+      this.#logger.warn({ callId: call.callId, tool: call.tool, err: error.message }, 'fleet: Redis unreachable; the call runs unregistered and outside the fleet\'s caps');
+      return;
+    }
+    if (outcome === 'DUPLICATE') throw new ToolhostError('INVALID_INPUT', `call id "${call.callId}" is already in flight on another host`);
+    if (outcome === 'TOOL_FULL') {
+      throw new ToolhostError('OVERLOADED', `tool "${call.tool}" already runs ${this.#cap(this.#limits.perTool, call.tool)} calls across the fleet (its cap); try again later`, { details: { cap: 'tool', tool: call.tool } });
+    }
+    if (outcome === 'TENANT_FULL') {
+      throw new ToolhostError('OVERLOADED', `tenant "${call.tenant}" already runs ${this.#cap(this.#limits.perTenant, call.tenant)} calls across the fleet (its cap); try again later`, { details: { cap: 'tenant', tenant: call.tenant } });
+    }
+    this.#entered.set(call.callId, { tool: call.tool, ...(call.tenant === undefined ? {} : { tenant: call.tenant }), startedAt, record });
+  }
+
+  leave(callId: string): void {
+    if (this.#unregistered.delete(callId)) return;
+    const entered = this.#entered.get(callId);
+    if (!entered) return;
+    this.#entered.delete(callId);
+    const commands: string[][] = [
+      ['DEL', this.#key('call', callId)],
+      ['SET', this.#key('done', callId), this.#hostId, 'PX', String(this.#doneTtlMs)],
+      ['ZREM', this.#slots('tool', entered.tool), callId],
+    ];
+    if (entered.tenant !== undefined) commands.push(['ZREM', this.#slots('tenant', entered.tenant), callId]);
+    this.#link.transaction(commands).catch((error: unknown) => {
+      // Its lease runs out by itself (then cancel says NOT_FOUND rather than ALREADY_COMPLETED).
+      this.#logger.debug({ callId, err: (error as Error).message }, 'fleet: could not unregister a finished call');
+    });
+  }
+
+  async cancel(callId: string): Promise<CancelOutcome> {
+    const raw = await this.#link.command<string | null>(['GET', this.#key('call', callId)]);
+    if (raw === null) {
+      const done = await this.#link.command<number>(['EXISTS', this.#key('done', callId)]);
+      return Number(done) === 1 ? 'ALREADY_COMPLETED' : 'NOT_FOUND';
+    }
+    const { host } = JSON.parse(String(raw)) as { host: string };
+    if (host === this.#hostId) return this.#hooks?.cancelLocal(callId) ?? 'NOT_FOUND';
+    const request = randomUUID();
+    const answered = new Promise<CancelOutcome>((resolve) => this.#pending.set(request, resolve));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const receivers = await this.#link.publish(this.#channel(host), JSON.stringify({ type: 'cancel', callId, request, replyTo: this.#hostId }));
+      // Nobody listens on that host's channel: it is gone, and its calls with it (their leases run out).
+      if (receivers === 0) return 'NOT_FOUND';
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ToolhostError('FLEET_UNAVAILABLE', `host ${host} did not answer the cancel of "${callId}" within ${this.#cancelTimeoutMs} ms`)), this.#cancelTimeoutMs);
+      });
+      return await Promise.race([answered, timeout]);
+    } finally {
+      clearTimeout(timer);
+      this.#pending.delete(request);
+    }
+  }
+
+  #onMessage(message: string): void {
+    let parsed: { type?: string; callId?: string; request?: string; replyTo?: string; outcome?: CancelOutcome };
+    try {
+      parsed = JSON.parse(message) as typeof parsed;
+    } catch {
+      return;
+    }
+    if (parsed.type === 'cancel' && typeof parsed.callId === 'string' && typeof parsed.replyTo === 'string') {
+      const outcome = this.#hooks?.cancelLocal(parsed.callId) ?? 'NOT_FOUND';
+      this.#logger.debug({ callId: parsed.callId, from: parsed.replyTo, outcome }, 'fleet: cancel from another host');
+      this.#link.publish(this.#channel(parsed.replyTo), JSON.stringify({ type: 'cancelled', request: parsed.request, outcome })).catch((error: unknown) => {
+        this.#logger.warn({ err: (error as Error).message }, 'fleet: could not answer a cancel');
+      });
+    } else if (parsed.type === 'cancelled' && typeof parsed.request === 'string') {
+      this.#pending.get(parsed.request)?.(parsed.outcome ?? 'NOT_FOUND');
+    }
+  }
+
+  /** Renew this host's record and its calls' leases. */
+  async #heartbeat(): Promise<void> {
+    if (this.#closed || !this.#link.up) return;
+    const now = Date.now();
+    const expiry = String(now + this.#leaseMs);
+    const lease = String(this.#leaseMs);
+    let extra: Record<string, unknown> = {};
+    try {
+      extra = this.#describe();
+    } catch (error) {
+      this.#logger.debug({ err: (error as Error).message }, 'fleet: describing this host failed');
+    }
+    const record: FleetHostRecord = {
+      ...extra,
+      hostId: this.#hostId,
+      pid: process.pid,
+      hostname: hostname(),
+      startedAt: this.#startedAt,
+      heartbeatAt: new Date(now).toISOString(),
+      inFlight: this.#entered.size + this.#unregistered.size,
+      calls: [...this.#entered].slice(0, 1000).map(([callId, { record: _record, ...call }]) => ({ callId, ...call })),
+    };
+    const commands: string[][] = [
+      ['SET', this.#key('host', this.#hostId), JSON.stringify(record), 'PX', lease],
+      ['ZADD', `${this.#prefix}hosts`, expiry, this.#hostId],
+      ['ZREMRANGEBYSCORE', `${this.#prefix}hosts`, '-inf', String(now)],
+    ];
+    for (const [callId, call] of this.#entered) {
+      // SET and ZADD rather than renewals: a Redis that restarted empty learns this host's calls back.
+      commands.push(['SET', this.#key('call', callId), call.record, 'PX', lease]);
+      commands.push(['ZADD', this.#slots('tool', call.tool), expiry, callId]);
+      commands.push(['PEXPIRE', this.#slots('tool', call.tool), String(this.#leaseMs * 2)]);
+      if (call.tenant !== undefined) {
+        commands.push(['ZADD', this.#slots('tenant', call.tenant), expiry, callId]);
+        commands.push(['PEXPIRE', this.#slots('tenant', call.tenant), String(this.#leaseMs * 2)]);
+      }
+    }
+    try {
+      await this.#link.transaction(commands);
+    } catch (error) {
+      this.#logger.debug({ err: (error as Error).message }, 'fleet: heartbeat failed');
+    }
+  }
+
+  status(): FleetStatus {
+    return { hostId: this.#hostId, store: this.#link.up ? 'up' : 'down', registered: this.#entered.size, unregistered: this.#unregistered.size };
+  }
+
+  /** Stop renewing; drop this host's record (its calls were cancelled by the registry's close). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    if (!this.#link.up) return;
+    const commands: string[][] = [['DEL', this.#key('host', this.#hostId)], ['ZREM', `${this.#prefix}hosts`, this.#hostId]];
+    for (const callId of this.#entered.keys()) commands.push(['DEL', this.#key('call', callId)]);
+    await this.#link.transaction(commands).catch(() => undefined);
+  }
+}
+
+/** Every live host's record (what `toolhost fleet` prints). */
+export async function readFleet(link: RedisLink, prefix = 'toolhost:'): Promise<FleetHostRecord[]> {
+  const ids = await link.command<string[]>(['ZRANGEBYSCORE', `${prefix}hosts`, String(Date.now()), '+inf']);
+  if (ids.length === 0) return [];
+  const records = await link.command<Array<string | null>>(['MGET', ...ids.map((id) => `${prefix}host:${String(id)}`)]);
+  return records.filter((raw): raw is string => raw !== null).map((raw) => JSON.parse(String(raw)) as FleetHostRecord);
+}
