@@ -80,9 +80,15 @@ export async function serve(options: ServeOptions): Promise<number> {
         host: options.host ?? http.host,
         port: options.port ?? http.port,
         ...(http.allowedHosts === undefined ? {} : { allowedHosts: http.allowedHosts }),
+        ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
         ...(bearerToken === undefined ? {} : { bearerToken }),
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
+        maxSessions: http.maxSessions,
+        maxSessionsPerClient: http.maxSessionsPerClient,
+        sessionIdleMs: http.sessionIdleMs,
+        maxBodyBytes: http.maxBodyBytes,
         metrics,
+        limitMetrics: metrics.limits,
         health: () => ({ pool: registry.sandboxStats() ?? null }),
       });
     } else if (chosen.mcp === 'stdio') {

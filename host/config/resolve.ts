@@ -20,9 +20,25 @@ import type { SandboxOptions } from '../sandbox/loader.js';
 import type { ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
 
 /** MCP over Streamable HTTP, unless the config says otherwise. */
-export const DEFAULT_MCP_HTTP = { enabled: true, host: '127.0.0.1', port: 3000 } as const;
+export const DEFAULT_MCP_HTTP = {
+  enabled: true,
+  host: '127.0.0.1',
+  port: 3000,
+  maxSessions: 1000,
+  maxSessionsPerClient: 256,
+  sessionIdleMs: 600_000,
+  maxBodyBytes: 4 * 1024 * 1024,
+} as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
-export const DEFAULT_GRPC = { enabled: true, host: '127.0.0.1', port: 50063 } as const;
+export const DEFAULT_GRPC = {
+  enabled: true,
+  host: '127.0.0.1',
+  port: 50063,
+  maxReceiveMessageBytes: 4 * 1024 * 1024,
+  maxSendMessageBytes: 4 * 1024 * 1024,
+  health: true,
+  reflection: true,
+} as const;
 /** The host's log level when neither `TOOLHOST_LOG` nor the config sets one. */
 export const DEFAULT_LOG_LEVEL = 'warn';
 
@@ -101,9 +117,25 @@ export interface ServerSettings {
       allowedHosts?: string[];
       /** The environment variable holding the bearer token clients must send (absent: none required). */
       bearerTokenEnv?: string;
+      /** Origin header values accepted (absent: the server's own default). */
+      allowedOrigins?: string[];
+      maxSessions: number;
+      maxSessionsPerClient: number;
+      sessionIdleMs: number;
+      maxBodyBytes: number;
     };
   };
-  grpc: { enabled: boolean; host: string; port: number };
+  grpc: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    maxReceiveMessageBytes: number;
+    maxSendMessageBytes: number;
+    /** The environment variable holding the token clients must send (default: the MCP server's). */
+    bearerTokenEnv?: string;
+    health: boolean;
+    reflection: boolean;
+  };
 }
 
 /** The configuration in the host's terms. */
@@ -270,12 +302,22 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         port: mcpHttp.port ?? DEFAULT_MCP_HTTP.port,
         ...(mcpHttp.allowed_hosts === undefined ? {} : { allowedHosts: [...mcpHttp.allowed_hosts] }),
         ...(mcpHttp.bearer_token_env === undefined ? {} : { bearerTokenEnv: mcpHttp.bearer_token_env }),
+        ...(mcpHttp.allowed_origins === undefined ? {} : { allowedOrigins: [...mcpHttp.allowed_origins] }),
+        maxSessions: mcpHttp.max_sessions ?? DEFAULT_MCP_HTTP.maxSessions,
+        maxSessionsPerClient: mcpHttp.max_sessions_per_client ?? DEFAULT_MCP_HTTP.maxSessionsPerClient,
+        sessionIdleMs: mcpHttp.session_idle_ms ?? DEFAULT_MCP_HTTP.sessionIdleMs,
+        maxBodyBytes: mcpHttp.max_body_bytes ?? DEFAULT_MCP_HTTP.maxBodyBytes,
       },
     },
     grpc: {
       enabled: grpc.enabled ?? DEFAULT_GRPC.enabled,
       host: grpc.host ?? DEFAULT_GRPC.host,
       port: grpc.port ?? DEFAULT_GRPC.port,
+      maxReceiveMessageBytes: grpc.max_receive_message_bytes ?? DEFAULT_GRPC.maxReceiveMessageBytes,
+      maxSendMessageBytes: grpc.max_send_message_bytes ?? DEFAULT_GRPC.maxSendMessageBytes,
+      ...((grpc.bearer_token_env ?? mcpHttp.bearer_token_env) === undefined ? {} : { bearerTokenEnv: (grpc.bearer_token_env ?? mcpHttp.bearer_token_env)! }),
+      health: grpc.health ?? DEFAULT_GRPC.health,
+      reflection: grpc.reflection ?? DEFAULT_GRPC.reflection,
     },
   };
 

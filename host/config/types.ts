@@ -129,7 +129,21 @@ export interface ServersSection {
       port?: number;
       allowed_hosts?: string[];
       bearer_token_env?: string;
+      allowed_origins?: string[];
+      max_sessions?: number;
+      max_sessions_per_client?: number;
+      session_idle_ms?: number;
+      max_body_bytes?: number;
     };
   };
-  grpc?: { enabled?: boolean; host?: string; port?: number };
+  grpc?: {
+    enabled?: boolean;
+    host?: string;
+    port?: number;
+    max_receive_message_bytes?: number;
+    max_send_message_bytes?: number;
+    bearer_token_env?: string;
+    health?: boolean;
+    reflection?: boolean;
+  };
 }
