@@ -43,6 +43,12 @@ function parsePort(value: string): number {
   return port;
 }
 
+function parseBytes(value: string): number {
+  const bytes = Number(value);
+  if (!Number.isInteger(bytes) || bytes < 1024 || bytes > 268_435_456) throw new InvalidArgumentError('must be a number of bytes from 1024 to 268435456');
+  return bytes;
+}
+
 function printError(data: ToolErrorData): void {
   const error: Record<string, unknown> = { code: data.code, message: data.message };
   if (data.details !== undefined) error.details = data.details;
@@ -193,6 +199,8 @@ function program(): Command {
     .option('--grpc', 'serve the gRPC ToolService (default: on, except with --mcp stdio)')
     .option('--no-grpc', 'do not serve gRPC')
     .option('--grpc-port <port>', 'gRPC port (default 50063)', parsePort)
+    .option('--grpc-max-receive-bytes <bytes>', 'largest gRPC request accepted (default: servers.grpc.max_receive_message_bytes, 4 MiB)', parseBytes)
+    .option('--grpc-max-send-bytes <bytes>', 'largest gRPC message sent (default: servers.grpc.max_send_message_bytes, 4 MiB)', parseBytes)
     .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
       if (options.worktree !== undefined) checkWorktree(options.worktree);
       // The servers (MCP SDK, grpc-js) load only when something is served.

@@ -149,6 +149,8 @@ export interface ResolvedConfig {
   /** Defaults and ceilings, merged over DEFAULT_POLICY_DEFAULTS. */
   defaults: PolicyDefaults;
   cancelGraceMs: number;
+  /** Call id rules (only what the file sets; the registry defaults the rest). */
+  callIds: { maxLength?: number; rememberedBytes?: number };
   retry: RetryOptions;
   /** Pool and output options (only what the file sets; the sandbox defaults the rest). `cacheDir` is absolute. */
   sandbox: SandboxOptions;
@@ -326,6 +328,10 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     logLevel: env.TOOLHOST_LOG || host.log_level || DEFAULT_LOG_LEVEL,
     defaults: resolvePolicyDefaults(host),
     cancelGraceMs: host.cancel_grace_ms ?? DEFAULT_CANCEL_GRACE_MS,
+    callIds: {
+      ...(host.call_ids?.max_length === undefined ? {} : { maxLength: host.call_ids.max_length }),
+      ...(host.call_ids?.remembered_bytes === undefined ? {} : { rememberedBytes: host.call_ids.remembered_bytes }),
+    },
     retry: resolveRetry(host),
     sandbox,
     approval: host.approval ?? 'never',

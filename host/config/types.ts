@@ -35,6 +35,7 @@ export interface HostSection {
     max_retries?: number;
   };
   cancel_grace_ms?: number;
+  call_ids?: { max_length?: number; remembered_bytes?: number };
   retry?: { base_ms?: number; cap_ms?: number };
   pool?: {
     threads?: number;

@@ -11,6 +11,7 @@ import { Call, DEFAULT_CANCEL_GRACE_MS, rejectedCall, type CallDeps } from './ca
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
 import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
+import { DEFAULT_CALL_ID_LIMITS, type CallIdLimits } from './call/ids.js';
 import { toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
@@ -98,6 +99,11 @@ export interface ToolRegistryOptions {
   /** Where allowlisted environment values come from when neither the grant nor the call sets them (default: process.env). */
   hostEnv?: NodeJS.ProcessEnv;
   /**
+   * Call id rules: the longest accepted id (default 128 characters) and the
+   * bytes of finished ids remembered for ALREADY_COMPLETED (default 1 MiB).
+   */
+  callIds?: Partial<CallIdLimits>;
+  /**
    * The loader behind `registerWasmTools` (the sandbox's, when the registry is
    * made by `createRegistry` or `createHost`). The registry closes it.
    */
@@ -107,7 +113,7 @@ export interface ToolRegistryOptions {
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
   readonly #schemas = new SchemaCompiler();
-  readonly #tracker = new CallTracker();
+  readonly #tracker: CallTracker;
   readonly #deps: AdmissionDeps & CallDeps;
   /** The call's layers over the tool's run, composed once. */
   readonly #run: CallHandler = compose(CALL_LAYERS, invoke);
@@ -129,6 +135,9 @@ export class ToolRegistry {
       throw new TypeError('options.defaults.cpuMs must be a positive number when set');
     }
     if (!Number.isInteger(defaults.maxRetries) || defaults.maxRetries < 0) throw new TypeError('options.defaults.maxRetries must be a non-negative integer');
+    const callIds = { ...DEFAULT_CALL_ID_LIMITS, ...options.callIds };
+    if (!Number.isInteger(callIds.maxLength) || callIds.maxLength < 1) throw new TypeError('options.callIds.maxLength must be a positive integer');
+    this.#tracker = new CallTracker(callIds.rememberedBytes);
     const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
     if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
     this.#deps = {
@@ -143,6 +152,7 @@ export class ToolRegistry {
       audit: options.audit ?? createAuditLog(),
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
+      maxCallIdLength: callIds.maxLength,
       onFinished: (tool, event) => {
         for (const listener of this.#finishedListeners) listener(tool, event);
       },
@@ -333,6 +343,11 @@ export class ToolRegistry {
       error: error.toData(),
       accounting: terminal.accounting,
     };
+  }
+
+  /** Whether a call is in flight, finished recently, or unknown (it cancels nothing). */
+  callState(callId: string): 'in_flight' | 'completed' | 'unknown' {
+    return this.#tracker.state(callId);
   }
 
   /** Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED. */
