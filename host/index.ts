@@ -18,8 +18,16 @@ export type { RegistryOptions } from './compose/registry.js';
 export { registerAdminTools } from './compose/admin-tools.js';
 export type { CallOptions, CallStream } from './core/call/options.js';
 export type { ToolContext } from './core/context.js';
-export { modelSafeName, toDefinition } from './core/definitions.js';
-export type { AnthropicDefinition, DefinitionFormat, McpDefinition, OpenAIDefinition, ToolhostDefinition } from './core/definitions.js';
+export { MODEL_NAME, modelNames, modelSafeName, objectInputSchema, toDefinition } from './core/definitions.js';
+export type {
+  AnthropicDefinition,
+  DefinitionFormat,
+  McpDefinition,
+  ObjectJsonSchema,
+  OpenAIDefinition,
+  OpenAIResponsesDefinition,
+  ToolhostDefinition,
+} from './core/definitions.js';
 export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, toolError } from './core/errors.js';
 export type { CancelOutcome, ErrorCode, ToolErrorData } from './core/errors.js';
 export { LOG_LEVELS, isTerminal } from './core/events.js';

@@ -12,7 +12,7 @@ import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js
 import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
 import { DEFAULT_CALL_ID_LIMITS, type CallIdLimits } from './call/ids.js';
-import { toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
+import { modelNames, toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
@@ -119,6 +119,7 @@ export class ToolRegistry {
   readonly #run: CallHandler = compose(CALL_LAYERS, invoke);
   readonly #loader: WasmToolLoader | undefined;
   #closed = false;
+  #modelNameCache: Map<string, string> | undefined;
   readonly #listeners = new Set<(names: string[]) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
 
@@ -141,7 +142,11 @@ export class ToolRegistry {
     const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
     if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
     this.#deps = {
-      lookup: (name) => this.#tools.get(name),
+      // A model-facing name (e.g. `git__status` for `git.status`) finds its tool too.
+      lookup: (name) => {
+        const registered = this.resolveName(name);
+        return registered === undefined ? undefined : this.#tools.get(registered);
+      },
       suggest: (name) => this.#suggest(name),
       stateStore: options.stateStore ?? new InMemoryStateStore(),
       logger: options.logger ?? createDefaultLogger(),
@@ -185,6 +190,7 @@ export class ToolRegistry {
   }
 
   #changed(): void {
+    this.#modelNameCache = undefined;
     const names = this.names();
     for (const listener of this.#listeners) {
       try {
@@ -242,7 +248,30 @@ export class ToolRegistry {
   /** Every tool's definition, in toolhost's shape or an agent API's. */
   definitions<F extends DefinitionFormat = 'toolhost'>(format?: F): Array<DefinitionsByFormat[F]> {
     const chosen = (format ?? 'toolhost') as F;
-    return this.names().map((name) => toDefinition(this.#tools.get(name)!.tool, chosen));
+    const names = this.#modelNames();
+    const out: Array<DefinitionsByFormat[F]> = [];
+    for (const name of this.names()) {
+      const definition = toDefinition(this.#tools.get(name)!.tool, chosen, names.get(name));
+      if (definition !== undefined) out.push(definition);
+    }
+    return out;
+  }
+
+  /**
+   * The registered name a name given by a caller stands for: the name itself
+   * when it is registered, else the tool whose model-facing name it is (see
+   * `modelNames`), else undefined.
+   */
+  resolveName(name: string): string | undefined {
+    if (this.#tools.has(name)) return name;
+    for (const [registered, model] of this.#modelNames()) if (model === name) return registered;
+    return undefined;
+  }
+
+  /** The model-facing name of each registered tool (recomputed when the tools change). */
+  #modelNames(): Map<string, string> {
+    this.#modelNameCache ??= modelNames(this.#tools.keys());
+    return this.#modelNameCache;
   }
 
   unregister(name: string): boolean {
