@@ -36,3 +36,19 @@ describe('call ids', () => {
     expect(tracker.state('call-0'.padEnd(100, 'x'))).toBe('unknown');
   });
 });
+
+describe('smaller admission checks', () => {
+  it('refuses conversationId "" and policy fields named __proto__, toString or constructor with INVALID_INPUT', async () => {
+    const registry = makeRegistry();
+    registry.register(defineNativeTool({ name: 'ok', description: 'ok', inputSchema: { type: 'object' }, run: () => ({}) }));
+    try {
+      await expect(registry.execute('ok', {}, { conversationId: '' })).rejects.toMatchObject({ code: 'INVALID_INPUT', details: { reason: 'conversation_id' } });
+      for (const field of ['__proto__', 'toString', 'constructor']) {
+        const policy = JSON.parse(`{"${field}": {"network_policy": "FULL_ACCESS"}}`) as Record<string, unknown>;
+        await expect(registry.execute('ok', {}, { policy })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining(`unknown field "${field}"`) as string });
+      }
+    } finally {
+      await registry.close();
+    }
+  });
+});

@@ -116,6 +116,8 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   // 4. ids
   const badId = callIdProblem(callId, deps.maxCallIdLength);
   if (badId !== undefined) return refuse(new ToolhostError('INVALID_INPUT', badId, { details: { reason: 'call_id' } }));
+  // An empty conversation id would make every such caller share one conversation (and one instance).
+  if (options.conversationId === '') return refuse(new ToolhostError('INVALID_INPUT', 'conversationId must not be empty: leave it out for no conversation', { details: { reason: 'conversation_id' } }));
 
   const workingDir = options.workingDir ?? tool.grant?.worktree;
   const call: AdmittedCall = { callId, tool, args, options, policy, budgets, capabilities: decision.capabilities };
