@@ -54,8 +54,16 @@ export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, 
 export type { CancelOutcome, ErrorCode, ToolErrorData } from './core/errors.js';
 
 // Definitions for agent APIs.
-export { modelSafeName, toDefinition } from './core/definitions.js';
-export type { AnthropicDefinition, DefinitionFormat, McpDefinition, OpenAIDefinition, ToolhostDefinition } from './core/definitions.js';
+export { MODEL_NAME, modelNames, modelSafeName, objectInputSchema, toDefinition } from './core/definitions.js';
+export type {
+  AnthropicDefinition,
+  DefinitionFormat,
+  McpDefinition,
+  ObjectJsonSchema,
+  OpenAIDefinition,
+  OpenAIResponsesDefinition,
+  ToolhostDefinition,
+} from './core/definitions.js';
 
 // Policy: what a call asks for, what a tool is granted, who approves and who records.
 export { NETWORK_LABELS, PRIVILEGE_LABELS } from './policy/labels.js';

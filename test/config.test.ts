@@ -68,8 +68,19 @@ describe('the example file and the embedded defaults', () => {
     expect(files?.origin).toEqual({ file: join(root, 'toolhost.example.yaml'), line: expect.any(Number) as number, column: 5 });
     expect(resolved.tools[4]?.options.grant).toEqual({ network: 'EGRESS_UNRESTRICTED', egressAllow: ['example.com', '*.example.org', 'localhost:8080'] });
     expect(resolved.servers).toEqual({
-      mcp: { http: { enabled: true, host: '127.0.0.1', port: 3000, allowedHosts: ['localhost', '127.0.0.1'] } },
-      grpc: { enabled: true, host: '127.0.0.1', port: 50063 },
+      mcp: {
+        http: {
+          enabled: true,
+          host: '127.0.0.1',
+          port: 3000,
+          allowedHosts: ['localhost', '127.0.0.1'],
+          maxSessions: 1000,
+          maxSessionsPerClient: 256,
+          sessionIdleMs: 600_000,
+          maxBodyBytes: 4 * 1024 * 1024,
+        },
+      },
+      grpc: { enabled: true, host: '127.0.0.1', port: 50063, maxReceiveMessageBytes: 4 * 1024 * 1024, maxSendMessageBytes: 4 * 1024 * 1024, health: true, reflection: true },
     });
     expect(resolved.defaults).toEqual(DEFAULT_POLICY_DEFAULTS);
     expect(resolved.adminTools).toBe(false);
@@ -414,8 +425,8 @@ describe('resolution', () => {
       '    bearer_token_env: REMOTE_TOKEN',
       '    timeout_ms: 9000',
       'servers:',
-      '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN } }',
-      '  grpc: { host: 0.0.0.0, port: 0 }',
+      '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048 } }',
+      '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false }',
       'admin_tools: true',
     ]);
     const { resolved } = await loadConfig(file, { env: {} });
@@ -441,8 +452,14 @@ describe('resolution', () => {
       transport: 'http', name: 'remote', url: 'https://mcp.example.com/mcp', headers: {}, bearerTokenEnv: 'REMOTE_TOKEN', timeoutMs: 9000, grant: {},
     })]);
     expect(resolved.servers).toEqual({
-      mcp: { http: { enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN' } },
-      grpc: { enabled: true, host: '0.0.0.0', port: 0 },
+      mcp: {
+        http: {
+          enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],
+          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048,
+        },
+      },
+      // gRPC takes the MCP server's token unless it names its own.
+      grpc: { enabled: true, host: '0.0.0.0', port: 0, maxReceiveMessageBytes: 6291456, maxSendMessageBytes: 2048, bearerTokenEnv: 'MCP_TOKEN', health: false, reflection: false },
     });
     expect(resolved.adminTools).toBe(true);
   });

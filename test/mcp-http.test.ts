@@ -212,13 +212,12 @@ describe('MCP over Streamable HTTP', () => {
     expect(result.structuredContent).toEqual({ error: { code: 'TOOL_ERROR', message: 'it broke', details: { code: 'BROKEN', details: { part: 'gear' } } } });
   });
 
-  it('returns rejected calls (unknown tool, invalid input) as isError results with the code', async () => {
+  it('answers an unknown tool with JSON-RPC -32602 (TOOL_NOT_FOUND in data), and invalid input as an isError result', async () => {
     const client = await connect();
     await client.listTools();
-    const missing = (await client.callTool({ name: 'no_such_tool', arguments: {} })) as CallToolResult;
-    expect(missing.isError).toBe(true);
-    expect(text(missing)).toMatch(/^TOOL_NOT_FOUND: /);
-    expect(missing.structuredContent).toMatchObject({ error: { code: 'TOOL_NOT_FOUND' } });
+    const missing = await client.callTool({ name: 'no_such_tool', arguments: {} }).then(() => undefined, (error: unknown) => error);
+    expect(missing).toMatchObject({ code: -32602, data: { code: 'TOOL_NOT_FOUND', details: { name: 'no_such_tool' } } });
+    expect((missing as Error).message).toMatch(/TOOL_NOT_FOUND: no tool named "no_such_tool"/);
 
     // echo_native has an output schema: the error is in the text and _meta, not in structuredContent.
     const invalid = (await client.callTool({ name: 'echo_native', arguments: { text: 42 } })) as CallToolResult;

@@ -37,7 +37,7 @@ describe('toolhost serving MCP over stdio (a spawned process)', () => {
 
   it('lists its tools', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(['refuse', 'shout', 'ticks']);
+    expect(tools.map((tool) => tool.name)).toEqual(['burst', 'refuse', 'shout', 'ticks']);
     expect(tools.find((tool) => tool.name === 'shout')?.annotations).toEqual({ readOnlyHint: true, idempotentHint: true });
   });
 
@@ -54,7 +54,8 @@ describe('toolhost serving MCP over stdio (a spawned process)', () => {
     const { result, progress } = await callWithProgress(client, 'ticks', { n: 2 });
     expect(result.structuredContent).toEqual({ ticks: 2 });
     expect(progress.map((entry) => entry.message)).toEqual(['tick 1', '{"tick":1}', 'tick 2', '{"tick":2}']);
-    expect(progress.map((entry) => entry.progress)).toEqual([50, 50, 100, 100]);
+    // Strictly increasing: a delta passes the previous value by 0.001.
+    expect(progress.map((entry) => entry.progress)).toEqual([50, 50.001, 100, 100.001]);
     expect(progress.some((entry) => entry.afterResult)).toBe(false);
   });
 

@@ -48,6 +48,12 @@ function parsePort(value: string): number {
   return port;
 }
 
+function parseBytes(value: string): number {
+  const bytes = Number(value);
+  if (!Number.isInteger(bytes) || bytes < 1024 || bytes > 268_435_456) throw new InvalidArgumentError('must be a number of bytes from 1024 to 268435456');
+  return bytes;
+}
+
 function printError(data: ToolErrorData): void {
   const error: Record<string, unknown> = { code: data.code, message: data.message };
   if (data.details !== undefined) error.details = data.details;
@@ -199,6 +205,8 @@ function program(): Command {
     .option('--no-grpc', 'do not serve gRPC')
     .option('--grpc-port <port>', 'gRPC port (default 50063)', parsePort)
     .option('--redis <url>', 'join a fleet of hosts on this Redis (redis://host:port): shared state, cancel from any host, fleet-wide caps')
+    .option('--grpc-max-receive-bytes <bytes>', 'largest gRPC request accepted (default: servers.grpc.max_receive_message_bytes, 4 MiB)', parseBytes)
+    .option('--grpc-max-send-bytes <bytes>', 'largest gRPC message sent (default: servers.grpc.max_send_message_bytes, 4 MiB)', parseBytes)
     .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
       if (options.redis !== undefined) checkRedisUrl(options.redis);
       if (options.worktree !== undefined) checkWorktree(options.worktree);

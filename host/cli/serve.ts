@@ -10,6 +10,7 @@
 import { resolve } from 'node:path';
 import { createHost, loadHostConfig } from '../compose/host.js';
 import type { ResolvedConfig } from '../config/resolve.js';
+import { DEFAULT_MAX_CALL_ID_LENGTH } from '../core/call/ids.js';
 import { ToolhostError } from '../core/errors.js';
 import type { GrpcServerHandle } from '../servers/grpc/index.js';
 import type { McpHttpServer } from '../servers/mcp-http.js';
@@ -28,6 +29,9 @@ export interface ServeOptions {
   /** Serve gRPC (default: the config's setting, off over stdio). */
   grpc?: boolean;
   grpcPort?: number;
+  /** Largest gRPC message accepted / sent (bytes; default: the config's, else 4 MiB). */
+  grpcMaxReceiveBytes?: number;
+  grpcMaxSendBytes?: number;
   /** How long in-flight calls may finish after a shutdown signal (ms). */
   drainMs?: number;
   /** Join a fleet on this Redis (`--redis`; over the config's `cluster.redis`). */
@@ -88,9 +92,15 @@ export async function serve(options: ServeOptions): Promise<number> {
         host: options.host ?? http.host,
         port: options.port ?? http.port,
         ...(http.allowedHosts === undefined ? {} : { allowedHosts: http.allowedHosts }),
+        ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
         ...(bearerToken === undefined ? {} : { bearerToken }),
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
+        maxSessions: http.maxSessions,
+        maxSessionsPerClient: http.maxSessionsPerClient,
+        sessionIdleMs: http.sessionIdleMs,
+        maxBodyBytes: http.maxBodyBytes,
         metrics,
+        limitMetrics: metrics.limits,
         health: () => ({ pool: registry.sandboxStats() ?? null, ...(host.fleet === undefined ? {} : { fleet: registry.fleetStatus() }) }),
       });
     } else if (chosen.mcp === 'stdio') {
@@ -98,10 +108,23 @@ export async function serve(options: ServeOptions): Promise<number> {
       mcpStdio = await serveMcpStdio(registry, worktreeFor === undefined ? {} : { worktree: worktreeFor });
     }
     if (chosen.grpc) {
-      const { startGrpcServer } = await import('../servers/grpc/index.js');
+      const settings = config.servers.grpc;
+      const bearerToken = settings.bearerTokenEnv === undefined ? undefined : process.env[settings.bearerTokenEnv];
+      if (settings.bearerTokenEnv !== undefined && !bearerToken) {
+        throw new ToolhostError('INVALID_INPUT', `servers.grpc.bearer_token_env (or servers.mcp.http.bearer_token_env) names ${settings.bearerTokenEnv}, which is not set in the environment`);
+      }
+      const [{ startGrpcServer }, { createMetrics }] = await Promise.all([import('../servers/grpc/index.js'), import('../servers/metrics.js')]);
+      metrics ??= createMetrics(registry);
       grpc = await startGrpcServer(registry, {
-        host: options.host ?? config.servers.grpc.host,
-        port: options.grpcPort ?? config.servers.grpc.port,
+        host: options.host ?? settings.host,
+        port: options.grpcPort ?? settings.port,
+        maxReceiveMessageBytes: options.grpcMaxReceiveBytes ?? settings.maxReceiveMessageBytes,
+        maxSendMessageBytes: options.grpcMaxSendBytes ?? settings.maxSendMessageBytes,
+        health: settings.health,
+        reflection: settings.reflection,
+        maxCallIdLength: config.callIds.maxLength ?? DEFAULT_MAX_CALL_ID_LENGTH,
+        limitMetrics: metrics.limits,
+        ...(bearerToken === undefined ? {} : { bearerToken }),
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
       });
     }

@@ -47,6 +47,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
   const options: RegistryOptions = {
     defaults: { ...resolved.defaults },
     cancelGraceMs: resolved.cancelGraceMs,
+    callIds: { ...resolved.callIds },
     retry: { ...resolved.retry },
     sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
   };

@@ -20,9 +20,25 @@ import type { SandboxOptions } from '../sandbox/loader.js';
 import type { ClusterSection, ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
 
 /** MCP over Streamable HTTP, unless the config says otherwise. */
-export const DEFAULT_MCP_HTTP = { enabled: true, host: '127.0.0.1', port: 3000 } as const;
+export const DEFAULT_MCP_HTTP = {
+  enabled: true,
+  host: '127.0.0.1',
+  port: 3000,
+  maxSessions: 1000,
+  maxSessionsPerClient: 256,
+  sessionIdleMs: 600_000,
+  maxBodyBytes: 4 * 1024 * 1024,
+} as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
-export const DEFAULT_GRPC = { enabled: true, host: '127.0.0.1', port: 50063 } as const;
+export const DEFAULT_GRPC = {
+  enabled: true,
+  host: '127.0.0.1',
+  port: 50063,
+  maxReceiveMessageBytes: 4 * 1024 * 1024,
+  maxSendMessageBytes: 4 * 1024 * 1024,
+  health: true,
+  reflection: true,
+} as const;
 /** The host's log level when neither `TOOLHOST_LOG` nor the config sets one. */
 export const DEFAULT_LOG_LEVEL = 'warn';
 
@@ -101,9 +117,25 @@ export interface ServerSettings {
       allowedHosts?: string[];
       /** The environment variable holding the bearer token clients must send (absent: none required). */
       bearerTokenEnv?: string;
+      /** Origin header values accepted (absent: the server's own default). */
+      allowedOrigins?: string[];
+      maxSessions: number;
+      maxSessionsPerClient: number;
+      sessionIdleMs: number;
+      maxBodyBytes: number;
     };
   };
-  grpc: { enabled: boolean; host: string; port: number };
+  grpc: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    maxReceiveMessageBytes: number;
+    maxSendMessageBytes: number;
+    /** The environment variable holding the token clients must send (default: the MCP server's). */
+    bearerTokenEnv?: string;
+    health: boolean;
+    reflection: boolean;
+  };
 }
 
 /** The configuration in the host's terms. */
@@ -117,6 +149,8 @@ export interface ResolvedConfig {
   /** Defaults and ceilings, merged over DEFAULT_POLICY_DEFAULTS. */
   defaults: PolicyDefaults;
   cancelGraceMs: number;
+  /** Call id rules (only what the file sets; the registry defaults the rest). */
+  callIds: { maxLength?: number; rememberedBytes?: number };
   retry: RetryOptions;
   /** Pool and output options (only what the file sets; the sandbox defaults the rest). `cacheDir` is absolute. */
   sandbox: SandboxOptions;
@@ -305,12 +339,22 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         port: mcpHttp.port ?? DEFAULT_MCP_HTTP.port,
         ...(mcpHttp.allowed_hosts === undefined ? {} : { allowedHosts: [...mcpHttp.allowed_hosts] }),
         ...(mcpHttp.bearer_token_env === undefined ? {} : { bearerTokenEnv: mcpHttp.bearer_token_env }),
+        ...(mcpHttp.allowed_origins === undefined ? {} : { allowedOrigins: [...mcpHttp.allowed_origins] }),
+        maxSessions: mcpHttp.max_sessions ?? DEFAULT_MCP_HTTP.maxSessions,
+        maxSessionsPerClient: mcpHttp.max_sessions_per_client ?? DEFAULT_MCP_HTTP.maxSessionsPerClient,
+        sessionIdleMs: mcpHttp.session_idle_ms ?? DEFAULT_MCP_HTTP.sessionIdleMs,
+        maxBodyBytes: mcpHttp.max_body_bytes ?? DEFAULT_MCP_HTTP.maxBodyBytes,
       },
     },
     grpc: {
       enabled: grpc.enabled ?? DEFAULT_GRPC.enabled,
       host: grpc.host ?? DEFAULT_GRPC.host,
       port: grpc.port ?? DEFAULT_GRPC.port,
+      maxReceiveMessageBytes: grpc.max_receive_message_bytes ?? DEFAULT_GRPC.maxReceiveMessageBytes,
+      maxSendMessageBytes: grpc.max_send_message_bytes ?? DEFAULT_GRPC.maxSendMessageBytes,
+      ...((grpc.bearer_token_env ?? mcpHttp.bearer_token_env) === undefined ? {} : { bearerTokenEnv: (grpc.bearer_token_env ?? mcpHttp.bearer_token_env)! }),
+      health: grpc.health ?? DEFAULT_GRPC.health,
+      reflection: grpc.reflection ?? DEFAULT_GRPC.reflection,
     },
   };
 
@@ -319,6 +363,10 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     logLevel: env.TOOLHOST_LOG || host.log_level || DEFAULT_LOG_LEVEL,
     defaults: resolvePolicyDefaults(host),
     cancelGraceMs: host.cancel_grace_ms ?? DEFAULT_CANCEL_GRACE_MS,
+    callIds: {
+      ...(host.call_ids?.max_length === undefined ? {} : { maxLength: host.call_ids.max_length }),
+      ...(host.call_ids?.remembered_bytes === undefined ? {} : { rememberedBytes: host.call_ids.remembered_bytes }),
+    },
     retry: resolveRetry(host),
     sandbox,
     approval: host.approval ?? 'never',

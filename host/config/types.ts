@@ -46,6 +46,7 @@ export interface HostSection {
     max_retries?: number;
   };
   cancel_grace_ms?: number;
+  call_ids?: { max_length?: number; remembered_bytes?: number };
   retry?: { base_ms?: number; cap_ms?: number };
   pool?: {
     threads?: number;
@@ -140,7 +141,21 @@ export interface ServersSection {
       port?: number;
       allowed_hosts?: string[];
       bearer_token_env?: string;
+      allowed_origins?: string[];
+      max_sessions?: number;
+      max_sessions_per_client?: number;
+      session_idle_ms?: number;
+      max_body_bytes?: number;
     };
   };
-  grpc?: { enabled?: boolean; host?: string; port?: number };
+  grpc?: {
+    enabled?: boolean;
+    host?: string;
+    port?: number;
+    max_receive_message_bytes?: number;
+    max_send_message_bytes?: number;
+    bearer_token_env?: string;
+    health?: boolean;
+    reflection?: boolean;
+  };
 }

@@ -1,16 +1,34 @@
-/** Which calls are in flight (cancellable) and which finished recently. */
+/**
+ * Which calls are in flight (cancellable) and which finished recently.
+ * The finished ids are remembered up to a number of bytes (the oldest are
+ * forgotten first), so no caller can make the host hold more than that.
+ */
+import { DEFAULT_REMEMBERED_CALL_ID_BYTES } from './call/ids.js';
 import type { CancelOutcome } from './errors.js';
 
-const RECENTLY_COMPLETED_LIMIT = 10_000;
+/** What remembering one id costs beyond its characters (a Set entry, roughly). */
+const ENTRY_OVERHEAD_BYTES = 64;
 
 export class CallTracker {
   readonly #inFlight = new Map<string, () => void>();
   readonly #completed = new Set<string>();
+  readonly #maxBytes: number;
+  #bytes = 0;
+
+  constructor(rememberedBytes: number = DEFAULT_REMEMBERED_CALL_ID_BYTES) {
+    if (!Number.isInteger(rememberedBytes) || rememberedBytes < 0) throw new TypeError('rememberedBytes must be a non-negative integer');
+    this.#maxBytes = rememberedBytes;
+  }
+
+  /** Bytes the remembered finished ids take (as counted). */
+  get rememberedBytes(): number {
+    return this.#bytes;
+  }
 
   /** Track a call; false when the id is already in flight. */
   begin(callId: string, cancel: () => void): boolean {
     if (this.#inFlight.has(callId)) return false;
-    this.#completed.delete(callId);
+    if (this.#completed.delete(callId)) this.#bytes -= cost(callId);
     this.#inFlight.set(callId, cancel);
     return true;
   }
@@ -18,10 +36,13 @@ export class CallTracker {
   end(callId: string): void {
     if (!this.#inFlight.delete(callId)) return;
     this.#completed.add(callId);
-    if (this.#completed.size > RECENTLY_COMPLETED_LIMIT) {
-      // Sets iterate in insertion order: drop the oldest.
+    this.#bytes += cost(callId);
+    // Sets iterate in insertion order: drop the oldest until the rest fit.
+    while (this.#bytes > this.#maxBytes) {
       const oldest = this.#completed.values().next().value;
-      if (oldest !== undefined) this.#completed.delete(oldest);
+      if (oldest === undefined) break;
+      this.#completed.delete(oldest);
+      this.#bytes -= cost(oldest);
     }
   }
 
@@ -34,6 +55,12 @@ export class CallTracker {
     return this.#completed.has(callId) ? 'ALREADY_COMPLETED' : 'NOT_FOUND';
   }
 
+  /** Whether a call is in flight, finished recently, or unknown (nothing is cancelled). */
+  state(callId: string): 'in_flight' | 'completed' | 'unknown' {
+    if (this.#inFlight.has(callId)) return 'in_flight';
+    return this.#completed.has(callId) ? 'completed' : 'unknown';
+  }
+
   get size(): number {
     return this.#inFlight.size;
   }
@@ -42,4 +69,8 @@ export class CallTracker {
   cancelAll(): void {
     for (const cancel of this.#inFlight.values()) cancel();
   }
+}
+
+function cost(callId: string): number {
+  return callId.length * 2 + ENTRY_OVERHEAD_BYTES;
 }

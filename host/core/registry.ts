@@ -11,7 +11,8 @@ import { Call, DEFAULT_CANCEL_GRACE_MS, rejectedCall, type CallDeps } from './ca
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
 import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
-import { toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
+import { DEFAULT_CALL_ID_LIMITS, type CallIdLimits } from './call/ids.js';
+import { modelNames, toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
 import type { CallDirectory, FleetStatus } from './fleet.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
@@ -101,6 +102,11 @@ export interface ToolRegistryOptions {
   /** Where calls are known beyond this host: fleet-wide caps and cancel (default: this host only). */
   fleet?: CallDirectory;
   /**
+   * Call id rules: the longest accepted id (default 128 characters) and the
+   * bytes of finished ids remembered for ALREADY_COMPLETED (default 1 MiB).
+   */
+  callIds?: Partial<CallIdLimits>;
+  /**
    * The loader behind `registerWasmTools` (the sandbox's, when the registry is
    * made by `createRegistry` or `createHost`). The registry closes it.
    */
@@ -110,12 +116,13 @@ export interface ToolRegistryOptions {
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
   readonly #schemas = new SchemaCompiler();
-  readonly #tracker = new CallTracker();
+  readonly #tracker: CallTracker;
   readonly #deps: AdmissionDeps & CallDeps;
   /** The call's layers over the tool's run, composed once. */
   readonly #run: CallHandler = compose(CALL_LAYERS, invoke);
   readonly #loader: WasmToolLoader | undefined;
   #closed = false;
+  #modelNameCache: Map<string, string> | undefined;
   readonly #listeners = new Set<(names: string[]) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
 
@@ -132,10 +139,17 @@ export class ToolRegistry {
       throw new TypeError('options.defaults.cpuMs must be a positive number when set');
     }
     if (!Number.isInteger(defaults.maxRetries) || defaults.maxRetries < 0) throw new TypeError('options.defaults.maxRetries must be a non-negative integer');
+    const callIds = { ...DEFAULT_CALL_ID_LIMITS, ...options.callIds };
+    if (!Number.isInteger(callIds.maxLength) || callIds.maxLength < 1) throw new TypeError('options.callIds.maxLength must be a positive integer');
+    this.#tracker = new CallTracker(callIds.rememberedBytes);
     const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
     if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
     this.#deps = {
-      lookup: (name) => this.#tools.get(name),
+      // A model-facing name (e.g. `git__status` for `git.status`) finds its tool too.
+      lookup: (name) => {
+        const registered = this.resolveName(name);
+        return registered === undefined ? undefined : this.#tools.get(registered);
+      },
       suggest: (name) => this.#suggest(name),
       stateStore: options.stateStore ?? new InMemoryStateStore(),
       logger: options.logger ?? createDefaultLogger(),
@@ -147,6 +161,7 @@ export class ToolRegistry {
       audit: options.audit ?? createAuditLog(),
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
+      maxCallIdLength: callIds.maxLength,
       onFinished: (tool, event) => {
         for (const listener of this.#finishedListeners) listener(tool, event);
       },
@@ -180,6 +195,7 @@ export class ToolRegistry {
   }
 
   #changed(): void {
+    this.#modelNameCache = undefined;
     const names = this.names();
     for (const listener of this.#listeners) {
       try {
@@ -237,7 +253,30 @@ export class ToolRegistry {
   /** Every tool's definition, in toolhost's shape or an agent API's. */
   definitions<F extends DefinitionFormat = 'toolhost'>(format?: F): Array<DefinitionsByFormat[F]> {
     const chosen = (format ?? 'toolhost') as F;
-    return this.names().map((name) => toDefinition(this.#tools.get(name)!.tool, chosen));
+    const names = this.#modelNames();
+    const out: Array<DefinitionsByFormat[F]> = [];
+    for (const name of this.names()) {
+      const definition = toDefinition(this.#tools.get(name)!.tool, chosen, names.get(name));
+      if (definition !== undefined) out.push(definition);
+    }
+    return out;
+  }
+
+  /**
+   * The registered name a name given by a caller stands for: the name itself
+   * when it is registered, else the tool whose model-facing name it is (see
+   * `modelNames`), else undefined.
+   */
+  resolveName(name: string): string | undefined {
+    if (this.#tools.has(name)) return name;
+    for (const [registered, model] of this.#modelNames()) if (model === name) return registered;
+    return undefined;
+  }
+
+  /** The model-facing name of each registered tool (recomputed when the tools change). */
+  #modelNames(): Map<string, string> {
+    this.#modelNameCache ??= modelNames(this.#tools.keys());
+    return this.#modelNameCache;
   }
 
   unregister(name: string): boolean {
@@ -338,6 +377,11 @@ export class ToolRegistry {
       error: error.toData(),
       accounting: terminal.accounting,
     };
+  }
+
+  /** Whether a call is in flight, finished recently, or unknown (it cancels nothing). */
+  callState(callId: string): 'in_flight' | 'completed' | 'unknown' {
+    return this.#tracker.state(callId);
   }
 
   /** Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED. */

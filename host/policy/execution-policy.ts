@@ -98,7 +98,8 @@ export function parseExecutionPolicy(input: unknown): ExecutionPolicy {
   if (typeof input !== 'object' || Array.isArray(input)) throw invalid('must be a JSON object');
   const policy: ExecutionPolicy = {};
   for (const [rawKey, value] of Object.entries(input)) {
-    const key = FIELD_ALIASES[rawKey];
+    // Own keys only: `__proto__`, `toString` or `constructor` are unknown fields, not inherited ones.
+    const key = Object.hasOwn(FIELD_ALIASES, rawKey) ? FIELD_ALIASES[rawKey] : undefined;
     if (key === undefined) {
       throw invalid(`unknown field "${rawKey}" (expected one of ${[...new Set(Object.values(FIELD_ALIASES))].join(', ')})`);
     }

@@ -10,8 +10,16 @@
  * (The SDK transport's own `allowedHosts` option is not used: it sees only
  * requests that reach a session, and matches exact strings, where this check
  * also covers `/healthz`, `/metrics` and new sessions, and accepts bare names.)
+ * A request that carries an `Origin` header (a browser's) must name an allowed
+ * origin (403 otherwise), as the MCP spec requires of Streamable HTTP servers;
+ * requests without one (non-browser clients) pass.
  * With a bearer token, `/mcp` and `/metrics` need `Authorization: Bearer <token>`
  * (401 otherwise); `/healthz` stays open for probes and reveals only counts.
+ *
+ * Sessions are bounded (see mcp-sessions.ts): idle ones expire, at the cap the
+ * least recently used idle one is evicted, and one client address holds a
+ * limited number. Refusals carry a toolhost code in the JSON-RPC error's
+ * `data.code` (PERMISSION_DENIED, OVERLOADED) and are counted in the metrics.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -20,6 +28,8 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
+import type { ServerLimitMetrics } from './metrics.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
 export interface MetricsSource {
@@ -44,8 +54,20 @@ export interface McpHttpServerOptions extends McpServerOptions {
   metrics?: MetricsSource;
   /** Extra fields for `GET /healthz` (e.g. sandbox pool stats). */
   health?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
-  /** Concurrent MCP sessions before new ones get 503 (default 1000). */
+  /**
+   * Accepted `Origin` headers (`scheme://host[:port]`, compared without case).
+   * Default: `http://localhost:<port>`, `http://127.0.0.1:<port>`, `http://[::1]:<port>`.
+   * Requests without an `Origin` header are not browsers' and pass.
+   */
+  allowedOrigins?: string[];
+  /** Sessions open at once; at the cap the least recently used idle session is evicted (default 1000). */
   maxSessions?: number;
+  /** Sessions one client address may hold (default 256). */
+  maxSessionsPerClient?: number;
+  /** How long an idle session lives, in ms (default 600000: 10 minutes). */
+  sessionIdleMs?: number;
+  /** Where refusals and session ends are counted (toolhost's `createMetrics(...).limits`). */
+  limitMetrics?: ServerLimitMetrics;
   /** Largest accepted request body, in bytes (default 4 MiB; 413 beyond). */
   maxBodyBytes?: number;
 }
@@ -67,6 +89,8 @@ export interface McpHttpServer {
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
+  /** Why it is being closed, when the table closes it. */
+  ending?: SessionEndReason;
 }
 
 const MCP_PATH = '/mcp';
@@ -81,12 +105,21 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     bearerToken,
     metrics,
     health,
-    maxSessions = 1000,
+    allowedOrigins,
+    maxSessions = DEFAULT_SESSION_LIMITS.maxSessions,
+    maxSessionsPerClient = DEFAULT_SESSION_LIMITS.maxPerClient,
+    sessionIdleMs = DEFAULT_SESSION_LIMITS.idleMs,
+    limitMetrics,
     maxBodyBytes = DEFAULT_MAX_BODY,
     ...serverOptions
   } = options;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError('options.port must be an integer from 0 to 65535');
   if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new TypeError('options.maxSessions must be a positive integer');
+  if (!Number.isInteger(maxSessionsPerClient) || maxSessionsPerClient < 1) throw new TypeError('options.maxSessionsPerClient must be a positive integer');
+  if (!Number.isFinite(sessionIdleMs) || sessionIdleMs <= 0) throw new TypeError('options.sessionIdleMs must be a positive number');
+  if (allowedOrigins !== undefined && (!Array.isArray(allowedOrigins) || allowedOrigins.some((entry) => typeof entry !== 'string' || entry === ''))) {
+    throw new TypeError('options.allowedOrigins must be an array of non-empty strings');
+  }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
   if (bearerToken !== undefined && (typeof bearerToken !== 'string' || bearerToken.length === 0)) {
     throw new TypeError('options.bearerToken must be a non-empty string');
@@ -98,10 +131,20 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   // Fail on bad server options now, not on the first session.
   checkMcpServerOptions(serverOptions);
 
-  const sessions = new Map<string, Session>();
+  const sessions = new SessionTable<Session>({ maxSessions, maxPerClient: maxSessionsPerClient, idleMs: sessionIdleMs }, (_id, session, reason) => {
+    session.ending = reason;
+    limitMetrics?.sessionEnded('mcp', reason);
+    registry.logger.debug({ reason }, 'mcp http: session closed by the server');
+    session.server.close().catch(() => undefined);
+  });
   const pending = new Set<Session>();
+  // Idle sessions also expire when nobody opens a new one.
+  const sweeper = setInterval(() => sessions.sweep(), Math.min(sessionIdleMs, 60_000));
+  sweeper.unref();
+  limitMetrics?.trackSessions('mcp', () => sessions.size);
   const tokenDigest = bearerToken === undefined ? undefined : digest(bearerToken);
   let hostCheck: (header: string | undefined) => boolean = () => false;
+  let originCheck: (header: string | undefined) => boolean = () => false;
   let closing = false;
   // POST requests being answered: a call's POST stays open until its response is written.
   let activePosts = 0;
@@ -135,38 +178,51 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     const sessionId = header(req, 'mcp-session-id');
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
-      if (!session) return rpcError(res, 404, -32001, 'Session not found');
-      await session.transport.handleRequest(req, res, body);
+      if (!session) return rpcError(res, 404, -32001, 'Session not found (it ended or expired: initialize a new one)');
+      const done = sessions.use(sessionId);
+      res.once('close', done);
+      try {
+        await session.transport.handleRequest(req, res, body);
+      } finally {
+        // A POST answered as JSON, or a refused GET, is over; an event stream ends on 'close'.
+        if (res.writableEnded) done();
+      }
       return;
     }
     if (method !== 'POST' || !isInitializeRequest(body)) {
       return rpcError(res, 400, -32000, 'Bad Request: no valid session id (send initialize first)');
     }
-    if (closing) return rpcError(res, 503, -32000, 'the server is closing');
-    if (sessions.size + pending.size >= maxSessions) return rpcError(res, 503, -32000, `too many sessions (at most ${maxSessions})`);
-    const session = openSession();
+    if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
+    const client = req.socket.remoteAddress ?? 'unknown';
+    const room = sessions.reserve(client);
+    if (!room.ok) {
+      limitMetrics?.refused('mcp', room.reason);
+      return rpcError(res, room.reason === 'sessions_full' ? 503 : 429, -32000, room.message, { code: 'OVERLOADED', reason: room.reason });
+    }
+    const session = openSession(client);
     pending.add(session);
     try {
       await session.server.connect(session.transport);
       await session.transport.handleRequest(req, res, body);
     } finally {
+      sessions.release();
       pending.delete(session);
       // An initialize that did not create a session leaves nothing behind.
-      if (session.transport.sessionId === undefined || !sessions.has(session.transport.sessionId)) {
+      if (session.transport.sessionId === undefined || sessions.get(session.transport.sessionId) !== session) {
         await session.server.close().catch(() => undefined);
       }
     }
   };
 
-  const openSession = (): Session => {
+  const openSession = (client: string): Session => {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        if (!closing) sessions.set(id, session);
+        if (!closing) sessions.add(id, client, session);
       },
     });
     transport.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      if (transport.sessionId !== undefined && sessions.delete(transport.sessionId)) limitMetrics?.sessionEnded('mcp', 'closed');
     };
     const session: Session = { transport, server: createMcpServer(registry, serverOptions) };
     session.server.onerror = (error) => registry.logger.debug({ err: error.message }, 'mcp http: session error');
@@ -175,7 +231,12 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (!hostCheck(header(req, 'host'))) {
-      return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32000, message: `Forbidden: Host header not allowed` }, id: null });
+      limitMetrics?.refused('mcp', 'host');
+      return rpcError(res, 403, -32000, 'Forbidden: Host header not allowed', { code: 'PERMISSION_DENIED', reason: 'host' });
+    }
+    if (!originCheck(header(req, 'origin'))) {
+      limitMetrics?.refused('mcp', 'origin');
+      return rpcError(res, 403, -32000, 'Forbidden: Origin not allowed', { code: 'PERMISSION_DENIED', reason: 'origin' });
     }
     const path = pathOf(req.url);
     if (path === '/healthz') {
@@ -185,6 +246,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     }
     if (path !== MCP_PATH && path !== '/metrics') return sendJson(res, 404, { error: 'not found' });
     if (tokenDigest && !authorized(header(req, 'authorization'), tokenDigest)) {
+      limitMetrics?.refused('mcp', 'unauthenticated');
       res.setHeader('WWW-Authenticate', 'Bearer');
       return sendJson(res, 401, { jsonrpc: '2.0', error: { code: -32000, message: 'Unauthorized: a valid bearer token is required' }, id: null });
     }
@@ -215,6 +277,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   });
   const bound = (http.address() as AddressInfo).port;
   hostCheck = hostMatcher(allowedHosts ?? defaultAllowedHosts(host, bound));
+  originCheck = originMatcher(allowedOrigins ?? defaultAllowedOrigins(bound));
   const url = `http://${hostForUrl(host)}:${bound}${MCP_PATH}`;
 
   let closed: Promise<void> | undefined;
@@ -227,14 +290,14 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     close({ drainMs = 0 } = {}) {
       closed ??= (async () => {
         closing = true;
+        clearInterval(sweeper);
         if (drainMs > 0) {
           const deadline = Date.now() + drainMs;
           await Promise.all([...sessions.values(), ...pending].map((session) => drainMcpServer(session.server, drainMs)));
           // Then let the answers already produced reach their clients.
           await waitUntil(() => activePosts === 0, postsDone, deadline - Date.now());
         }
-        const all = [...sessions.values(), ...pending];
-        sessions.clear();
+        const all = [...sessions.clear(), ...pending];
         // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
         await Promise.allSettled(all.map((session) => session.server.close()));
         await new Promise<void>((resolve) => {
@@ -271,6 +334,17 @@ export function defaultAllowedHosts(host: string, port: number): string[] {
   const names = new Set(['127.0.0.1', 'localhost', '[::1]']);
   if (host !== '0.0.0.0' && host !== '::') names.add(hostForUrl(host).toLowerCase());
   return [...names].map((name) => `${name}:${port}`);
+}
+
+/** The Origin headers accepted by default: the loopback names over http at the bound port. */
+export function defaultAllowedOrigins(port: number): string[] {
+  return ['localhost', '127.0.0.1', '[::1]'].map((name) => `http://${name}:${port}`);
+}
+
+/** A matcher for Origin headers: absent passes (not a browser); otherwise an exact, case-insensitive match (`*` allows any). */
+export function originMatcher(allowed: readonly string[]): (header: string | undefined) => boolean {
+  const set = new Set(allowed.map((entry) => entry.trim().toLowerCase().replace(/\/+$/, '')));
+  return (header) => header === undefined || set.has('*') || set.has(header.trim().toLowerCase());
 }
 
 /** A matcher for Host headers: `name:port` entries match exactly, bare names match any port. */
@@ -365,8 +439,8 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+function rpcError(res: ServerResponse, status: number, code: number, message: string, data?: Record<string, unknown>): void {
+  sendJson(res, status, { jsonrpc: '2.0', error: { code, message, ...(data === undefined ? {} : { data }) }, id: null });
 }
 
 function methodNotAllowed(res: ServerResponse, allow: string): void {

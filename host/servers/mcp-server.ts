@@ -17,8 +17,19 @@
  *   the SDK with a protocol error.
  * - `progress` events become `notifications/progress` (progress = pct, total =
  *   100) when the request carried a `progressToken`; `delta` events too, with the
- *   delta's JSON text as `message`, the last progress value, and
- *   `_meta['toolhost/delta'] = true`. Progress never goes backwards.
+ *   delta's JSON text as `message` and `_meta['toolhost/delta'] = true`.
+ *   Progress values strictly increase, as the spec requires: a notification
+ *   whose pct would not pass the previous value (every delta, a repeated or
+ *   lower pct) gets the previous value plus 0.001 (`total` stays 100, so a delta
+ *   after 100% reads 100.001).
+ * - After the last progress notification and before the response, the server
+ *   pings the client and waits for its answer (at most `progressFlushMs`): the
+ *   SDK's 1.x client drops a progress notification read in the same chunk as
+ *   the response (typescript-sdk #2580), and once the pong is back every
+ *   notification has been handled.
+ * - An unknown tool answers JSON-RPC -32602 (Invalid params), as the spec
+ *   suggests, with `data: { code: 'TOOL_NOT_FOUND', message, details }`; every
+ *   other refusal is an isError result.
  * - `log` events become `notifications/message` at the event's level (`trace`
  *   maps to `debug`, `warn` to `warning`), from `info` up unless the client
  *   chose another level with `logging/setLevel`.
@@ -31,8 +42,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   CallToolRequestSchema,
+  EmptyResultSchema,
+  ErrorCode as McpErrorCode,
+  McpError,
   ListToolsRequestSchema,
   SetLevelRequestSchema,
   type CallToolResult,
@@ -89,6 +104,11 @@ export interface McpServerOptions {
   logLevel?: LoggingLevel | 'off';
   /** How long to gather tool registrations before sending `notifications/tools/list_changed` (ms, default 50). */
   listChangedDebounceMs?: number;
+  /**
+   * How long a call's response waits for the client's answer to the ping sent
+   * after its last progress notification (ms, default 1000; 0: no ping).
+   */
+  progressFlushMs?: number;
 }
 
 interface ResolvedServerOptions {
@@ -97,6 +117,7 @@ interface ResolvedServerOptions {
   worktree: ((toolName: string) => string | undefined) | undefined;
   logLevel: LoggingLevel | 'off';
   listChangedDebounceMs: number;
+  progressFlushMs: number;
 }
 
 /** Check server options up front (throws a TypeError naming the bad option). */
@@ -107,6 +128,8 @@ export function checkMcpServerOptions(options: McpServerOptions): void {
 function resolveOptions(options: McpServerOptions): ResolvedServerOptions {
   const debounce = options.listChangedDebounceMs ?? 50;
   if (!Number.isFinite(debounce) || debounce < 0) throw new TypeError('options.listChangedDebounceMs must be a non-negative number');
+  const progressFlushMs = options.progressFlushMs ?? 1000;
+  if (!Number.isFinite(progressFlushMs) || progressFlushMs < 0) throw new TypeError('options.progressFlushMs must be a non-negative number');
   const logLevel = options.logLevel ?? 'info';
   if (logLevel !== 'off' && !MCP_LEVELS.includes(logLevel)) {
     throw new TypeError(`options.logLevel must be one of ${MCP_LEVELS.join(', ')} or off`);
@@ -120,8 +143,14 @@ function resolveOptions(options: McpServerOptions): ResolvedServerOptions {
     worktree: options.worktree,
     logLevel,
     listChangedDebounceMs: debounce,
+    progressFlushMs,
   };
 }
+
+/** How much a progress value passes the previous one when its pct does not (a delta, a repeated pct). */
+const PROGRESS_STEP = 0.001;
+
+let sharedValidator: AjvJsonSchemaValidator | undefined;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -173,6 +202,8 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
   const resolved = resolveOptions(options);
   const server = new Server(resolved.serverInfo, {
     capabilities: { tools: { listChanged: true } },
+    // One validator for every server: the SDK's default builds an Ajv per server (~3 ms a session).
+    jsonSchemaValidator: (sharedValidator ??= new AjvJsonSchemaValidator()),
     ...(resolved.instructions === undefined ? {} : { instructions: resolved.instructions }),
   });
   // Registered after construction so that the SDK's own setLevel handler (which
@@ -205,7 +236,12 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
     state.inFlight += 1;
     try {
       const stream = registry.stream(name, args, callOptions);
-      const terminal = await forwardEvents(stream, name, meta.progressToken, extra, () => logLevel);
+      const terminal = await forwardEvents(stream, name, meta.progressToken, extra, () => logLevel, resolved.progressFlushMs);
+      if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
+        // Not a call: the spec's answer to an unknown tool is a protocol error (-32602), with toolhost's code in data.
+        const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
+        throw new McpError(McpErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
+      }
       return toCallToolResult(terminal, hasOutputSchema);
     } finally {
       state.inFlight -= 1;
@@ -306,12 +342,18 @@ async function forwardEvents(
   progressToken: unknown,
   extra: Extra,
   level: () => LoggingLevel | 'off',
+  flushMs: number,
 ): Promise<TerminalEvent> {
   const token = typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined;
-  let progress = 0;
-  let sent = false;
+  let progress = -1;
+  let progressSent = false;
+  /** The next progress value: `pct` when it passes the previous one, else the previous one plus a step. */
+  const nextProgress = (pct: number | undefined): { progress: number; total: number } => {
+    progress = pct !== undefined && pct > progress ? pct : Math.round((Math.max(progress, 0) + PROGRESS_STEP) * 1e6) / 1e6;
+    return { progress, total: 100 };
+  };
   const send = async (notification: ServerNotification): Promise<void> => {
-    sent = true;
+    if (notification.method === 'notifications/progress') progressSent = true;
     try {
       await extra.sendNotification(notification);
     } catch {
@@ -322,17 +364,16 @@ async function forwardEvents(
     switch (event.type) {
       case 'progress':
         if (token === undefined) break;
-        if (event.pct !== undefined) progress = Math.max(progress, event.pct);
         await send({
           method: 'notifications/progress',
-          params: { progressToken: token, progress, total: 100, ...(event.message === undefined ? {} : { message: event.message }) },
+          params: { progressToken: token, ...nextProgress(event.pct), ...(event.message === undefined ? {} : { message: event.message }) },
         });
         break;
       case 'delta':
         if (token === undefined) break;
         await send({
           method: 'notifications/progress',
-          params: { progressToken: token, progress, total: 100, message: JSON.stringify(event.data) ?? 'null', _meta: { [MCP_META_KEYS.delta]: true } },
+          params: { progressToken: token, ...nextProgress(undefined), message: JSON.stringify(event.data) ?? 'null', _meta: { [MCP_META_KEYS.delta]: true } },
         });
         break;
       case 'log': {
@@ -347,10 +388,12 @@ async function forwardEvents(
       }
       case 'result':
       case 'error':
-        // SDK clients (1.x) drop a progress notification read in the same chunk as the response, and
-        // some then close the connection (typescript-sdk issue #2580): give the last notification a
-        // turn of the event loop to leave on its own before the result follows.
-        if (sent) await new Promise<void>((resolve) => setImmediate(resolve));
+        // SDK clients (1.x) drop a progress notification read in the same chunk as the response
+        // (typescript-sdk issue #2580). A client answers a ping only after the messages before it:
+        // once the pong is back, the response can no longer share a read with a notification.
+        if (progressSent && flushMs > 0 && !extra.signal.aborted) {
+          await extra.sendRequest({ method: 'ping' }, EmptyResultSchema, { timeout: flushMs, signal: extra.signal }).catch(() => undefined);
+        }
         return event;
       default:
         break;

@@ -16,8 +16,22 @@ const BUDGET_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'OUTPUT_LIMIT_EXCEEDED',
 ]);
 
+/**
+ * What the servers count at their limits: requests refused before any call
+ * (by server and reason: host, origin, unauthenticated, sessions_full,
+ * client_sessions_full, call_id...) and sessions the server ended (by reason).
+ */
+export interface ServerLimitMetrics {
+  refused(server: 'mcp' | 'grpc', reason: string): void;
+  sessionEnded(server: 'mcp', reason: string): void;
+  /** Report the open sessions of a server (read when metrics are scraped). */
+  trackSessions(server: 'mcp', count: () => number): void;
+}
+
 export interface HostMetrics {
   readonly contentType: string;
+  /** Counters for the servers' own limits (pass to `startMcpHttpServer` / `startGrpcServer` as `limitMetrics`). */
+  readonly limits: ServerLimitMetrics;
   /** The exposition text. */
   metrics(): Promise<string>;
   /** Stop listening to the registry. */
@@ -97,6 +111,35 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
       },
     });
   }
+  const refused = new Counter({
+    name: 'toolhost_server_refused_total',
+    help: 'Requests a server refused at one of its limits or checks, before any call (by server and reason).',
+    labelNames: ['server', 'reason'] as const,
+    registers: [prometheus],
+  });
+  const sessionsEnded = new Counter({
+    name: 'toolhost_server_sessions_ended_total',
+    help: 'Sessions that ended, by server and reason (closed, idle_expired, evicted_lru, evicted_client_limit).',
+    labelNames: ['server', 'reason'] as const,
+    registers: [prometheus],
+  });
+  const sessionCounts = new Map<string, () => number>();
+  new Gauge({
+    name: 'toolhost_server_sessions',
+    help: 'Sessions open, by server.',
+    labelNames: ['server'] as const,
+    registers: [prometheus],
+    collect() {
+      for (const [server, count] of sessionCounts) this.set({ server }, count());
+    },
+  });
+  const limits: ServerLimitMetrics = {
+    refused: (server, reason) => refused.inc({ server, reason }),
+    sessionEnded: (server, reason) => sessionsEnded.inc({ server, reason }),
+    trackSessions: (server, count) => {
+      sessionCounts.set(server, count);
+    },
+  };
 
   const unsubscribe = registry.onCallFinished((tool, event) => {
     const outcome = event.type === 'result' ? 'ok' : event.code;
@@ -107,6 +150,7 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
 
   return {
     contentType: prometheus.contentType,
+    limits,
     metrics: () => prometheus.metrics(),
     close: unsubscribe,
   };

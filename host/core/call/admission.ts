@@ -8,7 +8,8 @@
  *                ceilings; grant ∩ request                PERMISSION_DENIED, TOOL_PRIVILEGE_ESCALATION,
  *                                                         WORKTREE_NOT_BOUND (each audited)
  *   3. validate  the arguments against the input schema   INVALID_INPUT (ajv path and message)
- *   4. ids       the call id is usable                    INVALID_INPUT
+ *   4. ids       the call id is usable: 1..maxLength      INVALID_INPUT
+ *                visible ASCII characters (see ids.ts)
  *
  * The answer is a value: an admitted call, or a refusal with the audit entry
  * to record (when the refusal is a policy decision). Nothing is started,
@@ -22,6 +23,7 @@ import { ceilingDenial, parseExecutionPolicy, resolveBudgets, type CallBudgets, 
 import { ToolhostError, toErrorData } from '../errors.js';
 import type { Tool } from '../tool.js';
 import type { ArgsValidator } from '../schema.js';
+import { callIdProblem } from './ids.js';
 import type { CallOptions } from './options.js';
 
 /** A tool as the registry holds it: with its input schema compiled. */
@@ -37,6 +39,8 @@ export interface AdmissionDeps {
   defaults: PolicyDefaults;
   /** Where allowlisted env values come from last. */
   hostEnv: NodeJS.ProcessEnv;
+  /** Longest accepted call id (characters). */
+  maxCallIdLength: number;
 }
 
 /** A call that passed admission: everything the run needs to know, decided. */
@@ -110,7 +114,10 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   if (invalid) return refuse(invalid);
 
   // 4. ids
-  if (callId.length === 0) return refuse(new ToolhostError('INVALID_INPUT', 'callId must not be empty'));
+  const badId = callIdProblem(callId, deps.maxCallIdLength);
+  if (badId !== undefined) return refuse(new ToolhostError('INVALID_INPUT', badId, { details: { reason: 'call_id' } }));
+  // An empty conversation id would make every such caller share one conversation (and one instance).
+  if (options.conversationId === '') return refuse(new ToolhostError('INVALID_INPUT', 'conversationId must not be empty: leave it out for no conversation', { details: { reason: 'conversation_id' } }));
 
   const workingDir = options.workingDir ?? tool.grant?.worktree;
   const call: AdmittedCall = { callId, tool, args, options, policy, budgets, capabilities: decision.capabilities };

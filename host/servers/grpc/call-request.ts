@@ -5,7 +5,10 @@
  *   such as `; charset=utf-8` allowed) or empty; empty args mean `{}`. Any other
  *   content type, or args that are not JSON, is INVALID_INPUT.
  * - `call_id` is the client's when it sends one (the call path refuses an id
- *   already in flight), otherwise a fresh UUID.
+ *   already in flight), otherwise a fresh UUID. A client's id must follow the
+ *   call-id rules (1..128 visible ASCII characters, see core/call/ids.ts):
+ *   otherwise INVALID_ARGUMENT, and the id is not echoed back.
+ * - `args` must be valid UTF-8 (INVALID_INPUT otherwise: never replaced).
  * - `policy` maps through `toPolicyInput`.
  * - `provider_id` is accepted and ignored (logged at debug); `stream` is
  *   informational (the RPC decides whether frames stream).
@@ -15,9 +18,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Metadata } from '@grpc/grpc-js';
 import type { CallOptions } from '../../core/call/options.js';
+import { callIdProblem } from '../../core/call/ids.js';
 import { ToolhostError } from '../../core/errors.js';
 import { toPolicyInput } from './policy.js';
 import type { ToolCallMessage } from './proto.js';
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export const CONVERSATION_ID_METADATA_KEY = 'toolhost-conversation-id';
 export const SESSION_ID_METADATA_KEY = 'toolhost-session-id';
@@ -36,6 +42,13 @@ export interface ParsedToolCall {
 export function requestCallId(request: ToolCallMessage): string {
   const id = request.call_id;
   return typeof id === 'string' && id.length > 0 ? id : randomUUID();
+}
+
+/** Why the call id a request names is unusable (undefined: usable, or none named). */
+export function requestCallIdProblem(request: ToolCallMessage, maxLength?: number): string | undefined {
+  const id = request.call_id;
+  if (typeof id !== 'string' || id.length === 0) return undefined;
+  return callIdProblem(id, maxLength);
 }
 
 /** Parse a ToolCall; throws a ToolhostError (INVALID_INPUT) for a malformed one. */
@@ -68,7 +81,13 @@ export function parseArgs(contentType: string, args: Uint8Array | undefined, cal
     });
   }
   if (args === undefined || args.length === 0) return {};
-  const text = Buffer.from(args.buffer, args.byteOffset, args.byteLength).toString('utf8');
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(args);
+  } catch {
+    // Replacing bad bytes would hand the tool (and its sha256) other bytes than were sent.
+    throw new ToolhostError('INVALID_INPUT', 'args are not valid UTF-8: JSON text must be UTF-8', { ...(callId === undefined ? {} : { callId }), details: { reason: 'utf8' } });
+  }
   if (text.trim() === '') return {};
   try {
     return JSON.parse(text) as unknown;

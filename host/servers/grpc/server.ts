@@ -6,9 +6,19 @@
  * // ...
  * await server.close();   // graceful, then forced after `shutdownTimeoutMs`
  * ```
+ *
+ * Beside ToolService it serves `grpc.health.v1.Health` (the maintained
+ * `grpc-health-check`: "" and `sw4rm.tool.ToolService` SERVING, NOT_SERVING
+ * once closing; open without a token, like `/healthz`) and server reflection
+ * (`@grpc/reflection`, v1 and v1alpha), so `grpcurl` and load balancers work.
+ * Messages are bounded both ways (`maxReceiveMessageBytes`,
+ * `maxSendMessageBytes`, default 4 MiB each: RESOURCE_EXHAUSTED beyond).
  */
 import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
-import { toolServiceDefinition } from './proto.js';
+import { loadSync } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { loadToolPackageDefinition, TOOL_SERVICE_NAME, toolServiceDefinition } from './proto.js';
 import { createToolServiceHandlers, type GrpcToolSource, type ToolServiceOptions } from './service.js';
 
 /** The port sw4rm's docs use for ToolService. */
@@ -24,9 +34,19 @@ export interface GrpcServerOptions extends ToolServiceOptions {
   credentials?: ServerCredentials;
   /** How long `close()` lets calls in flight finish before it cancels them (ms, default 5000). */
   shutdownTimeoutMs?: number;
-  /** grpc-js server options (e.g. `grpc.max_receive_message_length`). */
+  /** grpc-js server options (the message limits below win over theirs). */
   channelOptions?: ChannelOptions;
+  /** Largest message accepted, in bytes (default 4 MiB). */
+  maxReceiveMessageBytes?: number;
+  /** Largest message sent, in bytes (default 4 MiB). */
+  maxSendMessageBytes?: number;
+  /** Serve grpc.health.v1 (default true). */
+  health?: boolean;
+  /** Serve server reflection (default true). */
+  reflection?: boolean;
 }
+
+export const DEFAULT_GRPC_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 export interface GrpcServerHandle {
   /** The port bound (the chosen one when 0 was asked for). */
@@ -47,9 +67,29 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 5_000;
   if (!Number.isFinite(shutdownTimeoutMs) || shutdownTimeoutMs < 0) throw new TypeError('options.shutdownTimeoutMs must be a non-negative number');
 
-  const handlers = createToolServiceHandlers(registry, options.worktree === undefined ? {} : { worktree: options.worktree });
-  const server = new Server(options.channelOptions);
+  const maxReceive = options.maxReceiveMessageBytes ?? DEFAULT_GRPC_MAX_MESSAGE_BYTES;
+  const maxSend = options.maxSendMessageBytes ?? DEFAULT_GRPC_MAX_MESSAGE_BYTES;
+  for (const [name, value] of [['maxReceiveMessageBytes', maxReceive], ['maxSendMessageBytes', maxSend]] as const) {
+    if (!Number.isInteger(value) || value < 1) throw new TypeError(`options.${name} must be a positive integer`);
+  }
+
+  const { host: _host, port: _port, credentials: _credentials, shutdownTimeoutMs: _shutdown, channelOptions, maxReceiveMessageBytes: _r, maxSendMessageBytes: _s, health: withHealth, reflection: withReflection, ...serviceOptions } = options;
+  const handlers = createToolServiceHandlers(registry, serviceOptions);
+  const server = new Server({
+    ...channelOptions,
+    'grpc.max_receive_message_length': maxReceive,
+    'grpc.max_send_message_length': maxSend,
+  });
   server.addService(toolServiceDefinition(), handlers);
+  let health: HealthImplementation | undefined;
+  if (withHealth !== false) {
+    health = new HealthImplementation({ '': 'SERVING', [TOOL_SERVICE_NAME]: 'SERVING' });
+    health.addToServer(server);
+  }
+  if (withReflection !== false) {
+    const healthDefinition = loadSync(healthProtoPath, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+    new ReflectionService({ ...loadToolPackageDefinition(), ...(withHealth !== false ? healthDefinition : {}) }).addToServer(server);
+  }
   const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const bound = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${hostPart}:${port}`, options.credentials ?? ServerCredentials.createInsecure(), (error, actual) => {
@@ -62,6 +102,8 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
+    health?.setStatus('', 'NOT_SERVING');
+    health?.setStatus(TOOL_SERVICE_NAME, 'NOT_SERVING');
     closing ??= new Promise<void>((resolve) => {
       // Past the bound, calls in flight are cancelled (their clients see CANCELLED; the calls end CANCELLED).
       const timer = setTimeout(() => {

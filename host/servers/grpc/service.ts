@@ -16,8 +16,17 @@
  *   `registry.cancel` does it. Once the call is over, nothing is cancelled.
  * - Cancel(ToolCall) reads only `call_id` and answers a ToolError whose
  *   error_code is CANCELLED, NOT_FOUND or ALREADY_COMPLETED, for a call on
- *   any host of the fleet (FLEET_UNAVAILABLE when the fleet cannot answer).
+ *   any host of the fleet (FLEET_UNAVAILABLE when the fleet cannot answer). A
+ *   client cancels only calls it started over gRPC as the same principal:
+ *   another client's call in flight on this host (over gRPC, MCP or the
+ *   library) answers NOT_FOUND.
+ * - With a bearer token, every RPC needs `authorization: Bearer <token>`
+ *   metadata (the same token as MCP): UNAUTHENTICATED otherwise, with
+ *   `toolhost-error-code: PERMISSION_DENIED`.
+ * - A client's `call_id` must follow the call-id rules (INVALID_ARGUMENT,
+ *   not echoed back).
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import {
   Metadata,
   type handleServerStreamingCall,
@@ -26,13 +35,17 @@ import {
   type ServerUnaryCall,
   type ServerWritableStream,
   type UntypedServiceImplementation,
+  status as GrpcStatus,
+  type ServerErrorResponse,
 } from '@grpc/grpc-js';
+import { DEFAULT_MAX_CALL_ID_LENGTH } from '../../core/call/ids.js';
+import type { ServerLimitMetrics } from '../metrics.js';
 import type { CallStream } from '../../core/call/options.js';
 import { toErrorData, type CancelOutcome } from '../../core/errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from '../../core/events.js';
 import type { Logger } from '../../core/logger.js';
 import type { ToolRegistry } from '../../core/registry.js';
-import { parseToolCall, requestCallId, type ParsedToolCall } from './call-request.js';
+import { parseToolCall, requestCallId, requestCallIdProblem, type ParsedToolCall } from './call-request.js';
 import { FrameBuilder } from './frames.js';
 import type { ToolCallMessage, ToolErrorMessage, ToolFrameMessage } from './proto.js';
 import { CALL_ID_METADATA_KEY, toServiceError } from './status.js';
@@ -41,12 +54,21 @@ import { CALL_ID_METADATA_KEY, toServiceError } from './status.js';
 type SurfaceCall = ServerUnaryCall<ToolCallMessage, unknown>;
 
 /** What the gRPC service needs from a registry (the package's `ToolRegistry` has it all). */
-export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'> & Partial<Pick<ToolRegistry, 'cancelAnywhere'>>;
+export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'> & Partial<Pick<ToolRegistry, 'cancelAnywhere' | 'callState'>>;
 
 export interface ToolServiceOptions {
   /** The worktree bound to a tool's calls (the call path confines the tool to it). */
   worktree?: (toolName: string) => string | undefined;
+  /** When set, every RPC needs `authorization: Bearer <token>` metadata (UNAUTHENTICATED otherwise). */
+  bearerToken?: string;
+  /** Longest accepted call id (default 128; keep it equal to the registry's `callIds.maxLength`). */
+  maxCallIdLength?: number;
+  /** Where refusals are counted (toolhost's `createMetrics(...).limits`). */
+  limitMetrics?: ServerLimitMetrics;
 }
+
+/** Who a request comes from: the token's holder, or anyone (no token configured). */
+type Principal = string;
 
 export interface ToolServiceHandlers extends UntypedServiceImplementation {
   Call: handleUnaryCall<ToolCallMessage, ToolFrameMessage>;
@@ -65,57 +87,96 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
   if (options.worktree !== undefined && typeof options.worktree !== 'function') {
     throw new TypeError('options.worktree must be a function (toolName) => string | undefined');
   }
+  if (options.bearerToken !== undefined && (typeof options.bearerToken !== 'string' || options.bearerToken.length === 0)) {
+    throw new TypeError('options.bearerToken must be a non-empty string');
+  }
   const log = registry.logger.child({ component: 'grpc' });
+  const expected = options.bearerToken === undefined ? undefined : digest(options.bearerToken);
+  const maxCallIdLength = options.maxCallIdLength ?? DEFAULT_MAX_CALL_ID_LENGTH;
+  /** gRPC calls in flight, by id, with the principal that started them. */
+  const owners = new Map<string, Principal>();
+  /** The caller's principal, or the refusal to answer. */
+  const authenticate = (call: SurfaceCall): { principal: Principal } | { refused: ServerErrorResponse } => {
+    if (expected === undefined) return { principal: 'anonymous' };
+    const presented = call.metadata.get('authorization')[0];
+    const match = typeof presented === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(presented) : null;
+    const ok = timingSafeEqual(digest(match?.[1] ?? ''), expected) && match !== null;
+    if (ok) return { principal: 'bearer' };
+    options.limitMetrics?.refused('grpc', 'unauthenticated');
+    const refused = toServiceError({ code: 'PERMISSION_DENIED', message: 'a valid bearer token is required: send "authorization: Bearer <token>" metadata' });
+    return { refused: Object.assign(refused, { code: GrpcStatus.UNAUTHENTICATED }) };
+  };
+  const context: ServiceContext = { registry, options, log, owners, maxCallIdLength };
   const handlers: ToolServiceHandlers = {
     Call(call, callback) {
-      handleCall(registry, options, log, call, callback).catch((error: unknown) => {
+      const auth = authenticate(call);
+      if ('refused' in auth) return callback(auth.refused);
+      handleCall(context, auth.principal, call, callback).catch((error: unknown) => {
         log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC Call handler failed');
         callback(toServiceError(toErrorData(error)));
       });
     },
     CallStream(call) {
-      handleCallStream(registry, options, log, call).catch((error: unknown) => {
+      const auth = authenticate(call);
+      if ('refused' in auth) {
+        call.emit('error', auth.refused);
+        return;
+      }
+      handleCallStream(context, auth.principal, call).catch((error: unknown) => {
         log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC CallStream handler failed');
         if (!isGone(call)) call.emit('error', toServiceError(toErrorData(error)));
       });
     },
     Cancel(call, callback) {
+      const auth = authenticate(call);
+      if ('refused' in auth) return callback(auth.refused);
       const callId = typeof call.request.call_id === 'string' ? call.request.call_id : '';
       if (callId.length === 0) {
         callback(null, { call_id: '', error_code: 'NOT_FOUND', message: 'call_id is empty: there is no call to cancel' });
         return;
       }
-      // Fleet-wide when the registry has a fleet (the call may run on another host); else this host's tracker.
-      if (registry.cancelAnywhere === undefined) {
-        const outcome = registry.cancel(callId);
+      const problem = requestCallIdProblem(call.request, maxCallIdLength);
+      if (problem !== undefined) {
+        options.limitMetrics?.refused('grpc', 'call_id');
+        return callback(toServiceError({ code: 'INVALID_INPUT', message: problem }));
+      }
+      const owner = owners.get(callId);
+      // Another client's call in flight is not this client's to cancel, nor to learn about.
+      const notYours = owner !== undefined ? owner !== auth.principal : registry.callState?.(callId) === 'in_flight';
+      const answer = (outcome: CancelOutcome): void => {
         log.debug({ callId, outcome }, 'gRPC Cancel');
         callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
+      };
+      // Fleet-wide when the registry has a fleet (the call may run on another host); else this host's tracker.
+      if (notYours || registry.cancelAnywhere === undefined) {
+        answer(notYours ? 'NOT_FOUND' : registry.cancel(callId));
         return;
       }
-      registry.cancelAnywhere(callId).then(
-        (outcome) => {
-          log.debug({ callId, outcome }, 'gRPC Cancel');
-          callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
-        },
-        (error: unknown) => {
-          const data = toErrorData(error, callId);
-          callback(null, { call_id: callId, error_code: data.code, message: data.message });
-        },
-      );
+      registry.cancelAnywhere(callId).then(answer, (error: unknown) => {
+        const data = toErrorData(error, callId);
+        callback(null, { call_id: callId, error_code: data.code, message: data.message });
+      });
     },
   };
   return handlers;
 }
 
 /** Call: run to the terminal event and answer its frame alone. */
+interface ServiceContext {
+  registry: GrpcToolSource;
+  options: ToolServiceOptions;
+  log: Logger;
+  owners: Map<string, Principal>;
+  maxCallIdLength: number;
+}
+
 async function handleCall(
-  registry: GrpcToolSource,
-  options: ToolServiceOptions,
-  log: Logger,
+  context: ServiceContext,
+  principal: Principal,
   call: ServerUnaryCall<ToolCallMessage, ToolFrameMessage>,
   callback: sendUnaryData<ToolFrameMessage>,
 ): Promise<void> {
-  const started = startCall(registry, options, log, call);
+  const started = startCall(context, principal, call);
   if ('refused' in started) {
     callback(started.refused);
     return;
@@ -149,12 +210,11 @@ async function handleCall(
 
 /** CallStream: one frame per event, `final` on the terminal event's frame. */
 async function handleCallStream(
-  registry: GrpcToolSource,
-  options: ToolServiceOptions,
-  log: Logger,
+  context: ServiceContext,
+  principal: Principal,
   call: ServerWritableStream<ToolCallMessage, ToolFrameMessage>,
 ): Promise<void> {
-  const started = startCall(registry, options, log, call);
+  const started = startCall(context, principal, call);
   if ('refused' in started) {
     call.emit('error', started.refused);
     return;
@@ -209,7 +269,13 @@ async function handleCallStream(
 type Started = { stream: CallStream; unwatch: () => void } | { refused: ReturnType<typeof toServiceError> };
 
 /** Parse the request, start the call with a signal the client's cancel and deadline abort, and send the call id. */
-function startCall(registry: GrpcToolSource, options: ToolServiceOptions, log: Logger, call: SurfaceCall): Started {
+function startCall(context: ServiceContext, principal: Principal, call: SurfaceCall): Started {
+  const { registry, options, log, owners } = context;
+  const problem = requestCallIdProblem(call.request, context.maxCallIdLength);
+  if (problem !== undefined) {
+    options.limitMetrics?.refused('grpc', 'call_id');
+    return { refused: toServiceError({ code: 'INVALID_INPUT', message: problem, details: { reason: 'call_id' } }) };
+  }
   const callId = requestCallId(call.request);
   let parsed: ParsedToolCall;
   try {
@@ -219,8 +285,15 @@ function startCall(registry: GrpcToolSource, options: ToolServiceOptions, log: L
   }
   log.debug({ callId, tool: parsed.toolName, ...(parsed.providerId === undefined ? {} : { providerId: parsed.providerId }) }, 'gRPC call');
   const abort = new AbortController();
-  const unwatch = watchClient(call, abort);
+  const unwatchClient = watchClient(call, abort);
   const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal });
+  // The id is ours while our call runs (a refused duplicate id does not take it over).
+  const owned = !owners.has(callId);
+  if (owned) owners.set(callId, principal);
+  const unwatch = (): void => {
+    unwatchClient();
+    if (owned) owners.delete(callId);
+  };
   const metadata = new Metadata();
   metadata.set(CALL_ID_METADATA_KEY, /^[\x20-\x7e]*$/.test(callId) ? callId : encodeURIComponent(callId));
   if (!isGone(call)) call.sendMetadata(metadata);
@@ -275,4 +348,8 @@ function drained(call: ServerWritableStream<ToolCallMessage, ToolFrameMessage>):
     };
     for (const name of ['drain', 'cancelled', 'close', 'error'] as const) call.once(name, done);
   });
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
 }
