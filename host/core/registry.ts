@@ -3,115 +3,32 @@
  * call path (`stream`, `execute`) every entry point goes through.
  */
 import { randomUUID } from 'node:crypto';
+import { planComponentNames } from './component-names.js';
+import { checkRegistryOptions } from './registry-options.js';
+import type { SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './registry-types.js';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_POLICY_DEFAULTS, type PolicyDefaults } from '../policy/execution-policy.js';
 import type { AuditEntry } from '../policy/audit.js';
 import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
-import { Call, DEFAULT_CANCEL_GRACE_MS, rejectedCall, type CallDeps } from './call/call.js';
+import { Call, rejectedCall, type CallDeps } from './call/call.js';
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
 import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
-import { DEFAULT_CALL_ID_LIMITS, type CallIdLimits } from './call/ids.js';
 import { modelNames, toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
-import type { CallDirectory, FleetStatus } from './fleet.js';
+import type { FleetStatus } from './fleet.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ToolResult } from './result.js';
-import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
-import { createAuditLog, type AuditLog } from '../policy/audit.js';
-import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from './retry.js';
+import { denyAllApprovals } from '../policy/approval.js';
+import { createAuditLog } from '../policy/audit.js';
 import { SchemaCompiler } from './schema.js';
-import { InMemoryStateStore, type StateStore } from './state.js';
-import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
-import type { ToolGrant } from '../policy/grant.js';
+import { InMemoryStateStore } from './state.js';
 import type { Tool } from './tool.js';
 
 /** Tool names: what MCP allows, kept to 64 characters. */
 const TOOL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
 
-/** One component's tools, as a loader hands them to the registry. */
-export interface LoadedComponentTools {
-  /** The component's name (its file name without `.wasm`). */
-  component: string;
-  path?: string;
-  /** The component's content hash. */
-  id: string;
-  /** Whether the transpiled form came from the on-disk cache. */
-  cache: 'hit' | 'miss';
-  tools: Tool[];
-}
-
-/** What `registerWasmTools` registered, and under which names. */
-export interface WasmLoadReport {
-  components: Array<Omit<LoadedComponentTools, 'tools'> & { tools: string[] }>;
-  /** Tools whose plain name was taken, registered as `<component>.<tool>`. */
-  renamed: Array<{ component: string; tool: string; registeredAs: string }>;
-}
-
-export interface WasmLoadOptions {
-  /**
-   * Instance isolation for these tools: `call` (default: a fresh instance per
-   * call), `conversation` (reused by one conversation's calls on a worker) or
-   * `worker` (reused by every call on a worker).
-   */
-  isolation?: 'call' | 'conversation' | 'worker';
-  /** Cap on these tools' linear memory (MiB): calls asking for more get this much (shorthand for `grant.memoryMb`). */
-  memoryMb?: number;
-  /** What the host grants these tools: network and privilege ceilings, egress and env allowlists, a worktree. */
-  grant?: ToolGrant;
-  /** The policy these tools' calls get where they say nothing (within the grant). */
-  defaultPolicy?: ExecutionPolicyInput;
-}
-
-/** What the sandbox's worker pool is doing (for metrics and health checks). */
-export interface SandboxStats {
-  threads: number;
-  queueSize: number;
-  /** Share of worker time spent running tasks (0..1). */
-  utilization: number;
-}
-
-/** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
-export interface WasmToolLoader {
-  load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]>;
-  /** The pool's state, once it has started (undefined before). */
-  stats?(): SandboxStats | undefined;
-  /** Finish what loading deferred (compiling components whose description was cached). */
-  warm?(): Promise<void>;
-  close(): Promise<void>;
-}
-
-export interface ToolRegistryOptions {
-  /** Conversation state (default: in memory, in this thread). */
-  stateStore?: StateStore;
-  /** Structured log (default: pino JSON on stderr, level from TOOLHOST_LOG). */
-  logger?: Logger;
-  /** Host policy defaults (wall-clock limit, labels). */
-  defaults?: Partial<PolicyDefaults>;
-  /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
-  cancelGraceMs?: number;
-  /** Backoff between retries of transient failures (see `backoffDelay`). */
-  retry?: Partial<RetryOptions>;
-  /** Where policy decisions are recorded (default: pino JSON lines on stderr). */
-  audit?: AuditLog;
-  /** Approves PRIVILEGED and FULL_ACCESS calls (default: refuses them all). */
-  approve?: ApprovalHook;
-  /** Where allowlisted environment values come from when neither the grant nor the call sets them (default: process.env). */
-  hostEnv?: NodeJS.ProcessEnv;
-  /** Where calls are known beyond this host: fleet-wide caps and cancel (default: this host only). */
-  fleet?: CallDirectory;
-  /**
-   * Call id rules: the longest accepted id (default 128 characters) and the
-   * bytes of finished ids remembered for ALREADY_COMPLETED (default 1 MiB).
-   */
-  callIds?: Partial<CallIdLimits>;
-  /**
-   * The loader behind `registerWasmTools` (the sandbox's, when the registry is
-   * made by `createRegistry` or `createHost`). The registry closes it.
-   */
-  wasmLoader?: WasmToolLoader;
-}
+export type { LoadedComponentTools, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './registry-types.js';
 
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
@@ -127,23 +44,8 @@ export class ToolRegistry {
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
 
   constructor(options: ToolRegistryOptions = {}) {
-    const cancelGraceMs = options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
-    if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
-      throw new TypeError('options.cancelGraceMs must be a non-negative number');
-    }
-    const defaults = { ...DEFAULT_POLICY_DEFAULTS, ...options.defaults };
-    for (const key of ['wallMs', 'maxWallMs', 'maxCpuMs', 'memoryMb', 'maxMemoryMb'] as const) {
-      if (!Number.isFinite(defaults[key]) || defaults[key] <= 0) throw new TypeError(`options.defaults.${key} must be a positive number`);
-    }
-    if (defaults.cpuMs !== undefined && (!Number.isFinite(defaults.cpuMs) || defaults.cpuMs <= 0)) {
-      throw new TypeError('options.defaults.cpuMs must be a positive number when set');
-    }
-    if (!Number.isInteger(defaults.maxRetries) || defaults.maxRetries < 0) throw new TypeError('options.defaults.maxRetries must be a non-negative integer');
-    const callIds = { ...DEFAULT_CALL_ID_LIMITS, ...options.callIds };
-    if (!Number.isInteger(callIds.maxLength) || callIds.maxLength < 1) throw new TypeError('options.callIds.maxLength must be a positive integer');
+    const { cancelGraceMs, defaults, callIds, retry } = checkRegistryOptions(options);
     this.#tracker = new CallTracker(callIds.rememberedBytes);
-    const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
-    if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
     this.#deps = {
       // A model-facing name (e.g. `git__status` for `git.status`) finds its tool too.
       lookup: (name) => {
@@ -308,27 +210,9 @@ export class ToolRegistry {
     this.#assertOpen();
     const loader = this.#wasmLoader();
     const loaded = await loader.load(Array.isArray(paths) ? paths : [paths], options);
-    const plan: Array<{ name: string; tool: Tool }> = [];
-    const report: WasmLoadReport = { components: [], renamed: [] };
-    const taken = new Set(this.#tools.keys());
-    for (const component of loaded) {
-      const names: string[] = [];
-      for (const tool of component.tools) {
-        let name = tool.name;
-        if (taken.has(name)) {
-          name = `${component.component}.${tool.name}`;
-          if (taken.has(name)) {
-            throw new ToolhostError('COMPONENT_INVALID', `component "${component.component}": tool "${tool.name}" collides with "${name}", which is already registered`);
-          }
-          report.renamed.push({ component: component.component, tool: tool.name, registeredAs: name });
-          this.logger.warn({ component: component.component, tool: tool.name, registeredAs: name }, 'tool name collision: registered under a namespaced name');
-        }
-        taken.add(name);
-        names.push(name);
-        plan.push({ name, tool: name === tool.name ? tool : { ...tool, name, invoke: tool.invoke.bind(tool) } });
-      }
-      const { tools: _tools, ...rest } = component;
-      report.components.push({ ...rest, tools: names });
+    const { plan, report } = planComponentNames(loaded, new Set(this.#tools.keys()));
+    for (const { component, tool, registeredAs } of report.renamed) {
+      this.logger.warn({ component, tool, registeredAs }, 'tool name collision: registered under a namespaced name');
     }
     const compiled = plan.map(({ name, tool }) => ({ name, tool, validate: this.#schemas.compile(name, tool.inputSchema) }));
     for (const entry of compiled) this.#tools.set(entry.name, { tool: entry.tool, validate: entry.validate });

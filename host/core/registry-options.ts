@@ -1,0 +1,33 @@
+/** The registry's options checked once, at the boundary, with messages that name the option. */
+import { DEFAULT_POLICY_DEFAULTS, type PolicyDefaults } from '../policy/execution-policy.js';
+import { DEFAULT_CANCEL_GRACE_MS } from './call/call.js';
+import { DEFAULT_CALL_ID_LIMITS, type CallIdLimits } from './call/ids.js';
+import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from './retry.js';
+import type { ToolRegistryOptions } from './registry-types.js';
+
+export interface CheckedRegistryOptions {
+  cancelGraceMs: number;
+  defaults: PolicyDefaults;
+  callIds: CallIdLimits;
+  retry: RetryOptions;
+}
+
+export function checkRegistryOptions(options: ToolRegistryOptions): CheckedRegistryOptions {
+  const cancelGraceMs = options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
+  if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
+    throw new TypeError('options.cancelGraceMs must be a non-negative number');
+  }
+  const defaults = { ...DEFAULT_POLICY_DEFAULTS, ...options.defaults };
+  for (const key of ['wallMs', 'maxWallMs', 'maxCpuMs', 'memoryMb', 'maxMemoryMb'] as const) {
+    if (!Number.isFinite(defaults[key]) || defaults[key] <= 0) throw new TypeError(`options.defaults.${key} must be a positive number`);
+  }
+  if (defaults.cpuMs !== undefined && (!Number.isFinite(defaults.cpuMs) || defaults.cpuMs <= 0)) {
+    throw new TypeError('options.defaults.cpuMs must be a positive number when set');
+  }
+  if (!Number.isInteger(defaults.maxRetries) || defaults.maxRetries < 0) throw new TypeError('options.defaults.maxRetries must be a non-negative integer');
+  const callIds = { ...DEFAULT_CALL_ID_LIMITS, ...options.callIds };
+  if (!Number.isInteger(callIds.maxLength) || callIds.maxLength < 1) throw new TypeError('options.callIds.maxLength must be a positive integer');
+  const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
+  if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
+  return { cancelGraceMs, defaults, callIds, retry };
+}

@@ -1,0 +1,94 @@
+/** What the registry is made with and hands back: its options, and the Wasm loader's interface. */
+import type { ExecutionPolicyInput, PolicyDefaults } from '../policy/execution-policy.js';
+import type { ToolGrant } from '../policy/grant.js';
+import type { ApprovalHook } from '../policy/approval.js';
+import type { AuditLog } from '../policy/audit.js';
+import type { CallIdLimits } from './call/ids.js';
+import type { CallDirectory } from './fleet.js';
+import type { Logger } from './logger.js';
+import type { RetryOptions } from './retry.js';
+import type { StateStore } from './state.js';
+import type { Tool } from './tool.js';
+
+/** One component's tools, as a loader hands them to the registry. */
+export interface LoadedComponentTools {
+  /** The component's name (its file name without `.wasm`). */
+  component: string;
+  path?: string;
+  /** The component's content hash. */
+  id: string;
+  /** Whether the transpiled form came from the on-disk cache. */
+  cache: 'hit' | 'miss';
+  tools: Tool[];
+}
+
+/** What `registerWasmTools` registered, and under which names. */
+export interface WasmLoadReport {
+  components: Array<Omit<LoadedComponentTools, 'tools'> & { tools: string[] }>;
+  /** Tools whose plain name was taken, registered as `<component>.<tool>`. */
+  renamed: Array<{ component: string; tool: string; registeredAs: string }>;
+}
+
+export interface WasmLoadOptions {
+  /**
+   * Instance isolation for these tools: `call` (default: a fresh instance per
+   * call), `conversation` (reused by one conversation's calls on a worker) or
+   * `worker` (reused by every call on a worker).
+   */
+  isolation?: 'call' | 'conversation' | 'worker';
+  /** Cap on these tools' linear memory (MiB): calls asking for more get this much (shorthand for `grant.memoryMb`). */
+  memoryMb?: number;
+  /** What the host grants these tools: network and privilege ceilings, egress and env allowlists, a worktree. */
+  grant?: ToolGrant;
+  /** The policy these tools' calls get where they say nothing (within the grant). */
+  defaultPolicy?: ExecutionPolicyInput;
+}
+
+/** What the sandbox's worker pool is doing (for metrics and health checks). */
+export interface SandboxStats {
+  threads: number;
+  queueSize: number;
+  /** Share of worker time spent running tasks (0..1). */
+  utilization: number;
+}
+
+/** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
+export interface WasmToolLoader {
+  load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]>;
+  /** The pool's state, once it has started (undefined before). */
+  stats?(): SandboxStats | undefined;
+  /** Finish what loading deferred (compiling components whose description was cached). */
+  warm?(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ToolRegistryOptions {
+  /** Conversation state (default: in memory, in this thread). */
+  stateStore?: StateStore;
+  /** Structured log (default: pino JSON on stderr, level from TOOLHOST_LOG). */
+  logger?: Logger;
+  /** Host policy defaults (wall-clock limit, labels). */
+  defaults?: Partial<PolicyDefaults>;
+  /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
+  cancelGraceMs?: number;
+  /** Backoff between retries of transient failures (see `backoffDelay`). */
+  retry?: Partial<RetryOptions>;
+  /** Where policy decisions are recorded (default: pino JSON lines on stderr). */
+  audit?: AuditLog;
+  /** Approves PRIVILEGED and FULL_ACCESS calls (default: refuses them all). */
+  approve?: ApprovalHook;
+  /** Where allowlisted environment values come from when neither the grant nor the call sets them (default: process.env). */
+  hostEnv?: NodeJS.ProcessEnv;
+  /** Where calls are known beyond this host: fleet-wide caps and cancel (default: this host only). */
+  fleet?: CallDirectory;
+  /**
+   * Call id rules: the longest accepted id (default 128 characters) and the
+   * bytes of finished ids remembered for ALREADY_COMPLETED (default 1 MiB).
+   */
+  callIds?: Partial<CallIdLimits>;
+  /**
+   * The loader behind `registerWasmTools` (the sandbox's, when the registry is
+   * made by `createRegistry` or `createHost`). The registry closes it.
+   */
+  wasmLoader?: WasmToolLoader;
+}
