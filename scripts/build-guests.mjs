@@ -10,14 +10,17 @@
 // `.stamp` file holding the hash of its inputs. C guests need clang with the
 // wasm32-wasi target; without it they are skipped with a message saying how
 // to enable them, and everything else still builds.
+//
+// The builders are the package's own (host/build/, as `toolhost build` uses
+// them): run `tsc -p tsconfig.json` first (npm run build does).
 
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildCComponent, findClang } from './guests/build-c.mjs';
-import { buildJsComponent } from './guests/build-js.mjs';
+import { buildCComponent, hasCToolchain } from '../dist/host/build/c.js';
+import { buildJsComponent } from '../dist/host/build/js.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const witPath = join(root, 'wit', 'tool.wit');
@@ -77,10 +80,10 @@ async function inputsHash(guest) {
   const hash = createHash('sha256');
   const files = [witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
-    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'scripts', 'guests', 'build-js.mjs'));
-    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} ${JSON.stringify(guest.disableFeatures ?? null)}`);
+    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'host', 'build', 'js.ts'));
+    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} rolldown@${packageVersion('rolldown')} ${JSON.stringify(guest.disableFeatures ?? null)}`);
   } else {
-    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'scripts', 'guests', 'build-c.mjs'));
+    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'host', 'build', 'c.ts'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
   }
   for (const file of files) {
@@ -92,7 +95,7 @@ async function inputsHash(guest) {
 
 async function buildSet(set, { force }) {
   await mkdir(set.outDir, { recursive: true });
-  const clang = set.guests.some((guest) => guest.kind === 'c') ? findClang() : null;
+  const clang = set.guests.some((guest) => guest.kind === 'c') && hasCToolchain();
   const skipped = [];
   for (const guest of set.guests) {
     const outFile = join(set.outDir, `${guest.name}.wasm`);
@@ -109,11 +112,10 @@ async function buildSet(set, { force }) {
     }
     const started = Date.now();
     if (guest.kind === 'js') {
-      await buildJsComponent({ source: join(root, guest.source), outFile, witPath, ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}) });
+      await buildJsComponent({ source: join(root, guest.source), outFile, witPath, cwd: root, ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}) });
     } else {
-      // The SDK's implementation is compiled into each C guest.
-      const sources = [...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c')];
-      await buildCComponent({ sources, includeDirs: [sdk], outFile, witPath });
+      // buildCComponent compiles the SDK's toolhost.c into each C guest.
+      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath });
     }
     await writeFile(stampFile, hash);
     console.log(`guests: built ${label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -127,13 +129,12 @@ async function buildSet(set, { force }) {
   }
 }
 
-// componentize-js lets a guest import files below the working directory only.
-process.chdir(root);
 const args = new Set(process.argv.slice(2));
 const force = args.has('--force');
 try {
   await buildSet(args.has('--fixtures') ? fixtures : examples, { force });
 } catch (error) {
   console.error(`guests: build failed: ${error instanceof Error ? error.message : String(error)}`);
+  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/host/build')) console.error('guests: compile the host first: npm run build:host');
   process.exit(1);
 }
