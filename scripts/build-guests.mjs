@@ -41,7 +41,7 @@ const examples = {
 const fixtures = {
   outDir: join(root, 'test', 'fixtures', 'dist'),
   guests: [
-    // A JS fixture may carry a build.json with componentize-js options ({"disableFeatures": [...]}).
+    // A JS fixture may carry a build.json with build options ({"disableFeatures": [...], "guardExceptions": false}).
     ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js`, ...buildOptions(`test/fixtures/guests/js/${name}/build.json`) })),
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
   ],
@@ -50,8 +50,8 @@ const fixtures = {
 function buildOptions(file) {
   const path = join(root, file);
   if (!existsSync(path)) return {};
-  const { disableFeatures } = JSON.parse(readFileSync(path, 'utf8'));
-  return Array.isArray(disableFeatures) ? { disableFeatures } : {};
+  const { disableFeatures, guardExceptions } = JSON.parse(readFileSync(path, 'utf8'));
+  return { ...(Array.isArray(disableFeatures) ? { disableFeatures } : {}), ...(typeof guardExceptions === 'boolean' ? { guardExceptions } : {}) };
 }
 
 function listDirs(dir) {
@@ -81,7 +81,7 @@ async function inputsHash(guest) {
   const files = [witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
     files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'host', 'build', 'js.ts'));
-    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} rolldown@${packageVersion('rolldown')} ${JSON.stringify(guest.disableFeatures ?? null)}`);
+    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} rolldown@${packageVersion('rolldown')} ${JSON.stringify(guest.disableFeatures ?? null)} ${guest.guardExceptions ?? true}`);
   } else {
     files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'host', 'build', 'c.ts'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
@@ -112,7 +112,14 @@ async function buildSet(set, { force }) {
     }
     const started = Date.now();
     if (guest.kind === 'js') {
-      await buildJsComponent({ source: join(root, guest.source), outFile, witPath, cwd: root, ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}) });
+      await buildJsComponent({
+        source: join(root, guest.source),
+        outFile,
+        witPath,
+        cwd: root,
+        ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}),
+        ...(guest.guardExceptions === undefined ? {} : { guardExceptions: guest.guardExceptions }),
+      });
     } else {
       // buildCComponent compiles the SDK's toolhost.c into each C guest.
       await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath });

@@ -39,6 +39,12 @@ export interface JsBuildOptions {
   disableFeatures?: ComponentizeFeature[];
   /** Where bare imports are resolved from (default: the entry's directory). */
   cwd?: string;
+  /**
+   * Turn anything `call` throws that is not a tool-error into the tool-error
+   * UNCAUGHT_EXCEPTION with its message and stack (default true). Without it,
+   * componentize-js cannot lower the exception and the instance traps.
+   */
+  guardExceptions?: boolean;
 }
 
 export interface JsBuildResult {
@@ -112,14 +118,14 @@ async function loadComponentize(): Promise<typeof import('@bytecodealliance/comp
 }
 
 /** Bundle `source` and what it imports into one ES module (host and WASI imports stay imports). */
-export async function bundleGuest(source: string, cwd: string): Promise<string> {
+export async function bundleGuest(source: string, cwd: string, guardExceptions = true): Promise<string> {
   const { rolldown } = await loadRolldown();
   const entry = resolve(source);
   const toolkit = jsToolkitPath();
   let bundle;
   try {
     bundle = await rolldown({
-      input: ENTRY,
+      input: guardExceptions ? ENTRY : entry,
       cwd,
       platform: 'neutral',
       external: [/^toolhost:/, /^wasi:/],
@@ -157,7 +163,7 @@ export async function bundleGuest(source: string, cwd: string): Promise<string> 
 export async function buildJsComponent(options: JsBuildOptions): Promise<JsBuildResult> {
   const { source, outFile, witPath = worldWitPath(), world = 'tool-provider', disableFeatures = ['http', 'fetch-event'] } = options;
   const started = performance.now();
-  const code = await bundleGuest(source, options.cwd ?? dirname(resolve(source)));
+  const code = await bundleGuest(source, options.cwd ?? dirname(resolve(source)), options.guardExceptions ?? true);
   const { componentize } = await loadComponentize();
   // componentize-js reads a witPath through its own WASI shim, which has no preopens: pass the WIT as text.
   const witWorld = await readFile(witPath, 'utf8');
