@@ -5,9 +5,9 @@
  * `toolhost doctor`.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { isAbsolute } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const TARGET = '--target=wasm32-wasi';
 
@@ -82,34 +82,34 @@ export interface JsToolchainProbe {
   problems: string[];
 }
 
-function packageVersion(require: NodeJS.Require, name: string): string | undefined {
+/** The installed version of `name` as toolhost resolves it (ESM resolution: some packages export only `import`). */
+function packageVersion(name: string): string | undefined {
+  let dir: string;
   try {
-    return (require(`${name}/package.json`) as { version?: string }).version;
+    dir = dirname(fileURLToPath(import.meta.resolve(name)));
   } catch {
-    // Not every package exports its package.json: find it from the entry point instead.
-    try {
-      const entry = require.resolve(name);
-      let dir = entry;
-      for (let i = 0; i < 6; i += 1) {
-        dir = dir.slice(0, dir.lastIndexOf('/'));
-        const manifest = `${dir}/package.json`;
-        if (existsSync(manifest)) {
-          const parsed = require(manifest) as { name?: string; version?: string };
-          if (parsed.name === name) return parsed.version;
-        }
-      }
-    } catch {
-      return undefined;
-    }
+    return undefined;
   }
-  return undefined;
+  for (;;) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      try {
+        const parsed = JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string; version?: string };
+        if (parsed.name === name) return parsed.version;
+      } catch {
+        // keep looking upwards
+      }
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
 }
 
 /** Whether componentize-js and rolldown can be loaded from where toolhost is installed. */
 export function probeJsToolchain(): JsToolchainProbe {
-  const require = createRequire(import.meta.url);
-  const componentizeJs = packageVersion(require, '@bytecodealliance/componentize-js');
-  const rolldown = packageVersion(require, 'rolldown');
+  const componentizeJs = packageVersion('@bytecodealliance/componentize-js');
+  const rolldown = packageVersion('rolldown');
   const problems: string[] = [];
   if (componentizeJs === undefined) problems.push('@bytecodealliance/componentize-js is not installed');
   if (rolldown === undefined) problems.push('rolldown is not installed');
