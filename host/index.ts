@@ -4,7 +4,7 @@
  *
  * ```ts
  * import { createHost } from 'toolhost';
- * const host = await createHost(); // the example tools, on embedded defaults
+ * const host = await createHost(); // the installed example tools (exampleToolsDir()), on embedded defaults
  * const result = await host.registry.execute('sha256', { text: 'abc' });
  * await host.close();
  * ```
@@ -64,3 +64,14 @@ export type { LoadedConfig, ResolvedConfig } from './config/index.js';
 export { SandboxLoader, TOOL_EXPORT } from './sandbox/loader.js';
 export type { SandboxOptions } from './sandbox/loader.js';
 export { ComponentCache, defaultCacheDir } from './sandbox/component-cache.js';
+export { exampleToolsDir, cSdkDir, jsToolkitPath, worldWitPath } from './build/paths.js';
+export { BuildError } from './build/errors.js';
+export type { BuildFailure } from './build/errors.js';
+export { buildProject, checkComponent, detectProject } from './build/project.js';
+export type { BuildReport, ToolLanguage, ToolProject } from './build/project.js';
+export { buildCComponent } from './build/c.js';
+export type { CBuildOptions, CBuildResult } from './build/c.js';
+export { buildJsComponent } from './build/js.js';
+export type { JsBuildOptions, JsBuildResult } from './build/js.js';
+export { initProject } from './init/scaffold.js';
+export type { InitOptions, InitReport } from './init/scaffold.js';
