@@ -249,6 +249,18 @@ function program(): Command {
     });
 
   root
+    .command('dev')
+    .description('build the tool project in DIR, serve it over MCP and rebuild and reload it on every change')
+    .argument('[dir]', 'the project directory', '.')
+    .addOption(new Option('--mcp <transport>', 'MCP transport').choices(['stdio', 'http']).default('stdio'))
+    .option('--port <port>', 'MCP HTTP port (default 3000; 0: any free port)', parsePort)
+    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+    .action(async (dir: string, options: { mcp: 'stdio' | 'http'; port?: number; host?: string }) => {
+      const { dev } = await import('./dev.js');
+      process.exitCode = await dev(dir, options);
+    });
+
+  root
     .command('doctor')
     .description('check Node, the C and JS guest toolchains, the cache and the example tools; say how to fix what is missing')
     .option('--json', 'print a JSON report')
