@@ -23,7 +23,7 @@ describe('toolhost --version', () => {
   });
 });
 
-describe('toolhost init', () => {
+describe.concurrent('toolhost init', () => {
   it('writes a TypeScript project by default, typed against toolhost/guest', async () => {
     const dir = join(scratch, 'my-tool');
     const run = await runCli(['init', dir]);
@@ -51,7 +51,7 @@ describe('toolhost init', () => {
   });
 });
 
-describe('toolhost build', () => {
+describe.concurrent('toolhost build', () => {
   it('says what is missing when a directory holds no tool sources', async () => {
     const dir = mkdtempSync(join(scratch, 'empty-'));
     const run = await runCli(['build', dir]);
@@ -88,7 +88,7 @@ describe('toolhost build', () => {
   });
 });
 
-describe('toolhost doctor', () => {
+describe.concurrent('toolhost doctor', () => {
   it.skipIf(!hasCGuests)('finds the toolchains and the example tools here', async () => {
     const run = await runCli(['doctor', '--json']);
     expect(run.code, run.stdout).toBe(0);
