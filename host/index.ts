@@ -4,7 +4,7 @@
  *
  * ```ts
  * import { createHost } from 'toolhost';
- * const host = await createHost(); // the example tools, on embedded defaults
+ * const host = await createHost(); // the installed example tools (exampleToolsDir()), on embedded defaults
  * const result = await host.registry.execute('sha256', { text: 'abc' });
  * await host.close();
  * ```
@@ -80,3 +80,16 @@ export { createDefaultLogger, silentLogger } from './core/logger.js';
 export type { Logger } from './core/logger.js';
 export { ConfigError, embeddedConfig, findConfig, loadConfig } from './config/index.js';
 export type { LoadedConfig, ResolvedConfig } from './config/index.js';
+
+// Authoring: build a tool project into a component, start a new one.
+export { exampleToolsDir, cSdkDir, jsToolkitPath, worldWitPath } from './build/paths.js';
+export { BuildError } from './build/errors.js';
+export type { BuildFailure } from './build/errors.js';
+export { buildProject, checkComponent, detectProject } from './build/project.js';
+export type { BuildReport, ToolLanguage, ToolProject } from './build/project.js';
+export { buildCComponent } from './build/c.js';
+export type { CBuildOptions, CBuildResult } from './build/c.js';
+export { buildJsComponent } from './build/js.js';
+export type { JsBuildOptions, JsBuildResult } from './build/js.js';
+export { initProject } from './init/scaffold.js';
+export type { InitOptions, InitReport } from './init/scaffold.js';

@@ -11,15 +11,19 @@
 // `.stamp` file holding the hash of its inputs. C guests need clang with the
 // wasm32-wasi target; without it they are skipped with a message saying how
 // to enable them, and everything else still builds.
+//
+// The builders are the package's own (host/build/, as `toolhost build` uses
+// them): run `tsc -p tsconfig.json` first (npm run build does).
 
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildCComponent, findClang } from './guests/build-c.mjs';
+import { buildCComponent } from '../dist/host/build/c.js';
+import { buildJsComponent } from '../dist/host/build/js.js';
+import { probeCToolchain } from '../dist/host/build/toolchain.js';
 import { buildExtismPlugin } from './guests/build-extism.mjs';
-import { buildJsComponent } from './guests/build-js.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const witPath = join(root, 'wit', 'tool.wit');
@@ -43,7 +47,7 @@ const examples = {
 const fixtures = {
   outDir: join(root, 'test', 'fixtures', 'dist'),
   guests: [
-    // A JS fixture may carry a build.json with componentize-js options ({"disableFeatures": [...]}).
+    // A JS fixture may carry a build.json with build options ({"disableFeatures": [...], "guardExceptions": false}).
     ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js`, ...buildOptions(`test/fixtures/guests/js/${name}/build.json`) })),
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
   ],
@@ -52,8 +56,8 @@ const fixtures = {
 function buildOptions(file) {
   const path = join(root, file);
   if (!existsSync(path)) return {};
-  const { disableFeatures } = JSON.parse(readFileSync(path, 'utf8'));
-  return Array.isArray(disableFeatures) ? { disableFeatures } : {};
+  const { disableFeatures, guardExceptions } = JSON.parse(readFileSync(path, 'utf8'));
+  return { ...(Array.isArray(disableFeatures) ? { disableFeatures } : {}), ...(typeof guardExceptions === 'boolean' ? { guardExceptions } : {}) };
 }
 
 function listDirs(dir) {
@@ -82,12 +86,12 @@ async function inputsHash(guest) {
   const hash = createHash('sha256');
   const files = [witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
-    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'scripts', 'guests', 'build-js.mjs'));
-    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} ${JSON.stringify(guest.disableFeatures ?? null)}`);
+    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'host', 'build', 'js.ts'));
+    hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} rolldown@${packageVersion('rolldown')} ${JSON.stringify(guest.disableFeatures ?? null)} ${guest.guardExceptions ?? true}`);
   } else if (guest.kind === 'extism') {
     files.push(...guest.sources.map((source) => join(root, source)), join(root, 'scripts', 'guests', 'build-extism.mjs'));
   } else {
-    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'scripts', 'guests', 'build-c.mjs'));
+    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'host', 'build', 'c.ts'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
   }
   for (const file of files) {
@@ -99,7 +103,8 @@ async function inputsHash(guest) {
 
 async function buildSet(set, { force }) {
   await mkdir(set.outDir, { recursive: true });
-  const clang = set.guests.some((guest) => guest.kind !== 'js') ? findClang() : null;
+  // C guests and the Extism peer plugin need clang (with wasm32-wasi for the C guests).
+  const clang = set.guests.some((guest) => guest.kind !== 'js') ? probeCToolchain().found?.clang : undefined;
   const skipped = [];
   for (const guest of set.guests) {
     const outFile = join(set.outDir, `${guest.name}.wasm`);
@@ -119,11 +124,17 @@ async function buildSet(set, { force }) {
     if (guest.kind === 'extism') {
       await buildExtismPlugin({ clang, sources: guest.sources.map((source) => join(root, source)), outFile });
     } else if (guest.kind === 'js') {
-      await buildJsComponent({ source: join(root, guest.source), outFile, witPath, ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}) });
+      await buildJsComponent({
+        source: join(root, guest.source),
+        outFile,
+        witPath,
+        cwd: root,
+        ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}),
+        ...(guest.guardExceptions === undefined ? {} : { guardExceptions: guest.guardExceptions }),
+      });
     } else {
-      // The SDK's implementation is compiled into each C guest.
-      const sources = [...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c')];
-      await buildCComponent({ sources, includeDirs: [sdk], outFile, witPath });
+      // buildCComponent compiles the SDK's toolhost.c into each C guest.
+      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath });
     }
     await writeFile(stampFile, hash);
     console.log(`guests: built ${label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -137,13 +148,12 @@ async function buildSet(set, { force }) {
   }
 }
 
-// componentize-js lets a guest import files below the working directory only.
-process.chdir(root);
 const args = new Set(process.argv.slice(2));
 const force = args.has('--force');
 try {
   await buildSet(args.has('--fixtures') ? fixtures : examples, { force });
 } catch (error) {
   console.error(`guests: build failed: ${error instanceof Error ? error.message : String(error)}`);
+  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/host/build')) console.error('guests: compile the host first: npm run build:host');
   process.exit(1);
 }

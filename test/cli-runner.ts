@@ -24,12 +24,12 @@ export function cliEnv(): Record<string, string> {
   return env;
 }
 
-/** Run the CLI to completion (killing it after `limitMs`, which fails the run's checks). */
-export function runCli(args: string[], limitMs = 90_000): Promise<CliRun> {
-  const env = cliEnv();
+/** Run the CLI to completion (killing it after `limitMs`, which fails the run's checks); `extra` adds to its env and cwd. */
+export function runCli(args: string[], limitMs = 90_000, extra: { env?: Record<string, string>; cwd?: string } = {}): Promise<CliRun> {
+  const env = { ...cliEnv(), ...extra.env };
   return new Promise((resolve, reject) => {
     const startedAt = performance.now();
-    const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cliPath, ...args], { cwd: extra.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let killed = false;

@@ -5,7 +5,7 @@
  * - exit 0 on success, 1 when a call or load fails (with `{"error":{code,message}}` on stderr),
  *   2 on a usage error.
  */
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { Host } from '../compose/host.js';
@@ -159,9 +159,25 @@ async function inspect(path: string, options: { json?: boolean }): Promise<numbe
   return 0;
 }
 
+/** The package's version (package.json sits two levels above dist/host/cli/ and host/cli/). */
+function ownVersion(): string {
+  for (const up of ['../../../package.json', '../../package.json']) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (manifest.name === 'toolhost' && manifest.version) return manifest.version;
+    } catch {
+      // try the next one
+    }
+  }
+  return 'unknown';
+}
+
+const LANGUAGES = ['ts', 'js', 'c'];
+
 function program(): Command {
   const root = new Command('toolhost')
     .description('Run WebAssembly component tools and native tools behind one call path.')
+    .version(ownVersion(), '-V, --version', 'print toolhost\'s version')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
 
@@ -266,6 +282,50 @@ Examples:
       process.exitCode = await bench(tool, options);
     });
 
+  root
+    .command('init')
+    .description('start a tool project in DIR (a new or empty directory) that builds and passes its own test')
+    .argument('<dir>', 'the project directory')
+    .addOption(new Option('--lang <lang>', 'the guest language').choices(LANGUAGES).default('ts'))
+    .option('--name <name>', 'the component\'s name (default: the directory\'s name); the tool is named after it')
+    .option('--toolhost <spec>', 'the toolhost dependency to write into package.json (default: this toolhost)')
+    .action(async (dir: string, options: { lang: 'ts' | 'js' | 'c'; name?: string; toolhost?: string }) => {
+      const { init } = await import('./author.js');
+      process.exitCode = await init(dir, options);
+    });
+
+  root
+    .command('build')
+    .description('build the tool project in DIR into one component, check it against the tool world and print its tools')
+    .argument('[dir]', 'the project directory', '.')
+    .option('--out <file>', 'where to write the component (default: DIR/dist/<name>.wasm)')
+    .option('--json', 'print a JSON report')
+    .action(async (dir: string, options: { out?: string; json?: boolean }) => {
+      const { build } = await import('./author.js');
+      process.exitCode = await build(dir, options);
+    });
+
+  root
+    .command('dev')
+    .description('build the tool project in DIR, serve it over MCP and rebuild and reload it on every change')
+    .argument('[dir]', 'the project directory', '.')
+    .addOption(new Option('--mcp <transport>', 'MCP transport').choices(['stdio', 'http']).default('stdio'))
+    .option('--port <port>', 'MCP HTTP port (default 3000; 0: any free port)', parsePort)
+    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+    .action(async (dir: string, options: { mcp: 'stdio' | 'http'; port?: number; host?: string }) => {
+      const { dev } = await import('./dev.js');
+      process.exitCode = await dev(dir, options);
+    });
+
+  root
+    .command('doctor')
+    .description('check Node, the C and JS guest toolchains, the cache and the example tools; say how to fix what is missing')
+    .option('--json', 'print a JSON report')
+    .action(async (options: { json?: boolean }) => {
+      const { doctor } = await import('./doctor.js');
+      process.exitCode = await doctor(options);
+    });
+
   return root;
 }
 
@@ -276,6 +336,12 @@ async function main(argv: string[]): Promise<void> {
     if (error instanceof CommanderError) {
       // Help and version exit 0; every other parse problem is a usage error.
       process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (error instanceof Error && error.name === 'BuildError') {
+      // The author's commands (init, build) say what went wrong in prose: the message is the whole story.
+      process.stderr.write(`toolhost: ${error.message}\n`);
+      process.exitCode = 1;
       return;
     }
     if (error instanceof UsageError) {

@@ -6,7 +6,7 @@
  *   sha256  {"text": string} -> {"sha256": "<64 hex chars>"}, the SHA-256
  *           (FIPS 180-4) of the UTF-8 bytes of `text`.
  *
- * Built with scripts/guests/build-c.mjs against the SDK in ../sdk.
+ * Built by scripts/build-guests.mjs (host/build/c.ts, as `toolhost build` does) against the SDK in ../sdk.
  */
 #include "toolhost.h"
 

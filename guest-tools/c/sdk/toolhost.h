@@ -28,8 +28,9 @@
  *     };
  *     TH_EXPORT_TOOLS(tools)
  *
- * and build it with scripts/guests/build-c.mjs (clang --target=wasm32-wasi,
- * reactor exec model, then jco componentEmbed + componentNew).
+ * and build it with `toolhost build` (clang --target=wasm32-wasi, reactor
+ * exec model, this SDK's toolhost.c compiled in, then jco componentEmbed +
+ * componentNew); `toolhost init DIR --lang c` starts a project.
  *
  * Conventions
  * -----------

@@ -1,0 +1,64 @@
+/**
+ * `toolhost/guest`: a small kit for writing toolhost tools in JavaScript or
+ * TypeScript. Import the host calls from 'toolhost:tool/host@0.1.0' (typed by
+ * this package, see world.d.ts) and build the component with `toolhost build`.
+ *
+ * ```ts
+ * import { progress } from 'toolhost:tool/host@0.1.0';
+ * import { defineComponent, parseArgs } from 'toolhost/guest';
+ *
+ * export const tool = defineComponent('hello', [{
+ *   name: 'hello', description: 'Greets someone.', streaming: false, idempotent: true,
+ *   inputSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+ *   run(args) {
+ *     const { name } = parseArgs<{ name: string }>(args);
+ *     progress(100, 'done');
+ *     return { greeting: `Hello, ${name}!` };
+ *   },
+ * }]);
+ * ```
+ */
+/// <reference path="./world.d.ts" />
+import type { ToolError, ToolExport } from 'toolhost:tool/types@0.1.0';
+
+export type { CallContext, LogLevel, ToolError, ToolExport, ToolInfo } from 'toolhost:tool/types@0.1.0';
+
+/** A JSON Schema (an object, or a boolean schema). */
+export type JsonSchema = { [key: string]: unknown } | boolean;
+
+/** One tool for `defineComponent`. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+  outputSchema?: JsonSchema;
+  streaming: boolean;
+  idempotent: boolean;
+  /**
+   * Run one call. `args` is the arguments' JSON text (already checked against
+   * `inputSchema` by the host); return the result as JSON text or as a value to
+   * serialize, or a promise of either. Throw `toolError(...)` for a failure of
+   * the tool's own; anything else becomes an INTERNAL tool-error with its message.
+   */
+  run(args: string): unknown;
+}
+
+/** The `tool` export of a component carrying `tools`. */
+export declare function defineComponent(componentName: string, tools: readonly ToolDefinition[]): ToolExport;
+
+/** A tool-error to throw; `details` is any JSON value. */
+export declare function toolError(code: string, message: string, details?: unknown): ToolError;
+
+export declare function isToolError(value: unknown): value is ToolError;
+
+export declare const isObject: (value: unknown) => value is Record<string, unknown>;
+
+/**
+ * Parse `args` as a JSON object, or throw the tool-error INVALID_ARGS; with
+ * `allowed`, an unknown key is INVALID_ARGS too. The host validates the
+ * arguments against the input schema first: this is a backstop and a cast.
+ */
+export declare function parseArgs<T = Record<string, unknown>>(args: string, allowed?: readonly string[]): T;
+
+/** `args[key]` when it is a string, else the tool-error INVALID_ARGS. */
+export declare function requireString(args: Record<string, unknown>, key: string): string;

@@ -1,0 +1,73 @@
+/**
+ * Types for the tool world (`toolhost:tool@0.1.0`, wit/tool.wit) as a
+ * JavaScript or TypeScript guest sees it through componentize-js: the host
+ * interface it imports and the `tool` interface it exports. WIT names become
+ * camelCase, `option<T>` is `T | undefined`, an enum is a string union, and a
+ * `result<_, string>` import returns on ok and throws on err.
+ */
+declare module 'toolhost:tool/host@0.1.0' {
+  export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+  /** Who is calling (WIT `call-context`). */
+  export interface CallContext {
+    callId: string;
+    conversationId: string | undefined;
+    sessionId: string | undefined;
+    agentName: string | undefined;
+  }
+
+  /** The current call's context. */
+  export function context(): CallContext;
+  /** Report progress: `pct` 0..100 (undefined when unknown) and an optional message. */
+  export function progress(pct: number | undefined, message: string | undefined): void;
+  /** Stream a piece of partial output: JSON text (e.g. `JSON.stringify({ line })`). */
+  export function delta(data: string): void;
+  /** A log line attributed to this call (a `log` event with source `guest`). */
+  export function log(level: LogLevel, message: string): void;
+  /** A conversation-scoped value (JSON text), or undefined when unset. */
+  export function getState(key: string): string | undefined;
+  /**
+   * Save a conversation-scoped value (JSON text). Throws when the host refuses
+   * it (the thrown value's `payload` is the host's reason).
+   */
+  export function setState(key: string, value: string): void;
+  /** Whether the caller asked this call to stop; check it in long loops. */
+  export function cancelled(): boolean;
+}
+
+declare module 'toolhost:tool/types@0.1.0' {
+  export type { CallContext, LogLevel } from 'toolhost:tool/host@0.1.0';
+
+  /** One tool, as `describe()` reports it (WIT `tool-info`). */
+  export interface ToolInfo {
+    /** [A-Za-z0-9_][A-Za-z0-9_-]{0,63}, unique in the component. */
+    name: string;
+    description: string;
+    /** JSON Schema text for the arguments (the host validates them before `call`). */
+    inputSchema: string;
+    /** JSON Schema text for the result, or undefined. */
+    outputSchema: string | undefined;
+    /** Whether the tool emits `delta` events. */
+    streaming: boolean;
+    /** Whether a call may be retried after a crash. */
+    idempotent: boolean;
+  }
+
+  /** A failure of the tool's own (WIT `tool-error`): throw it from `call`. `details` is JSON text. */
+  export interface ToolError {
+    code: string;
+    message: string;
+    details: string | undefined;
+  }
+
+  /**
+   * What a component exports as `tool`. `call` gets the arguments as JSON
+   * text and returns the result as JSON text (or a promise of it); it throws
+   * a ToolError for a failure of its own. Anything else it throws reaches the
+   * caller as the tool-error UNCAUGHT_EXCEPTION with the message and stack.
+   */
+  export interface ToolExport {
+    describe(): ToolInfo[];
+    call(name: string, args: string): string | Promise<string>;
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * `toolhost build [DIR]`: find what kind of tool project DIR is, build it into
+ * one component, and check that component the way the host will load it.
+ *
+ * A project is recognised from its files (or `package.json` → `"toolhost"`):
+ * - TypeScript: `src/index.ts` (or `index.ts`);
+ * - JavaScript: `src/index.js` / `src/index.mjs` (or at the top);
+ * - C: the `.c` files in `src/` (or at the top), compiled with the shipped C SDK.
+ * `package.json` may say `"toolhost": { "lang": "c" | "js" | "ts", "entry": "...",
+ * "sources": [...], "name": "...", "out": "...", "disableFeatures": [...] }`.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, join, relative, resolve } from 'node:path';
+import { ToolhostError } from '../core/errors.js';
+import { silentLogger } from '../core/logger.js';
+import type { GuestToolInfo } from '../sandbox/protocol.js';
+import { BuildError } from './errors.js';
+import { buildCComponent } from './c.js';
+import { buildJsComponent, type ComponentizeFeature } from './js.js';
+
+export type ToolLanguage = 'c' | 'js' | 'ts';
+export const TOOL_LANGUAGES: readonly ToolLanguage[] = ['ts', 'js', 'c'];
+
+export interface ToolProject {
+  dir: string;
+  lang: ToolLanguage;
+  /** The component's name (the output file's stem). */
+  name: string;
+  /** The JS/TS entry, or the C sources. */
+  sources: string[];
+  outFile: string;
+  disableFeatures?: ComponentizeFeature[];
+}
+
+interface ManifestSection {
+  lang?: unknown;
+  entry?: unknown;
+  sources?: unknown;
+  name?: unknown;
+  out?: unknown;
+  disableFeatures?: unknown;
+}
+
+/** A name usable as a file stem and a tool-name prefix: lower case, [a-z0-9_-]. */
+export function componentName(raw: string): string {
+  const name = raw.replace(/^@[^/]+\//, '').toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[-_]+|[-_]+$/g, '');
+  return name === '' ? 'tool' : name.slice(0, 64);
+}
+
+function cFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((file) => file.endsWith('.c')).sort().map((file) => join(dir, file));
+}
+
+function firstExisting(dir: string, candidates: string[]): string | undefined {
+  return candidates.map((candidate) => join(dir, candidate)).find((path) => existsSync(path));
+}
+
+/** Read DIR's layout; `out` overrides where the component goes. */
+export async function detectProject(dirArg: string, options: { out?: string } = {}): Promise<ToolProject> {
+  const dir = resolve(dirArg);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new BuildError('PROJECT_INVALID', `${dirArg} is not a directory`);
+  let manifest: { name?: unknown; toolhost?: ManifestSection } = {};
+  const manifestPath = join(dir, 'package.json');
+  if (existsSync(manifestPath)) {
+    try {
+      manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as typeof manifest;
+    } catch (error) {
+      throw new BuildError('PROJECT_INVALID', `${manifestPath} is not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  const section: ManifestSection = manifest.toolhost ?? {};
+  if (section.lang !== undefined && !TOOL_LANGUAGES.includes(section.lang as ToolLanguage)) {
+    throw new BuildError('PROJECT_INVALID', `package.json: toolhost.lang must be one of ${TOOL_LANGUAGES.join(', ')}`);
+  }
+
+  let lang = section.lang as ToolLanguage | undefined;
+  let sources: string[] = [];
+  if (typeof section.entry === 'string') {
+    sources = [resolve(dir, section.entry)];
+    lang ??= section.entry.endsWith('.ts') ? 'ts' : section.entry.endsWith('.c') ? 'c' : 'js';
+  } else if (Array.isArray(section.sources)) {
+    sources = section.sources.map((source) => resolve(dir, String(source)));
+    lang ??= 'c';
+  } else {
+    const ts = firstExisting(dir, ['src/index.ts', 'index.ts']);
+    const js = firstExisting(dir, ['src/index.js', 'src/index.mjs', 'index.js', 'index.mjs']);
+    const c = cFiles(join(dir, 'src')).length > 0 ? cFiles(join(dir, 'src')) : cFiles(dir);
+    const found = [ts && 'ts', js && 'js', c.length > 0 && 'c'].filter(Boolean) as ToolLanguage[];
+    if (lang === undefined) {
+      if (found.length === 0) {
+        throw new BuildError('PROJECT_INVALID', `${dirArg}: no tool sources found (looked for src/index.ts, src/index.js, src/*.c); start one with: toolhost init ${dirArg}`);
+      }
+      if (found.length > 1) throw new BuildError('PROJECT_INVALID', `${dirArg}: sources for ${found.join(' and ')} found; say which in package.json: "toolhost": { "lang": "..." }`);
+      lang = found[0]!;
+    }
+    sources = lang === 'ts' ? (ts ? [ts] : []) : lang === 'js' ? (js ? [js] : []) : c;
+    if (sources.length === 0) throw new BuildError('PROJECT_INVALID', `${dirArg}: no ${lang} sources found`);
+  }
+  for (const source of sources) if (!existsSync(source)) throw new BuildError('PROJECT_INVALID', `${relative(process.cwd(), source) || source} does not exist`);
+
+  const name = componentName(typeof section.name === 'string' ? section.name : typeof manifest.name === 'string' ? manifest.name : basename(dir));
+  const outFile = options.out !== undefined ? resolve(options.out) : resolve(dir, typeof section.out === 'string' ? section.out : join('dist', `${name}.wasm`));
+  const project: ToolProject = { dir, lang, name, sources, outFile };
+  if (Array.isArray(section.disableFeatures)) project.disableFeatures = section.disableFeatures as ComponentizeFeature[];
+  return project;
+}
+
+export interface BuildReport {
+  project: ToolProject;
+  outFile: string;
+  size: number;
+  ms: number;
+  /** The tools the component describes, as the host loaded them. */
+  tools: Array<Pick<GuestToolInfo, 'name' | 'description' | 'streaming' | 'idempotent'> & { inputSchema: unknown }>;
+  /** The interfaces the component imports (toolhost's and WASI's). */
+  imports: string[];
+  /** Compiler warnings, if any. */
+  warnings?: string;
+}
+
+/**
+ * Load a built component the way a host does (header, transpile, exports,
+ * supported imports, describe() in a worker) and report its tools.
+ */
+export async function checkComponent(file: string): Promise<{ tools: BuildReport['tools']; imports: string[] }> {
+  const [{ sourceFromFile }, { SandboxLoader }] = await Promise.all([import('../sandbox/component-file.js'), import('../sandbox/loader.js')]);
+  const source = await sourceFromFile(file);
+  const loader = new SandboxLoader({ threads: 1 }, silentLogger);
+  try {
+    const loaded = await loader.loadSource(source);
+    const cached = await loader.cache.prepare(source.id, source.bytes, file); // a cache hit: the load just put it there
+    return {
+      tools: loaded.tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema, streaming: tool.streaming, idempotent: tool.idempotent })),
+      imports: cached.meta.imports,
+    };
+  } catch (error) {
+    if (error instanceof ToolhostError) throw new BuildError('CHECK_FAILED', `${file} was built but does not load: ${error.code}: ${error.message}`);
+    throw error;
+  } finally {
+    await loader.close();
+  }
+}
+
+/** Build the project in `dir` and check the result. */
+export async function buildProject(dir: string, options: { out?: string } = {}): Promise<BuildReport> {
+  const project = await detectProject(dir, options);
+  const started = performance.now();
+  let size: number;
+  let warnings = '';
+  if (project.lang === 'c') {
+    const built = await buildCComponent({ sources: project.sources, includeDirs: [join(project.dir, 'src'), project.dir].filter((path) => existsSync(path)), outFile: project.outFile });
+    size = built.size;
+    warnings = built.warnings;
+  } else {
+    const built = await buildJsComponent({
+      source: project.sources[0]!,
+      outFile: project.outFile,
+      cwd: project.dir,
+      ...(project.disableFeatures === undefined ? {} : { disableFeatures: project.disableFeatures }),
+    });
+    size = built.size;
+  }
+  const checked = await checkComponent(project.outFile);
+  const report: BuildReport = { project, outFile: project.outFile, size, ms: Math.round(performance.now() - started), tools: checked.tools, imports: checked.imports };
+  if (warnings.trim() !== '') report.warnings = warnings;
+  return report;
+}

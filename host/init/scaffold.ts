@@ -1,0 +1,103 @@
+/**
+ * `toolhost init DIR`: a new tool project that builds and passes its own test
+ * right away. The files come from `templates/<lang>/` in the package, with
+ * `{{name}}`, `{{tool}}` and the dependency versions filled in.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { packageRoot } from '../config/package-root.js';
+import { BuildError } from '../build/errors.js';
+import { componentName, TOOL_LANGUAGES, type ToolLanguage } from '../build/project.js';
+
+export interface InitOptions {
+  lang?: ToolLanguage;
+  /** The component's name (default: DIR's base name). */
+  name?: string;
+  /** The `toolhost` dependency to write into package.json (default: see `defaultToolhostSpec`). */
+  toolhostSpec?: string;
+}
+
+export interface InitReport {
+  dir: string;
+  lang: ToolLanguage;
+  name: string;
+  tool: string;
+  files: string[];
+  toolhostSpec: string;
+}
+
+interface OwnManifest {
+  version: string;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+async function ownManifest(): Promise<OwnManifest> {
+  return JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8')) as OwnManifest;
+}
+
+/**
+ * The `toolhost` dependency for a project in `projectDir`: `^version` when
+ * toolhost was installed from a registry somewhere else (npx, global), a
+ * `file:` link when the project sits inside the project that installed it
+ * (e.g. from a packed tarball: the registry may not have this version), or
+ * the source checkout this toolhost runs from.
+ */
+export function defaultToolhostSpec(projectDir: string, version: string): string {
+  const root = packageRoot();
+  if (basename(dirname(root)) === 'node_modules') {
+    const holder = dirname(dirname(root));
+    const rel = relative(projectDir, root).split(sep).join('/');
+    return projectDir.startsWith(holder + sep) ? `file:${rel}` : `^${version}`;
+  }
+  return `file:${root}`;
+}
+
+async function listTemplate(dir: string, prefix = ''): Promise<string[]> {
+  const files: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const rel = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+    if (entry.isDirectory()) files.push(...(await listTemplate(join(dir, entry.name), rel)));
+    else files.push(rel);
+  }
+  return files.sort();
+}
+
+export async function initProject(dirArg: string, options: InitOptions = {}): Promise<InitReport> {
+  const lang = options.lang ?? 'ts';
+  if (!TOOL_LANGUAGES.includes(lang)) throw new BuildError('PROJECT_INVALID', `--lang must be one of ${TOOL_LANGUAGES.join(', ')}`);
+  const dir = resolve(dirArg);
+  if (existsSync(dir)) {
+    if (!statSync(dir).isDirectory()) throw new BuildError('PROJECT_INVALID', `${dirArg} exists and is not a directory`);
+    if (readdirSync(dir).some((name) => name !== '.git')) throw new BuildError('PROJECT_INVALID', `${dirArg} is not empty: toolhost init writes a new project into an empty or new directory`);
+  }
+  const name = componentName(options.name ?? basename(dir));
+  const tool = name.replace(/-/g, '_');
+  const manifest = await ownManifest();
+  const toolhostSpec = options.toolhostSpec ?? defaultToolhostSpec(dir, manifest.version);
+  const dev = manifest.devDependencies ?? {};
+  const values: Record<string, string> = {
+    name,
+    tool,
+    toolhostSpec,
+    vitestVersion: dev.vitest ?? '^4.1.0',
+    typescriptVersion: dev.typescript ?? '~5.9.0',
+    typesNodeVersion: dev['@types/node'] ?? '^20.19.0',
+  };
+  const fill = (text: string): string => text.replace(/\{\{(\w+)\}\}/g, (match, key: string) => values[key] ?? match);
+
+  const templates = join(packageRoot(), 'templates');
+  const sources: Array<[from: string, to: string]> = [
+    ...(await listTemplate(join(templates, lang))).map((file): [string, string] => [join(templates, lang, file), file]),
+    [join(templates, 'common', 'gitignore'), '.gitignore'], // npm never packs a file named .gitignore
+  ];
+  const written: string[] = [];
+  for (const [from, to] of sources) {
+    const target = join(dir, to);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, fill(await readFile(from, 'utf8')));
+    written.push(to);
+  }
+  return { dir, lang, name, tool, files: written, toolhostSpec };
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+// The package as a new user gets it, end to end (too slow for `npm test`):
+//
+//   npm pack → a fresh project under the temp directory → npm install the tarball
+//   → the README's library example, verbatim → toolhost --version / doctor
+//   → for each language: toolhost init → npm install → npm run build → npm test → toolhost call
+//
+//   node scripts/test-package.mjs                 every language (ts, c, js)
+//   node scripts/test-package.mjs --lang c        one
+//   node scripts/test-package.mjs --keep          leave the scratch directory for a look
+//
+// Needs the npm registry (vitest, typescript). C needs clang for wasm32-wasi
+// (skipped with a message when `toolhost doctor` says it is missing).
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const keep = args.includes('--keep');
+const langIndex = args.indexOf('--lang');
+const langs = langIndex >= 0 ? [args[langIndex + 1]] : ['ts', 'c', 'js'];
+const scratch = mkdtempSync(join(tmpdir(), 'toolhost-package-'));
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx';
+const started = Date.now();
+let failures = 0;
+
+function step(title, cmd, cmdArgs, cwd, check = () => undefined) {
+  const t0 = Date.now();
+  const run = spawnSync(cmd, cmdArgs, { cwd, encoding: 'utf8', env: { ...process.env, TOOLHOST_LOG: 'warn' }, maxBuffer: 64 << 20 });
+  const seconds = ((Date.now() - t0) / 1000).toFixed(1);
+  let problem = run.status === 0 ? undefined : `exit ${run.status}${run.signal ? ` (${run.signal})` : ''}`;
+  if (!problem) {
+    try {
+      problem = check(run);
+    } catch (error) {
+      problem = error.message;
+    }
+  }
+  if (problem) {
+    failures += 1;
+    console.log(`FAIL ${title} (${seconds} s): ${problem}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`);
+    return undefined;
+  }
+  console.log(`ok   ${title} (${seconds} s)`);
+  return run;
+}
+
+// npm's own warnings that are not about this package (e.g. an unknown key in the user's npmrc).
+const peerWarning = (text) => text.split('\n').filter((line) => /ERESOLVE|peer dep|conflicting peer/i.test(line));
+
+console.log(`package test in ${scratch}`);
+execFileSync(npm, ['pack', '--pack-destination', scratch], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+const tarball = join(scratch, readdirSync(scratch).find((name) => name.endsWith('.tgz')));
+
+const app = join(scratch, 'app');
+execFileSync('mkdir', ['-p', app]);
+writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'app', private: true, type: 'module' }, null, 2)}\n`);
+step('npm install <tarball> prints no peer-dependency conflict', npm, ['install', '--no-audit', '--no-fund', tarball], app, (run) => {
+  const lines = peerWarning(run.stderr);
+  return lines.length > 0 ? `peer-dependency warnings:\n${lines.join('\n')}` : undefined;
+});
+
+// The README's library example, verbatim: the first ```js block of "## The library".
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const library = readme.slice(readme.indexOf('## The library'));
+const example = library.slice(library.indexOf('```js\n') + 6, library.indexOf('\n```', library.indexOf('```js\n')));
+writeFileSync(join(app, 'example.mjs'), `${example}\n`);
+step('the README library example runs verbatim', 'node', ['example.mjs'], app, (run) => {
+  if (!run.stdout.includes('{ sum: 3 }')) return 'no { sum: 3 } in its output';
+  if (!/result \{/.test(run.stdout)) return 'word_count streamed no result';
+  return undefined;
+});
+step('toolhost --version', npx, ['toolhost', '--version'], app, (run) => (/^\d+\.\d+\.\d+/.test(run.stdout) ? undefined : 'no version'));
+const doctor = spawnSync(npx, ['toolhost', 'doctor', '--json'], { cwd: app, encoding: 'utf8' });
+const report = JSON.parse(doctor.stdout);
+console.log(`     doctor: ${report.checks.map((check) => `${check.name} ${check.ok ? 'ok' : 'MISSING'}`).join(', ')}`);
+const hasC = report.checks.find((check) => check.name === 'c-toolchain')?.ok === true;
+step('sourcemaps carry their sources', 'node', ['-e', `
+  const fs = require('fs'); const path = require('path');
+  const dir = ${JSON.stringify(join(app, 'node_modules', 'toolhost', 'dist'))};
+  const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]);
+  const bad = walk(dir).filter((f) => f.endsWith('.map')).filter((f) => { const m = JSON.parse(fs.readFileSync(f, 'utf8')); return !m.sourcesContent || m.sourcesContent.some((c) => c == null); });
+  if (bad.length) { console.error(bad.slice(0, 5).join('\\n')); process.exit(1); }
+`], app);
+
+for (const lang of langs) {
+  if (lang === 'c' && !hasC) {
+    console.log('skip c: toolhost doctor says the C toolchain is missing');
+    continue;
+  }
+  const name = `hello-${lang}`;
+  const tool = name.replace(/-/g, '_');
+  const dir = join(app, name);
+  if (!step(`${lang}: toolhost init`, npx, ['toolhost', 'init', name, '--lang', lang], app)) continue;
+  if (!step(`${lang}: npm install`, npm, ['install', '--no-audit', '--no-fund'], dir, (run) => {
+    const lines = peerWarning(run.stderr);
+    return lines.length > 0 ? `peer-dependency warnings:\n${lines.join('\n')}` : undefined;
+  })) continue;
+  if (!step(`${lang}: npm run build`, npm, ['run', 'build'], dir, (run) => (run.stdout.includes(`${tool} (streaming)`) ? undefined : 'the build did not list the tool'))) continue;
+  step(`${lang}: npm test`, npm, ['test'], dir);
+  step(`${lang}: toolhost call`, npx, ['toolhost', 'call', tool, '--load', `dist/${name}.wasm`, '--args', '{"name":"Ada","times":2}'], dir, (run) => {
+    const result = JSON.parse(run.stdout);
+    return result.total === 2 && result.greetings.length === 2 ? undefined : `unexpected result ${run.stdout}`;
+  });
+}
+
+console.log(`${failures === 0 ? 'package test passed' : `package test: ${failures} step(s) failed`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+if (keep || failures > 0) console.log(`scratch directory kept: ${scratch}`);
+else rmSync(scratch, { recursive: true, force: true });
+process.exit(failures === 0 ? 0 : 1);

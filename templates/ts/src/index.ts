@@ -1,0 +1,60 @@
+// The {{name}} tool component. Build it with `npm run build` (toolhost build),
+// which type-checks, bundles and componentizes this file into dist/{{name}}.wasm.
+import { cancelled, context, delta, getState, log, progress, setState } from 'toolhost:tool/host@0.1.0';
+import { defineComponent, parseArgs, toolError } from 'toolhost/guest';
+
+interface Args {
+  name: string;
+  times?: number;
+}
+
+interface Output {
+  greetings: string[];
+  /** Greetings in this conversation so far, this call's included. */
+  total: number;
+}
+
+const TOTAL_KEY = 'greetings.total';
+
+export const tool = defineComponent('{{name}}', [
+  {
+    name: '{{tool}}',
+    description: 'Greets someone `times` times, streaming each greeting; counts the greetings of the conversation.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        name: { type: 'string', minLength: 1, description: 'Who to greet.' },
+        times: { type: 'integer', minimum: 1, maximum: 100, description: 'How many greetings (default 1).' },
+      },
+      required: ['name'],
+      additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: { greetings: { type: 'array', items: { type: 'string' } }, total: { type: 'integer' } },
+      required: ['greetings', 'total'],
+    },
+    streaming: true,
+    idempotent: false,
+    run(argsText: string): Output {
+      const { name, times = 1 } = parseArgs<Args>(argsText);
+      if (name.trim() === '') throw toolError('EMPTY_NAME', 'name must not be blank');
+      log('debug', `call ${context().callId} greets ${name}`);
+
+      const greetings: string[] = [];
+      for (let i = 1; i <= times; i += 1) {
+        if (cancelled()) throw toolError('STOPPED', `stopped after ${i - 1} greetings`);
+        const greeting = `Hello, ${name}!`;
+        greetings.push(greeting);
+        delta(JSON.stringify({ greeting, n: i }));
+        progress((i / times) * 100, `${i} of ${times}`);
+      }
+
+      // Conversation state: JSON text, scoped to the caller's conversation id.
+      const saved = getState(TOTAL_KEY);
+      const total = (saved === undefined ? 0 : Number(JSON.parse(saved))) + times;
+      setState(TOTAL_KEY, JSON.stringify(total));
+      return { greetings, total };
+    },
+  },
+]);

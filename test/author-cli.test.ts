@@ -1,0 +1,106 @@
+/**
+ * The tool author's commands: `toolhost init` writes a project that `toolhost
+ * build` turns into a checked component the host runs; `doctor` says what is
+ * missing; `--version`. (A C project: it builds in about a second. The
+ * npm pack → install → init → build → test run for every language is
+ * `npm run test:package`.)
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from './cli-runner.js';
+import { hasCGuests, root } from './helpers.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'toolhost-author-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('toolhost --version', () => {
+  it('prints the package version', async () => {
+    const run = await runCli(['--version']);
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe((JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+});
+
+describe.concurrent('toolhost init', () => {
+  it('writes a TypeScript project by default, typed against toolhost/guest', async () => {
+    const dir = join(scratch, 'my-tool');
+    const run = await runCli(['init', dir]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(readdirSync(dir).sort()).toEqual(['.gitignore', 'README.md', 'package.json', 'src', 'test', 'tsconfig.json']);
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name: string; type: string; scripts: Record<string, string>; devDependencies: Record<string, string> };
+    expect(manifest).toMatchObject({ name: 'my-tool', type: 'module', scripts: { build: 'tsc -p tsconfig.json && toolhost build', test: 'vitest run' } });
+    expect(manifest.devDependencies.toolhost).toMatch(/^file:/);
+    const source = readFileSync(join(dir, 'src', 'index.ts'), 'utf8');
+    expect(source).toContain("from 'toolhost/guest'");
+    expect(source).toContain("name: 'my_tool'");
+  });
+
+  it('refuses a directory that is not empty', async () => {
+    const dir = join(scratch, 'taken');
+    await runCli(['init', dir, '--lang', 'js']);
+    const run = await runCli(['init', dir, '--lang', 'js']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/is not empty/);
+  });
+
+  it('refuses an unknown language as a usage error', async () => {
+    const run = await runCli(['init', join(scratch, 'rust'), '--lang', 'rust']);
+    expect(run.code).toBe(2);
+  });
+});
+
+describe.concurrent('toolhost build', () => {
+  it('says what is missing when a directory holds no tool sources', async () => {
+    const dir = mkdtempSync(join(scratch, 'empty-'));
+    const run = await runCli(['build', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/no tool sources found .*toolhost init/);
+  });
+
+  it.skipIf(!hasCGuests)('builds a new C project into a checked component that the host runs', async () => {
+    const dir = join(scratch, 'greeter');
+    expect((await runCli(['init', dir, '--lang', 'c'])).code).toBe(0);
+    const built = await runCli(['build', dir, '--json']);
+    expect(built.code, built.stderr).toBe(0);
+    const report = JSON.parse(built.stdout) as { outFile: string; lang: string; size: number; imports: string[]; tools: Array<{ name: string; streaming: boolean }> };
+    expect(report).toMatchObject({ outFile: join(dir, 'dist', 'greeter.wasm'), lang: 'c', tools: [{ name: 'greeter', streaming: true }] });
+    // The SDK compiled in, nothing else: no WASI imports for a tool that does not use them.
+    expect(report.imports).toEqual(['toolhost:tool/host']);
+
+    const call = await runCli(['call', 'greeter', '--load', report.outFile, '--args', '{"name":"Ada","times":2}', '--events', '--conversation', 'c1']);
+    expect(call.code, call.stderr).toBe(0);
+    const events = call.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string; data?: unknown; pct?: number });
+    expect(events.filter((event) => event.type === 'delta').map((event) => event.data)).toEqual([{ greeting: 'Hello, Ada!', n: 1 }, { greeting: 'Hello, Ada!', n: 2 }]);
+    expect(events.filter((event) => event.type === 'progress').map((event) => event.pct)).toEqual([50, 100]);
+    expect(events.at(-1)).toMatchObject({ type: 'result', data: { greetings: ['Hello, Ada!', 'Hello, Ada!'], total: 2 } });
+  });
+
+  it.skipIf(!hasCGuests)('reports a compile error with clang\'s message and writes nothing', async () => {
+    const dir = join(scratch, 'broken');
+    expect((await runCli(['init', dir, '--lang', 'c'])).code).toBe(0);
+    writeFileSync(join(dir, 'src', 'tool.c'), '#include "toolhost.h"\nint oops( {\n');
+    const run = await runCli(['build', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/clang failed:[\s\S]*tool\.c:2/);
+    expect(run.stdout).toBe('');
+  });
+});
+
+describe.concurrent('toolhost doctor', () => {
+  it.skipIf(!hasCGuests)('finds the toolchains and the example tools here', async () => {
+    const run = await runCli(['doctor', '--json']);
+    expect(run.code, run.stdout).toBe(0);
+    const report = JSON.parse(run.stdout) as { ok: boolean; checks: Array<{ name: string; ok: boolean }> };
+    expect(report.ok).toBe(true);
+    expect(report.checks.map((check) => check.name)).toEqual(['node', 'c-toolchain', 'js-toolchain', 'cache', 'example-tools']);
+  });
+
+  it('says the C toolchain is missing, how to install it, and exits 1 on a machine without clang', async () => {
+    const run = await runCli(['doctor'], 90_000, { env: { PATH: join(scratch, 'no-such-bin'), CLANG: '' } });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/MISSING c-toolchain: C guests cannot be built: clang not found/);
+    expect(run.stdout).toContain('apt-get install -y clang lld wasi-libc libclang-rt-dev-wasm32');
+  });
+});
