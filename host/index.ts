@@ -72,7 +72,8 @@ export type { ExecutionPolicyInput } from './policy/execution-policy.js';
 export type { ToolDefaultPolicy, ToolGrant } from './policy/grant.js';
 export { denyAllApprovals } from './policy/approval.js';
 export type { ApprovalHook, ApprovalRequest } from './policy/approval.js';
-export { MemoryAuditLog, createAuditLog } from './policy/audit.js';
+export { createAuditLog } from './policy/audit.js';
+export { MemoryAuditLog } from './policy/memory-audit-log.js';
 export type { AuditEntry, AuditLog } from './policy/audit.js';
 
 // Logging and the config file.

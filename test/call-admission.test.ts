@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolRegistry, defineNativeTool, silentLogger, type ToolEvent } from '../host/index.js';
-import { MemoryAuditLog } from '../host/policy/audit.js';
+import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
 import { collect } from './helpers.js';
 
 let registry: ToolRegistry;

@@ -254,6 +254,15 @@ describe.concurrent('toolhost call', () => {
     expect(error.message).toContain('does-not-exist.wasm');
   });
 
+  it.runIf(hasCGuests)('keeps stderr one error object when the policy refuses a call, with the denial\'s audit entry in it', async () => {
+    const run = await runCli(['call', 'sha256', '--args', '{"text":"x"}', '--load', example('ctools'), '--policy', '{"network_policy":"FULL_ACCESS"}']);
+    expectCallFailure(run, 'PERMISSION_DENIED');
+    const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+    expect(lines).toHaveLength(1);
+    const { error } = JSON.parse(lines[0]!) as { error: { audit?: Array<Record<string, unknown>> } };
+    expect(error.audit).toEqual([expect.objectContaining({ tool: 'sha256', decision: 'denied', code: 'PERMISSION_DENIED', network: 'FULL_ACCESS' })]);
+  });
+
   it('exits 2 when --args is missing', async () => {
     const run = await runCli(['call', 'json_query']);
     expectUsageError(run);

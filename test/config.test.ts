@@ -19,7 +19,7 @@ import {
 import { registryOptions } from '../host/compose/registry.js';
 import { EXAMPLE_LOAD_OPTIONS } from '../host/config/examples.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../host/policy/execution-policy.js';
-import { MemoryAuditLog } from '../host/policy/audit.js';
+import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
 import { ToolhostError, createRegistry, silentLogger } from '../host/index.js';
 import { example, examplesDir, hasCGuests, root, sharedCacheDir } from './helpers.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRegistry, silentLogger, type RegistryOptions, type ToolEvent, type ToolRegistry } from '../host/index.js';
-import { MemoryAuditLog } from '../host/policy/audit.js';
+import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 export const examplesDir = join(root, 'guest-tools', 'dist');

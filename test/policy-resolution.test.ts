@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolRegistry, defineNativeTool, silentLogger, type ToolGrant } from '../host/index.js';
-import { MemoryAuditLog } from '../host/policy/audit.js';
+import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
 import type { ApprovalHook } from '../host/policy/approval.js';
 
 /** A native tool that reports the capabilities it was given. */

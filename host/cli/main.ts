@@ -11,6 +11,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import type { Host } from '../compose/host.js';
 import { toErrorData, type ToolErrorData } from '../core/errors.js';
 import { isTerminal } from '../core/events.js';
+import type { AuditEntry, AuditLog } from '../policy/audit.js';
+import { MemoryAuditLog } from '../policy/memory-audit-log.js';
 import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
@@ -54,10 +56,12 @@ function parseBytes(value: string): number {
   return bytes;
 }
 
-function printError(data: ToolErrorData): void {
+/** The one `{"error": ...}` object on stderr; the call's audit entries (a denial's, say) ride in it as `audit`. */
+function printError(data: ToolErrorData, audit: readonly AuditEntry[] = []): void {
   const error: Record<string, unknown> = { code: data.code, message: data.message };
   if (data.details !== undefined) error.details = data.details;
   if (data.callId !== undefined) error.callId = data.callId;
+  if (audit.length > 0) error.audit = audit;
   process.stderr.write(`${JSON.stringify({ error })}\n`);
 }
 
@@ -66,13 +70,15 @@ function printError(data: ToolErrorData): void {
  * `--config` and `--load` (see `loadHostConfig`). Config warnings go to
  * stderr. One call needs one worker thread, unless the config says otherwise.
  */
-async function open(loads: string[], configPath: string | undefined): Promise<Host> {
+async function open(loads: string[], configPath: string | undefined, audit?: AuditLog): Promise<Host> {
   // The host's modules load here, not at start: `--help` and usage errors never pay for them.
   const { createHost, loadHostConfig } = await import('../compose/host.js');
   const options = { load: loads, ...(configPath === undefined ? {} : { configPath }) };
   const { config, warnings } = await loadHostConfig(options);
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
-  return createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, options);
+  // An audit log on stderr (the default) is collected instead, so a failed call's stderr stays one error object.
+  const overrides = audit !== undefined && config.auditLog === 'stderr' ? { overrides: { audit } } : {};
+  return createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, { ...options, ...overrides });
 }
 
 async function list(options: { load: string[]; json?: boolean; config?: string }): Promise<number> {
@@ -113,7 +119,8 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
     throw new UsageError('--policy must be a JSON object (an ExecutionPolicy)');
   }
   if (options.worktree !== undefined) checkWorktree(options.worktree);
-  const host = await open(options.load, options.config);
+  const audit = new MemoryAuditLog();
+  const host = await open(options.load, options.config, audit);
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
@@ -132,11 +139,13 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
       if (!isTerminal(event)) continue;
       if (event.type === 'result') {
         if (!options.events) process.stdout.write(`${JSON.stringify(event.data)}\n`);
+        // The audit trail of an allowed call (ELEVATED and up) still reaches stderr, one JSON line each.
+        for (const entry of audit.entries) process.stderr.write(`${JSON.stringify({ audit: entry })}\n`);
         return 0;
       }
       const error: ToolErrorData = { code: event.code, message: event.message, callId: event.callId };
       if (event.details !== undefined) error.details = event.details;
-      printError(error);
+      printError(error, audit.entries);
       return 1;
     }
     printError({ code: 'INTERNAL', message: 'the call ended without a terminal event' });

@@ -35,11 +35,3 @@ export function createAuditLog(destination: string | number = 2): AuditLog {
   };
 }
 
-/** An audit log that keeps entries in memory (tests, embedding). */
-export class MemoryAuditLog implements AuditLog {
-  readonly entries: Array<AuditEntry & { level: 'info' | 'warn' }> = [];
-
-  record(entry: AuditEntry, level: 'info' | 'warn' = entry.decision === 'denied' ? 'warn' : 'info'): void {
-    this.entries.push({ ...entry, level });
-  }
-}
