@@ -4,6 +4,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -141,6 +143,31 @@ describe('toolhost serve --mcp http', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+});
+
+describe('toolhost serve on a port already in use', () => {
+  it('exits 1 with INVALID_INPUT naming the address and the setting, for MCP HTTP and for gRPC', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as AddressInfo;
+    try {
+      const [mcp, grpc] = await Promise.all([
+        runCli(['serve', '--port', String(port), '--no-grpc']),
+        runCli(['serve', '--mcp', 'none', '--grpc-port', String(port)]),
+      ]);
+      for (const [run, setting] of [[mcp, '--port'], [grpc, '--grpc-port']] as const) {
+        expect(run.code, run.stderr).toBe(1);
+        const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+        expect(lines).toHaveLength(1);
+        const { error } = JSON.parse(lines[0]!) as { error: { code: string; message: string; details: { address: string } } };
+        expect(error.code).toBe('INVALID_INPUT');
+        expect(error.details.address).toBe(`127.0.0.1:${port}`);
+        expect(error.message).toContain(setting);
+      }
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
   });
 });
 

@@ -50,6 +50,24 @@ function chooseServers(options: ServeOptions, config: ResolvedConfig): { mcp: 's
   return { mcp, grpc };
 }
 
+/**
+ * A server's start, with an address already in use said as such (INVALID_INPUT, naming the setting to change)
+ * instead of an INTERNAL error quoting the socket layer.
+ */
+async function listening<T>(server: string, setting: string, file: string | undefined, started: Promise<T>): Promise<T> {
+  try {
+    return await started;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const inUse = /EADDRINUSE: address already in use ([^\s\]]+)/.exec(message);
+    if (!inUse) throw error;
+    const where = file === undefined ? 'the embedded defaults' : file;
+    throw new ToolhostError('INVALID_INPUT', `the ${server} server cannot listen: ${inUse[1]} is already in use; choose another port (${setting}; from ${where}), or stop what holds it`, {
+      details: { server, address: inUse[1] },
+    });
+  }
+}
+
 /** Run the server until it is told to stop; resolves with the exit code. */
 export async function serve(options: ServeOptions): Promise<number> {
   const hostOptions = { load: options.load, ...(options.config === undefined ? {} : { configPath: options.config }) };
@@ -88,7 +106,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       }
       const [{ startMcpHttpServer }, { createMetrics }] = await Promise.all([import('../servers/mcp-http.js'), import('../servers/metrics.js')]);
       metrics = createMetrics(registry);
-      mcpHttp = await startMcpHttpServer(registry, {
+      mcpHttp = await listening('MCP HTTP', 'servers.mcp.http.port or --port', file, startMcpHttpServer(registry, {
         host: options.host ?? http.host,
         port: options.port ?? http.port,
         ...(http.allowedHosts === undefined ? {} : { allowedHosts: http.allowedHosts }),
@@ -102,7 +120,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         metrics,
         limitMetrics: metrics.limits,
         health: () => ({ pool: registry.sandboxStats() ?? null, ...(host.fleet === undefined ? {} : { fleet: registry.fleetStatus() }) }),
-      });
+      }));
     } else if (chosen.mcp === 'stdio') {
       const { serveMcpStdio } = await import('../servers/mcp-stdio.js');
       mcpStdio = await serveMcpStdio(registry, worktreeFor === undefined ? {} : { worktree: worktreeFor });
@@ -113,9 +131,11 @@ export async function serve(options: ServeOptions): Promise<number> {
       if (settings.bearerTokenEnv !== undefined && !bearerToken) {
         throw new ToolhostError('INVALID_INPUT', `servers.grpc.bearer_token_env (or servers.mcp.http.bearer_token_env) names ${settings.bearerTokenEnv}, which is not set in the environment`);
       }
-      const [{ startGrpcServer }, { createMetrics }] = await Promise.all([import('../servers/grpc/index.js'), import('../servers/metrics.js')]);
+      const [{ startGrpcServer }, { createMetrics }, grpcJs] = await Promise.all([import('../servers/grpc/index.js'), import('../servers/metrics.js'), import('@grpc/grpc-js')]);
+      // grpc-js logs to the console by itself; in a server its lines belong in the host's log.
+      grpcJs.setLogger({ error: (...parts: unknown[]) => registry.logger.debug({ grpc: parts.map(String).join(' ') }, 'grpc-js') });
       metrics ??= createMetrics(registry);
-      grpc = await startGrpcServer(registry, {
+      grpc = await listening('gRPC', 'servers.grpc.port or --grpc-port', file, startGrpcServer(registry, {
         host: options.host ?? settings.host,
         port: options.grpcPort ?? settings.port,
         maxReceiveMessageBytes: options.grpcMaxReceiveBytes ?? settings.maxReceiveMessageBytes,
@@ -126,7 +146,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         limitMetrics: metrics.limits,
         ...(bearerToken === undefined ? {} : { bearerToken }),
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
-      });
+      }));
     }
   } catch (error) {
     metrics?.close();
