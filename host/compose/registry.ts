@@ -51,6 +51,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
     retry: { ...resolved.retry },
     sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
   };
+  if (resolved.maxResultDepth !== undefined) options.maxResultDepth = resolved.maxResultDepth;
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
   if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);
   if (overrides.approve === undefined) options.approve = resolved.approval === 'always' ? approveAll : denyAllApprovals;

@@ -154,6 +154,8 @@ export interface ResolvedConfig {
   retry: RetryOptions;
   /** Pool and output options (only what the file sets; the sandbox defaults the rest). `cacheDir` is absolute. */
   sandbox: SandboxOptions;
+  /** `host.output_limits.max_result_depth`, when set (the registry's default otherwise). */
+  maxResultDepth?: number;
   /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
   approval: 'never' | 'always';
   /** `stderr`, or the absolute path of the audit log file. */
@@ -369,6 +371,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     },
     retry: resolveRetry(host),
     sandbox,
+    ...(host.output_limits?.max_result_depth === undefined ? {} : { maxResultDepth: host.output_limits.max_result_depth }),
     approval: host.approval ?? 'never',
     auditLog: host.audit_log === undefined || host.audit_log === 'stderr' ? 'stderr' : { file: resolve(baseDir, host.audit_log) },
     tools,

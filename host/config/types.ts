@@ -60,6 +60,7 @@ export interface HostSection {
     max_events?: number;
     max_event_bytes?: number;
     max_result_bytes?: number;
+    max_result_depth?: number;
   };
   approval?: 'never' | 'always';
   /** `stderr` or a file path. */

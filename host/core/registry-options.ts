@@ -3,6 +3,7 @@ import { DEFAULT_POLICY_DEFAULTS, type PolicyDefaults } from '../policy/executio
 import { DEFAULT_CANCEL_GRACE_MS } from './call/call.js';
 import { DEFAULT_CALL_ID_LIMITS, type CallIdLimits } from './call/ids.js';
 import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from './retry.js';
+import { DEFAULT_MAX_RESULT_DEPTH } from './result-depth.js';
 import type { ToolRegistryOptions } from './registry-types.js';
 
 export interface CheckedRegistryOptions {
@@ -10,6 +11,7 @@ export interface CheckedRegistryOptions {
   defaults: PolicyDefaults;
   callIds: CallIdLimits;
   retry: RetryOptions;
+  maxResultDepth: number;
 }
 
 export function checkRegistryOptions(options: ToolRegistryOptions): CheckedRegistryOptions {
@@ -29,5 +31,7 @@ export function checkRegistryOptions(options: ToolRegistryOptions): CheckedRegis
   if (!Number.isInteger(callIds.maxLength) || callIds.maxLength < 1) throw new TypeError('options.callIds.maxLength must be a positive integer');
   const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
   if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
-  return { cancelGraceMs, defaults, callIds, retry };
+  const maxResultDepth = options.maxResultDepth ?? DEFAULT_MAX_RESULT_DEPTH;
+  if (!Number.isInteger(maxResultDepth) || maxResultDepth < 1) throw new TypeError('options.maxResultDepth must be a positive integer');
+  return { cancelGraceMs, defaults, callIds, retry, maxResultDepth };
 }

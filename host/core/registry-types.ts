@@ -86,6 +86,8 @@ export interface ToolRegistryOptions {
    * bytes of finished ids remembered for ALREADY_COMPLETED (default 1 MiB).
    */
   callIds?: Partial<CallIdLimits>;
+  /** Levels a call's result may nest before the call ends OUTPUT_LIMIT_EXCEEDED (default 256). */
+  maxResultDepth?: number;
   /**
    * The loader behind `registerWasmTools` (the sandbox's, when the registry is
    * made by `createRegistry` or `createHost`). The registry closes it.

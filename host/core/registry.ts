@@ -44,7 +44,7 @@ export class ToolRegistry {
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
 
   constructor(options: ToolRegistryOptions = {}) {
-    const { cancelGraceMs, defaults, callIds, retry } = checkRegistryOptions(options);
+    const { cancelGraceMs, defaults, callIds, retry, maxResultDepth } = checkRegistryOptions(options);
     this.#tracker = new CallTracker(callIds.rememberedBytes);
     this.#deps = {
       // A model-facing name (e.g. `git__status` for `git.status`) finds its tool too.
@@ -64,6 +64,7 @@ export class ToolRegistry {
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
       maxCallIdLength: callIds.maxLength,
+      maxResultDepth,
       onFinished: (tool, event) => {
         for (const listener of this.#finishedListeners) listener(tool, event);
       },
@@ -238,10 +239,16 @@ export class ToolRegistry {
     const call = new Call(this.#deps, admission.call);
     if (!call.track()) return reject(new ToolhostError('INVALID_INPUT', `call id "${callId}" is already in flight`));
     const stream = call.stream();
-    this.#run(call).then(
-      (run) => call.succeed(run),
-      (error: unknown) => call.fail(error),
-    );
+    this.#run(call)
+      .then(
+        (run) => call.succeed(run),
+        (error: unknown) => call.fail(error),
+      )
+      .catch((error: unknown) => {
+        // Ending the call failed itself: the host keeps serving, and the call still ends once.
+        this.logger.error({ callId, err: error instanceof Error ? error.message : String(error) }, 'a call could not be ended normally');
+        call.fail(new ToolhostError('INTERNAL', 'the call could not be ended normally', { callId }));
+      });
     return stream;
   }
 

@@ -23,6 +23,7 @@ import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '
 import type { RetryOptions } from '../retry.js';
 import { ConversationState, InMemoryStateStore, type StateStore } from '../state.js';
 import type { ToolRun } from '../tool.js';
+import { nestsDeeperThan } from '../result-depth.js';
 import type { AdmittedCall } from './admission.js';
 import type { CallStream } from './options.js';
 import { failureOf } from './precedence.js';
@@ -41,6 +42,8 @@ export interface CallDeps {
   fleet?: CallDirectory;
   audit: AuditLog;
   approve: ApprovalHook;
+  /** Levels a result may nest (see result-depth.ts). */
+  maxResultDepth: number;
   /** Told about every terminal event of an accepted or rejected call (metrics). */
   onFinished(tool: string, event: TerminalEvent): void;
 }
@@ -194,9 +197,24 @@ export class Call {
     return { queuedMs: 0, ...this.#measured, wallMs: elapsed(this.startedAt), attempts: this.#attempts, events: this.#events };
   }
 
-  /** End the call with what its run returned. */
+  /** End the call with what its run returned; a result the host cannot carry ends it with an error instead. */
   succeed(run: ToolRun): void {
-    const result = toResult(run);
+    let result: ToolResult;
+    try {
+      const limit = this.deps.maxResultDepth;
+      const value = isRichResult(run.output) ? run.output.structuredContent : run.output;
+      if (nestsDeeperThan(value, limit)) {
+        throw new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `the result nests more than ${limit} levels deep (host.output_limits.max_result_depth)`, {
+          callId: this.id,
+          details: { limit: 'max_result_depth', maxDepth: limit },
+        });
+      }
+      result = toResult(run);
+    } catch (error) {
+      // Also what a native tool's unserializable value (a BigInt, say) becomes.
+      this.fail(error);
+      return;
+    }
     const accounting = this.accounting();
     result.accounting = accounting;
     this.#finish({ type: 'result', callId: this.id, data: result.structuredContent ?? null, result, accounting });
