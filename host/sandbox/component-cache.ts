@@ -19,8 +19,8 @@ import { ToolhostError } from '../core/errors.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from './protocol.js';
 
-/** 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance). */
-const CACHE_FORMAT = 2;
+/** 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance). 3: and exposing its state digest. */
+const CACHE_FORMAT = 3;
 const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {
