@@ -27,6 +27,8 @@ interface ComponentRuntime {
   spareRestored?: boolean;
   /** Resets refused in a row (see RESETS_BEFORE_GIVING_UP). */
   refusedResets: number;
+  /** The instance the last call left, until it is reset into the spare (or dropped). */
+  awaitingReset?: GuestInstance;
   /** New spares made (not resets). */
   sparesMade: number;
   /** Kept between calls in `worker` isolation. */
@@ -77,19 +79,11 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
  */
 function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean {
   if (runtime.spare) return false;
+  // A call may reach the worker before this runs: it then resets the instance itself (acquire).
+  runtime.awaitingReset = used;
   setImmediate(() => {
     try {
-      if (!runtime.spare && used !== undefined) {
-        const refusal = used.reset();
-        if (refusal === undefined) {
-          runtime.spare = used;
-          runtime.spareRestored = true;
-          runtime.refusedResets = 0;
-        } else if (refusal !== 'poisoned') {
-          // A crash says nothing about whether this component's calls can be reset; the rest does.
-          runtime.refusedResets += 1;
-        }
-      }
+      resetAwaiting(runtime);
       if (!runtime.spare) {
         const t0 = now();
         const spare = new GuestInstance(runtime.instantiate, runtime.modules);
@@ -117,6 +111,23 @@ function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean 
     }
   });
   return true;
+}
+
+/** Reset the instance a call left (if any) into the spare; returns whether it became the spare. */
+function resetAwaiting(runtime: ComponentRuntime): boolean {
+  const used = runtime.awaitingReset;
+  runtime.awaitingReset = undefined;
+  if (runtime.spare || used === undefined) return false;
+  const refusal = used.reset();
+  if (refusal === undefined) {
+    runtime.spare = used;
+    runtime.spareRestored = true;
+    runtime.refusedResets = 0;
+    return true;
+  }
+  // A crash says nothing about whether this component's calls can be reset; the rest does.
+  if (refusal !== 'poisoned') runtime.refusedResets += 1;
+  return false;
 }
 
 /** Why a guest call failed, and whether its instance is now unusable. */
@@ -206,12 +217,18 @@ function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall):
   const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
   const kept = task.isolation === 'worker' ? runtime.kept : conversation !== undefined ? runtime.conversations.get(conversation) : undefined;
   if (kept) return { instance: kept, source: 'reused', instantiateMs: 0 };
+  // The previous call's instance not reset yet (this call came first): a reset is far cheaper than a new instance.
+  const t0 = now();
+  if (!runtime.spare && resetAwaiting(runtime)) {
+    const instance = runtime.spare!;
+    runtime.spare = undefined;
+    return { instance, source: 'restored', instantiateMs: now() - t0 };
+  }
   if (runtime.spare) {
     const instance = runtime.spare;
     runtime.spare = undefined;
     return { instance, source: runtime.spareRestored === true ? 'restored' : 'prewarmed', instantiateMs: 0 };
   }
-  const t0 = now();
   const instance = new GuestInstance(runtime.instantiate, runtime.modules);
   // In the default isolation, record it before its call (unwarmed: warming would delay the call), so it
   // may be reset afterwards instead of replaced.
