@@ -29,7 +29,7 @@ describe('the glue rewrite', () => {
   });
 
   it('leaves glue without probes untouched', () => {
-    expect(patchGlue('export const x = 1;\n')).toEqual({ source: 'export const x = 1;\n', promisingCalls: 0 });
+    expect(patchGlue('export const x = 1;\n')).toEqual({ source: 'export const x = 1;\n', promisingCalls: 0, exposesState: false });
   });
 
   it.skipIf(!hasCGuests)('is applied to the glue the cache writes', async () => {
@@ -37,6 +37,8 @@ describe('the glue rewrite', () => {
     const entry = await cache.prepare('ctools', readFileSync(example('ctools')), 'ctools');
     const glue = readFileSync(join(entry.dir, 'component.mjs'), 'utf8');
     expect(glue).toContain('__toolhostPromising(');
+    // The state digest a snapshot reset checks (worker/instance-snapshot.ts).
+    expect(glue).toContain("Symbol.for('toolhost.glue-state')");
     expect(glue).not.toMatch(/WebAssembly\.promising\(/);
   });
 });

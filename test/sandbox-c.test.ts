@@ -105,9 +105,11 @@ describe.runIf(hasCGuests)('spare instances', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
         const result = await registry.execute('echo', { i });
         seen.push(result.accounting?.instance);
-        if (result.accounting?.instance === 'prewarmed') expect(result.accounting.instantiateMs).toBe(0);
+        if (result.accounting?.instance === 'prewarmed' || result.accounting?.instance === 'restored') expect(result.accounting.instantiateMs).toBe(0);
       }
-      expect(seen).toEqual(['prewarmed', 'prewarmed', 'prewarmed', 'prewarmed', 'prewarmed']);
+      // A spare is a new instance, or the previous call's reset to its snapshot (echo leaves memory its size and makes no resource).
+      expect(seen.every((source) => source === 'prewarmed' || source === 'restored')).toBe(true);
+      expect(seen).toContain('restored');
     } finally {
       await registry.close();
     }

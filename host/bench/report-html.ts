@@ -135,7 +135,7 @@ export function renderHtmlReport(report: BenchReport, targets?: TargetCheck[]): 
   ];
   const legend = (Object.keys(COLORS) as Array<BenchRow['kind']>).map((kind) => `<span><i style="background:${COLORS[kind]}"></i>${kind}</span>`).join('');
   const fullTable = table(
-    ['row', 'conc', 'calls', 'err', 'p50 ms', 'p99 ms', 'mean ms', 'calls/s', 'p50/floor', 'tput/floor', 'fresh/pre/reuse %', 'inst ms', 'RSS/worker MiB', 'mem/inst MiB', 'RSS growth MiB'],
+    ['row', 'conc', 'calls', 'err', 'p50 ms', 'p99 ms', 'mean ms', 'calls/s', 'p50/floor', 'tput/floor', 'fresh/pre/rest/reuse %', 'inst ms', 'RSS/worker MiB', 'mem/inst MiB', 'RSS growth MiB'],
     rows.map((row) => [
       row.label,
       String(row.concurrency),
@@ -147,7 +147,7 @@ export function renderHtmlReport(report: BenchReport, targets?: TargetCheck[]): 
       String(row.callsPerSec),
       fmt(row.p50VsFloor, 2),
       fmt(row.throughputVsFloor, 2),
-      row.instances ? `${row.instances.fresh}/${row.instances.prewarmed}/${row.instances.reused}` : '-',
+      row.instances ? `${row.instances.fresh}/${row.instances.prewarmed}/${row.instances.restored ?? 0}/${row.instances.reused}` : '-',
       fmt(row.instantiateMs),
       fmt(row.memory?.rssPerWorkerMb, 1),
       fmt(row.memory?.instanceMemoryMb, 2),

@@ -20,6 +20,7 @@ export type RowKind = 'floor' | 'native' | 'toolhost' | 'peer';
 export interface InstanceShare {
   fresh: number;
   prewarmed: number;
+  restored: number;
   reused: number;
 }
 

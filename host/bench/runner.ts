@@ -81,7 +81,7 @@ export async function measure(call: CallFn, calls: number, concurrency: number):
 const MIB = 1024 * 1024;
 
 function instanceShare(accountings: CallAccounting[]): InstanceShare | undefined {
-  const counts: InstanceShare = { fresh: 0, prewarmed: 0, reused: 0 };
+  const counts: InstanceShare = { fresh: 0, prewarmed: 0, restored: 0, reused: 0 };
   let counted = 0;
   for (const accounting of accountings) {
     if (accounting.instance === undefined) continue;
@@ -90,7 +90,7 @@ function instanceShare(accountings: CallAccounting[]): InstanceShare | undefined
   }
   if (counted === 0) return undefined;
   const pct = (n: number): number => Math.round((n / counted) * 1000) / 10;
-  return { fresh: pct(counts.fresh), prewarmed: pct(counts.prewarmed), reused: pct(counts.reused) };
+  return { fresh: pct(counts.fresh), prewarmed: pct(counts.prewarmed), restored: pct(counts.restored), reused: pct(counts.reused) };
 }
 
 /** The floor's rows by concurrency, for the ratio columns (empty while the floor itself runs). */

@@ -26,12 +26,12 @@ export function layout(header: string[], cells: string[][], groupBy?: (index: nu
 
 function instances(row: BenchRow): string {
   if (!row.instances) return '-';
-  const { fresh, prewarmed, reused } = row.instances;
-  return `${Math.round(fresh)}/${Math.round(prewarmed)}/${Math.round(reused)}`;
+  const { fresh, prewarmed, restored, reused } = row.instances;
+  return `${Math.round(fresh)}/${Math.round(prewarmed)}/${Math.round(restored ?? 0)}/${Math.round(reused)}`;
 }
 
 export function formatRows(rows: BenchRow[]): string {
-  const header = ['row', 'conc', 'calls', 'err', 'p50 ms', 'p99 ms', 'calls/s', 'p50/floor', 'tput/floor', 'fresh/pre/reuse %', 'inst ms', 'RSS/worker MiB', 'mem/inst MiB', 'RSS growth MiB'];
+  const header = ['row', 'conc', 'calls', 'err', 'p50 ms', 'p99 ms', 'calls/s', 'p50/floor', 'tput/floor', 'fresh/pre/rest/reuse %', 'inst ms', 'RSS/worker MiB', 'mem/inst MiB', 'RSS growth MiB'];
   const cells = rows.map((row) => [
     row.label,
     String(row.concurrency),
@@ -68,8 +68,9 @@ export function formatTargets(targets: TargetCheck[]): string {
 }
 
 const LEGEND = `p50/floor, tput/floor: against the floor row at the same concurrency.
-fresh/pre/reuse %: calls whose instance was created during the call, prepared while the worker was idle,
-  or kept from an earlier call (accounting.instance); inst ms: mean accounting.instantiateMs.
+fresh/pre/rest/reuse %: calls whose instance was created during the call, prepared while the worker was
+  idle, reset to its snapshot while the worker was idle, or kept from an earlier call (accounting.instance);
+  inst ms: mean accounting.instantiateMs.
 RSS/worker: process RSS added by starting and warming the subject's pool, per thread; mem/inst: one
   instance's linear memory (accounting.peakMemoryBytes, median), what a kept instance holds beyond its JS;
   RSS growth: process RSS after the subject's rows minus after its warm-up.`;

@@ -27,8 +27,11 @@ export interface CallAccounting {
   cpuClock?: 'thread' | 'process' | 'none';
   /** Linear memory the guest's instance held at the end of the call (its peak), in bytes. */
   peakMemoryBytes?: number;
-  /** Where the instance came from: created for the call, prepared while idle, or kept from an earlier call. */
-  instance?: 'fresh' | 'prewarmed' | 'reused';
+  /**
+   * Where the instance came from: created for the call, prepared while idle, reset to its snapshot after an
+   * earlier call (as pristine as a prepared one), or kept from an earlier call.
+   */
+  instance?: 'fresh' | 'prewarmed' | 'restored' | 'reused';
   /** The tool's isolation mode. */
   isolation?: 'call' | 'conversation' | 'worker';
   /** Time spent creating the instance during the call (0 for prewarmed and reused instances). */

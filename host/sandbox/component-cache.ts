@@ -19,8 +19,11 @@ import { ToolhostError } from '../core/errors.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from './protocol.js';
 
-/** 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance). */
-const CACHE_FORMAT = 2;
+/**
+ * 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance).
+ * 4: and exposing its state digest for snapshot-and-restore (3 was taken by a concurrent branch's format).
+ */
+const CACHE_FORMAT = 4;
 const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {

@@ -27,16 +27,78 @@ export interface PatchedGlue {
   source: string;
   /** How many `WebAssembly.promising(...)` calls were rewritten. */
   promisingCalls: number;
+  /** Whether the glue exposes its state for snapshot-and-restore (see `exposeGlueState`). */
+  exposesState: boolean;
 }
+
+/** Where the patched glue puts its state digest on the exports object `instantiate` returns. */
+export const GLUE_STATE = Symbol.for('toolhost.glue-state');
 
 export function patchGlue(source: string): PatchedGlue {
   let promisingCalls = 0;
-  const body = source.replace(PROMISING_CALL, () => {
+  let body = source.replace(PROMISING_CALL, () => {
     promisingCalls += 1;
     return `${HELPER}(`;
   });
-  if (promisingCalls === 0) return { source, promisingCalls };
   // Appended: the glue module has finished evaluating before anyone calls its `instantiate`.
-  const helper = `\nconst ${HELPER} = typeof WebAssembly.promising === 'function' ? WebAssembly.promising : (fn) => fn;\n`;
-  return { source: body + helper, promisingCalls };
+  if (promisingCalls > 0) body += `\nconst ${HELPER} = typeof WebAssembly.promising === 'function' ? WebAssembly.promising : (fn) => fn;\n`;
+  const exposed = exposeGlueState(body);
+  return { source: exposed ?? body, promisingCalls, exposesState: exposed !== undefined };
+}
+
+/**
+ * The glue keeps per-instance JS state in closures: resource handle tables
+ * (one array per resource type, with a free list), the host objects behind
+ * them (capture tables), borrow scopes, the current-task stacks, and each
+ * component's async state (trapped flag, waitable and subtask tables). A
+ * worker may reset a used instance instead of replacing it only when all of
+ * that is exactly as it was when the instance was snapshotted: the digest
+ * below lets it check. A call that created a resource (even one it dropped:
+ * the free list moved, so the next handle number would tell), left a borrow
+ * or a task behind, or trapped, changes the digest, and the instance is
+ * replaced.
+ *
+ * Written against jco 1.35's glue. The hook is added only when every name it
+ * reads is declared where expected; otherwise the glue is left as it is and
+ * its instances are never reset (the worker sees no digest).
+ */
+/** The glue's fixed state variables, and the expression that digests each. */
+const FIXED_STATE: Record<string, string> = {
+  RESOURCE_SCOPE_TASKS: 'RESOURCE_SCOPE_TASKS.size',
+  curResourceBorrows: 'curResourceBorrows.length',
+  ASYNC_TASKS_BY_COMPONENT_IDX: '[...ASYNC_TASKS_BY_COMPONENT_IDX.values()].map((tasks) => tasks.length)',
+  ASYNC_CURRENT_TASK_IDS: 'ASYNC_CURRENT_TASK_IDS.length',
+  ASYNC_CURRENT_COMPONENT_IDXS: 'ASYNC_CURRENT_COMPONENT_IDXS.length',
+  ASYNC_STATE:
+    '[...ASYNC_STATE.entries()].map(([idx, state]) => [idx, __toolhostTrapped(state), state.mayLeave, state.errored?.(), state.handles?.data?.().length, state.handles?.data?.()[0], state.subtasks?.data?.().length, state.subtasks?.data?.()[0]])',
+};
+
+function exposeGlueState(source: string): string | undefined {
+  const start = 'let gen= (function* _initGenerator () {';
+  const end = 'const maybeSyncReturn = runNext(null);';
+  if (source.split(start).length !== 2 || source.split(end).length !== 2) return undefined;
+  const fixed = Object.keys(FIXED_STATE);
+  // A name the glue never mentions is state it does not have; one it mentions but declares some other way is unknown.
+  const present = fixed.filter((name) => new RegExp(`\\b${name}\\b`).test(source));
+  for (const name of present) {
+    if (!new RegExp(`^\\s*(?:const|let) ${name}\\s*=`, 'm').test(source)) return undefined;
+  }
+  const handleTables = [...source.matchAll(/^\s*const handleTable(\d+)\s*=\s*\[T_FLAG, 0\];/gm)].map((match) => match[1]);
+  const captureTables = [...source.matchAll(/^\s*const captureTable(\d+)\s*=\s*new Map\(\);/gm)].map((match) => match[1]);
+  // Every resource table the glue declares is read, or there is no hook.
+  const declared = (source.match(/\b(?:const|let) (?:handleTable|captureTable)\d+\b/g) ?? []).length;
+  if (declared !== handleTables.length + captureTables.length) return undefined;
+  const parts = [
+    ...handleTables.map((n) => `handleTable${n}, handleTable${n}._createdReps?.size`),
+    ...captureTables.map((n) => `captureTable${n}.size`),
+    ...present.map((name) => FIXED_STATE[name]),
+  ];
+  const digest = [
+    'let __toolhostGlueState;',
+    'const __toolhostTrapped = (state) => { try { state.throwIfTrapped(); return false; } catch { return true; } };',
+    start,
+    `__toolhostGlueState = () => JSON.stringify([${parts.join(', ')}]);`,
+  ].join('\n');
+  const expose = `${end}\nif (maybeSyncReturn !== null && typeof maybeSyncReturn === 'object') Object.defineProperty(maybeSyncReturn, Symbol.for('toolhost.glue-state'), { value: __toolhostGlueState });`;
+  return source.replace(start, () => digest).replace(end, () => expose);
 }

@@ -17,6 +17,7 @@ import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, 
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
 import { capModuleMemory, pagesForMb } from './memory-cap.js';
+import { exposeSnapshotState } from './snapshot-exports.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
@@ -194,7 +195,8 @@ function compileOncePerCap(cached: CachedComponent, what: string): (memoryMb: nu
             details: { capMb: memoryMb, initialBytes: capped.initialPages * 65536 },
           });
         }
-        return [name, await WebAssembly.compile(capped.bytes)];
+        // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
+        return [name, await WebAssembly.compile(exposeSnapshotState(capped.bytes))];
       })));
       variant.catch(() => variants.delete(memoryMb));
       variants.set(memoryMb, variant);

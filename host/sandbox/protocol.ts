@@ -136,7 +136,7 @@ export type CoreModules = Array<[string, WebAssembly.Module]>;
 export interface WorkerAccounting {
   /** When the worker started the task (epoch ms). */
   startedAt: number;
-  instance: 'fresh' | 'prewarmed' | 'reused';
+  instance: 'fresh' | 'prewarmed' | 'restored' | 'reused';
   isolation: Isolation;
   instantiateMs: number;
   cpuMs?: number;

@@ -21,8 +21,16 @@ const CONVERSATION_INSTANCES = 32;
 interface ComponentRuntime {
   instantiate: InstantiateFn;
   modules: Map<string, WebAssembly.Module>;
-  /** Made while the worker was idle, for the next call. */
+  /** Made (or reset to its snapshot) while the worker was idle, for the next call. */
   spare?: GuestInstance;
+  /** Whether the spare is a used instance reset to its snapshot rather than a new one. */
+  spareRestored?: boolean;
+  /** Resets refused in a row (see RESETS_BEFORE_GIVING_UP). */
+  refusedResets: number;
+  /** The instance the last call left, until it is reset into the spare (or dropped). */
+  awaitingReset?: GuestInstance;
+  /** New spares made (not resets). */
+  sparesMade: number;
   /** Kept between calls in `worker` isolation. */
   kept?: GuestInstance;
   /** Kept between one conversation's calls in `conversation` isolation (least recently used first). */
@@ -34,6 +42,15 @@ helloMainThread();
 /** Spares that took less than this to make are warmed with describe() (see prepareSpare). */
 const WARM_SPARES_BELOW_MS = 1;
 
+/**
+ * A component whose used instances could not be reset this many times in a
+ * row (its calls grow memory or create resources every time) stops paying
+ * for snapshots: its spares are made as before.
+ */
+const RESETS_BEFORE_GIVING_UP = 4;
+/** ...but one spare in this many is still snapshotted, in case its calls changed. */
+const RETRY_SNAPSHOTS_EVERY = 16;
+
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
 
@@ -44,7 +61,7 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
   // Modules are compiled once on the main thread; this worker asks for them the first time only.
   const modules = bridge.request({ op: 'modules', componentId: task.componentId, memoryMb: task.memoryMb }) as CoreModules;
   const glue = (await import(task.moduleUrl)) as { instantiate: InstantiateFn };
-  const runtime: ComponentRuntime = { instantiate: glue.instantiate, modules: new Map(modules), conversations: new Map() };
+  const runtime: ComponentRuntime = { instantiate: glue.instantiate, modules: new Map(modules), conversations: new Map(), refusedResets: 0, sparesMade: 0 };
   runtimes.set(key, runtime);
   return runtime;
 }
@@ -53,11 +70,20 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
  * Make the runtime's spare instance once the current task has answered, and
  * tell the main thread when it is done (it routes calls to other idle workers
  * meanwhile). Returns whether a spare will be made.
+ *
+ * With `used` (an instance that served a call in the default isolation), the
+ * spare is that instance reset to the snapshot taken before its first call,
+ * when the reset can make it exactly what it was (instance-snapshot.ts): a
+ * memcpy instead of an instantiation. Otherwise it is dropped and a new
+ * instance is made, as before.
  */
-function prepareSpare(runtime: ComponentRuntime): boolean {
+function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean {
   if (runtime.spare) return false;
+  // A call may reach the worker before this runs: it then resets the instance itself (acquire).
+  runtime.awaitingReset = used;
   setImmediate(() => {
     try {
+      resetAwaiting(runtime);
       if (!runtime.spare) {
         const t0 = now();
         const spare = new GuestInstance(runtime.instantiate, runtime.modules);
@@ -67,8 +93,16 @@ function prepareSpare(runtime: ComponentRuntime): boolean {
         // call 0.18 -> 0.04 ms). A large one is not: its describe() costs more
         // than it saves (componentize-js: ~8 ms to save ~1.4 ms) and would keep
         // the worker busy that much longer.
-        if (now() - t0 < WARM_SPARES_BELOW_MS) spare.describe();
+        // An instance that will be snapshotted is always warmed: the snapshot
+        // then holds the allocator's grown heap and the glue's lazy state, so
+        // a call that fits in it leaves memory the size it was (a reset needs
+        // that), and the warming is paid once, not per call.
+        runtime.sparesMade += 1;
+        const snapshots = runtime.refusedResets < RESETS_BEFORE_GIVING_UP || runtime.sparesMade % RETRY_SNAPSHOTS_EVERY === 0;
+        if (snapshots || now() - t0 < WARM_SPARES_BELOW_MS) spare.describe();
+        if (snapshots) spare.snapshot();
         runtime.spare = spare;
+        runtime.spareRestored = false;
       }
     } catch {
       // The next call instantiates in the foreground and reports the failure.
@@ -77,6 +111,23 @@ function prepareSpare(runtime: ComponentRuntime): boolean {
     }
   });
   return true;
+}
+
+/** Reset the instance a call left (if any) into the spare; returns whether it became the spare. */
+function resetAwaiting(runtime: ComponentRuntime): boolean {
+  const used = runtime.awaitingReset;
+  runtime.awaitingReset = undefined;
+  if (runtime.spare || used === undefined) return false;
+  const refusal = used.reset();
+  if (refusal === undefined) {
+    runtime.spare = used;
+    runtime.spareRestored = true;
+    runtime.refusedResets = 0;
+    return true;
+  }
+  // A crash says nothing about whether this component's calls can be reset; the rest does.
+  if (refusal !== 'poisoned') runtime.refusedResets += 1;
+  return false;
 }
 
 /** Why a guest call failed, and whether its instance is now unusable. */
@@ -145,7 +196,11 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
   const instantiateMs = now() - t0;
   const tools = instance.describe();
   // describe ran no call: the instance is as fresh as a new one, so keep it as the spare.
-  runtime.spare ??= instance;
+  if (!runtime.spare) {
+    instance.snapshot();
+    runtime.spare = instance;
+    runtime.spareRestored = false;
+  }
   const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', messages: bridge.messages, threadId };
   return { ok: true, tools, accounting };
 }
@@ -162,13 +217,22 @@ function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall):
   const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
   const kept = task.isolation === 'worker' ? runtime.kept : conversation !== undefined ? runtime.conversations.get(conversation) : undefined;
   if (kept) return { instance: kept, source: 'reused', instantiateMs: 0 };
+  // The previous call's instance not reset yet (this call came first): a reset is far cheaper than a new instance.
+  const t0 = now();
+  if (!runtime.spare && resetAwaiting(runtime)) {
+    const instance = runtime.spare!;
+    runtime.spare = undefined;
+    return { instance, source: 'restored', instantiateMs: now() - t0 };
+  }
   if (runtime.spare) {
     const instance = runtime.spare;
     runtime.spare = undefined;
-    return { instance, source: 'prewarmed', instantiateMs: 0 };
+    return { instance, source: runtime.spareRestored === true ? 'restored' : 'prewarmed', instantiateMs: 0 };
   }
-  const t0 = now();
   const instance = new GuestInstance(runtime.instantiate, runtime.modules);
+  // In the default isolation, record it before its call (unwarmed: warming would delay the call), so it
+  // may be reset afterwards instead of replaced.
+  if (task.isolation === 'call' && runtime.refusedResets < RESETS_BEFORE_GIVING_UP) instance.snapshot();
   return { instance, source: 'fresh', instantiateMs: now() - t0 };
 }
 
@@ -193,7 +257,7 @@ function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInsta
   }
   // Reused modes keep their instance: a spare serves only their first call, or one after a crash.
   if (task.isolation !== 'call' && !instance.poisoned) return false;
-  return prepareSpare(runtime);
+  return prepareSpare(runtime, task.isolation === 'call' ? instance : undefined);
 }
 
 async function call(task: CallTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {

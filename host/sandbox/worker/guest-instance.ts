@@ -9,6 +9,7 @@ import type { GuestCapabilities, GuestCallContext, GuestToolInfo } from '../prot
 import { createWasiImports, levelForStream, mountWorktree, type WorktreeMount } from '../wasi/capabilities.js';
 import type { GuestHttpResult } from '../wasi/http.js';
 import type { HostBridge } from './host-bridge.js';
+import { InstanceSnapshot, type RestoreRefusal } from './instance-snapshot.js';
 
 /** jco's instantiation-mode entry point (sync mode). */
 export type InstantiateFn = (
@@ -39,6 +40,13 @@ export class GuestInstance {
   readonly #flushOutput: () => void;
   /** The linear memories the component's core instances define. */
   readonly #memories: WebAssembly.Memory[] = [];
+  /** The exports of every core instance the glue made (what a snapshot records). */
+  readonly #coreExports: WebAssembly.Exports[] = [];
+  readonly #componentExports: Record<string, unknown>;
+  /** Taken by `snapshot()` before the first call; undefined when not taken or not possible. */
+  #snapshot: InstanceSnapshot | undefined;
+  /** Calls since the instance was made or last restored (a snapshot is taken only at zero). */
+  #callsSinceReset = 0;
   #current: ActiveCall | undefined;
   /** The current call's worktree, while it runs. */
   #worktree: WorktreeMount | undefined;
@@ -88,6 +96,32 @@ export class GuestInstance {
       throw new Error(`component does not export ${TOOL_INTERFACE}`);
     }
     this.#tool = tool;
+    this.#componentExports = exports;
+  }
+
+  /**
+   * Record this instance's state for later resets. Only before its first call
+   * (describe() excepted: it carries no call's data, and every spare runs the
+   * same one); a bound instance is never snapshotted. Returns whether it has one.
+   */
+  snapshot(): boolean {
+    if (this.#snapshot) return true;
+    if (this.boundTo !== undefined || this.poisoned || this.#callsSinceReset > 0) return false;
+    this.#snapshot = InstanceSnapshot.take(this.#coreExports, this.#componentExports);
+    return this.#snapshot !== undefined;
+  }
+
+  /**
+   * Put the instance back as it was when snapshotted, so it can serve another
+   * call as if new. Returns why it could not (the instance must then be
+   * dropped), or undefined once reset.
+   */
+  reset(): RestoreRefusal | 'poisoned' | undefined {
+    if (this.poisoned) return 'poisoned';
+    if (!this.#snapshot) return 'no-snapshot';
+    const refusal = this.#snapshot.restore();
+    if (refusal === undefined) this.#callsSinceReset = 0;
+    return refusal;
   }
 
   #instantiate(instantiate: InstantiateFn, modules: ReadonlyMap<string, WebAssembly.Module>, wasiImports: Record<string, unknown>): Record<string, unknown> {
@@ -100,6 +134,7 @@ export class GuestInstance {
       { ...wasiImports, 'toolhost:tool/host': this.#hostImports() },
       (module, imports) => {
         const instance = new WebAssembly.Instance(module, imports);
+        this.#coreExports.push(instance.exports);
         // Remember defined memories (an exported one that is not an import) to measure them.
         const imported = new Set(Object.values(imports ?? {}).flatMap((namespace) => Object.values(namespace as Record<string, unknown>)));
         for (const value of Object.values(instance.exports)) {
@@ -122,6 +157,7 @@ export class GuestInstance {
   /** Run one call on this instance; throws whatever the guest or jco's glue threw. */
   call(active: ActiveCall, tool: string, args: string): string {
     if (this.#current !== active) this.#bind(active);
+    this.#callsSinceReset += 1;
     try {
       return this.#tool.call(tool, args);
     } finally {

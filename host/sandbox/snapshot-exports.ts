@@ -1,0 +1,263 @@
+/**
+ * Make a core module's resettable state reachable from JS, so a worker can
+ * snapshot an instance after it initialized and put it back after a call
+ * (worker/instance-snapshot.ts). A module may keep mutable globals (the C
+ * stack pointer, an allocator's state), tables and memories to itself; this
+ * rewrite adds an export for every one of them, under names no glue asks for:
+ *
+ *     toolhost:snapshot:global:<index>   every mutable global, imported or defined
+ *     toolhost:snapshot:table:<index>    every table, imported or defined
+ *     toolhost:snapshot:memory:<index>   every memory, imported or defined
+ *
+ * Extra exports change nothing else: jco's glue reads exports by name. An
+ * immutable global cannot change, so it is not exported.
+ */
+
+export const SNAPSHOT_EXPORT_PREFIX = 'toolhost:snapshot:';
+
+const SECTION = { custom: 0, import: 2, table: 4, memory: 5, global: 6, export: 7 } as const;
+/** Known sections in the order the binary format requires them (tag, 13, sits between memory and global). */
+const SECTION_ORDER = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
+const KIND = { func: 0, table: 1, memory: 2, global: 3, tag: 4 } as const;
+
+class Reader {
+  offset: number;
+  constructor(readonly bytes: Uint8Array, offset = 0) {
+    this.offset = offset;
+  }
+
+  byte(): number {
+    const value = this.bytes[this.offset];
+    if (value === undefined) throw new Error('unexpected end of the module');
+    this.offset += 1;
+    return value;
+  }
+
+  leb(): number {
+    let result = 0;
+    let scale = 1;
+    for (;;) {
+      const byte = this.byte();
+      result += (byte & 0x7f) * scale;
+      if ((byte & 0x80) === 0) return result;
+      scale *= 128;
+      if (scale > 2 ** 63) throw new Error('malformed LEB128');
+    }
+  }
+
+  skip(count: number): void {
+    this.offset += count;
+    if (this.offset > this.bytes.length) throw new Error('unexpected end of the module');
+  }
+
+  name(): string {
+    const length = this.leb();
+    const start = this.offset;
+    this.skip(length);
+    return Buffer.from(this.bytes.subarray(start, start + length)).toString('utf8');
+  }
+
+  /** A value type or reference type (the one-byte forms, and (ref null? ht) with a heap type). */
+  valueType(): void {
+    const type = this.byte();
+    if (type === 0x63 || type === 0x64) this.heapType();
+  }
+
+  heapType(): void {
+    // Abstract heap types are one byte (negative s33); a concrete one is a type index (s33 LEB).
+    const first = this.bytes[this.offset];
+    if (first !== undefined && first >= 0x40 && first < 0x80) {
+      this.byte();
+      return;
+    }
+    this.leb();
+  }
+
+  limits(): void {
+    const flags = this.byte();
+    this.leb();
+    if ((flags & 0x01) !== 0) this.leb();
+  }
+
+  tableType(): void {
+    this.valueType();
+    this.limits();
+  }
+
+  /** A constant expression, up to and including its `end`. */
+  constExpr(): void {
+    for (;;) {
+      const op = this.byte();
+      switch (op) {
+        case 0x0b:
+          return;
+        case 0x41: // i32.const
+        case 0x42: // i64.const (signed LEB: skipping bytes is enough)
+          this.leb();
+          break;
+        case 0x43:
+          this.skip(4);
+          break;
+        case 0x44:
+          this.skip(8);
+          break;
+        case 0x23: // global.get
+        case 0xd2: // ref.func
+          this.leb();
+          break;
+        case 0xd0: // ref.null
+          this.heapType();
+          break;
+        case 0x6a: case 0x6b: case 0x6c: case 0x7c: case 0x7d: case 0x7e: // extended-const arithmetic
+          break;
+        case 0xfd: // v128.const
+          this.leb();
+          this.skip(16);
+          break;
+        default:
+          throw new Error(`unsupported opcode 0x${op.toString(16)} in a constant expression`);
+      }
+    }
+  }
+}
+
+function encodeLeb(value: number): number[] {
+  const out: number[] = [];
+  let rest = value;
+  do {
+    let byte = rest % 128;
+    rest = Math.floor(rest / 128);
+    if (rest > 0) byte |= 0x80;
+    out.push(byte);
+  } while (rest > 0);
+  return out;
+}
+
+function encodeName(name: string): number[] {
+  const bytes = Buffer.from(name, 'utf8');
+  return [...encodeLeb(bytes.length), ...bytes];
+}
+
+interface Section {
+  id: number;
+  start: number;
+  contentStart: number;
+  end: number;
+}
+
+function sections(bytes: Uint8Array): Section[] {
+  const reader = new Reader(bytes, 8);
+  const found: Section[] = [];
+  while (reader.offset < bytes.length) {
+    const start = reader.offset;
+    const id = reader.byte();
+    const size = reader.leb();
+    const contentStart = reader.offset;
+    reader.skip(size);
+    found.push({ id, start, contentStart, end: reader.offset });
+  }
+  return found;
+}
+
+/** Add the snapshot exports to a core module (see the file comment). Returns the bytes unchanged when there is nothing to add. */
+export function exposeSnapshotState(bytes: Uint8Array): Uint8Array {
+  const all = sections(bytes);
+  const wanted: Array<{ name: string; kind: number; index: number }> = [];
+  let tables = 0;
+  let memories = 0;
+  let globals = 0;
+  const existing: number[] = [];
+  let exportCount = 0;
+  for (const section of all) {
+    const reader = new Reader(bytes, section.contentStart);
+    if (section.id === SECTION.import) {
+      const count = reader.leb();
+      for (let i = 0; i < count; i += 1) {
+        reader.name();
+        reader.name();
+        const kind = reader.byte();
+        if (kind === KIND.func) reader.leb();
+        else if (kind === KIND.table) {
+          reader.tableType();
+          wanted.push({ name: `table:${tables}`, kind, index: tables });
+          tables += 1;
+        } else if (kind === KIND.memory) {
+          reader.limits();
+          wanted.push({ name: `memory:${memories}`, kind, index: memories });
+          memories += 1;
+        } else if (kind === KIND.global) {
+          reader.valueType();
+          const mutable = reader.byte() === 1;
+          if (mutable) wanted.push({ name: `global:${globals}`, kind, index: globals });
+          globals += 1;
+        } else if (kind === KIND.tag) {
+          reader.byte();
+          reader.leb();
+        } else throw new Error(`unknown import kind ${kind}`);
+      }
+    } else if (section.id === SECTION.table) {
+      const count = reader.leb();
+      for (let i = 0; i < count; i += 1) {
+        if (bytes[reader.offset] === 0x40) {
+          // A table with an initializer expression: 0x40 0x00 tabletype expr.
+          reader.skip(2);
+          reader.tableType();
+          reader.constExpr();
+        } else reader.tableType();
+        wanted.push({ name: `table:${tables}`, kind: KIND.table, index: tables });
+        tables += 1;
+      }
+    } else if (section.id === SECTION.memory) {
+      const count = reader.leb();
+      for (let i = 0; i < count; i += 1) {
+        reader.limits();
+        wanted.push({ name: `memory:${memories}`, kind: KIND.memory, index: memories });
+        memories += 1;
+      }
+    } else if (section.id === SECTION.global) {
+      const count = reader.leb();
+      for (let i = 0; i < count; i += 1) {
+        reader.valueType();
+        const mutable = reader.byte() === 1;
+        reader.constExpr();
+        if (mutable) wanted.push({ name: `global:${globals}`, kind: KIND.global, index: globals });
+        globals += 1;
+      }
+    } else if (section.id === SECTION.export) {
+      exportCount = reader.leb();
+      existing.push(...bytes.subarray(reader.offset, section.end));
+    }
+  }
+  if (wanted.length === 0) return bytes;
+
+  const entries: number[] = [...existing];
+  for (const { name, kind, index } of wanted) entries.push(...encodeName(`${SNAPSHOT_EXPORT_PREFIX}${name}`), kind, ...encodeLeb(index));
+  const content = [...encodeLeb(exportCount + wanted.length), ...entries];
+  const exportSection = Uint8Array.from([SECTION.export, ...encodeLeb(content.length), ...content]);
+
+  // Replace the export section, or insert one where the binary format wants it.
+  const rank = (id: number): number => SECTION_ORDER.indexOf(id);
+  const chunks: Uint8Array[] = [bytes.subarray(0, 8)];
+  let placed = false;
+  for (const section of all) {
+    if (section.id === SECTION.export) {
+      chunks.push(exportSection);
+      placed = true;
+      continue;
+    }
+    if (!placed && section.id !== SECTION.custom && rank(section.id) > rank(SECTION.export)) {
+      chunks.push(exportSection);
+      placed = true;
+    }
+    chunks.push(bytes.subarray(section.start, section.end));
+  }
+  if (!placed) chunks.push(exportSection);
+  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
