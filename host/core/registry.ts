@@ -20,7 +20,7 @@ import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
 import { createAuditLog, type AuditLog } from '../policy/audit.js';
 import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from './retry.js';
 import { SchemaCompiler } from './schema.js';
-import { InMemoryStateStore, type StateStore } from './state.js';
+import { InMemoryStateStore, resolveStateLimits, type StateLimits, type StateStore } from './state.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { Tool } from './tool.js';
@@ -83,6 +83,12 @@ export interface WasmToolLoader {
 export interface ToolRegistryOptions {
   /** Conversation state (default: in memory, in this thread). */
   stateStore?: StateStore;
+  /**
+   * Caps on conversation state (defaults: DEFAULT_STATE_LIMITS). The default
+   * in-memory store enforces all of them; with a store of your own, the host
+   * checks the value size and your store the per-conversation limits.
+   */
+  stateLimits?: Partial<StateLimits>;
   /** Structured log (default: pino JSON on stderr, level from TOOLHOST_LOG). */
   logger?: Logger;
   /** Host policy defaults (wall-clock limit, labels). */
@@ -115,6 +121,7 @@ export class ToolRegistry {
   #closed = false;
   readonly #listeners = new Set<(names: string[]) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
+  readonly #limitListeners = new Set<(tool: string, limit: string) => void>();
 
   constructor(options: ToolRegistryOptions = {}) {
     const cancelGraceMs = options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
@@ -131,10 +138,12 @@ export class ToolRegistry {
     if (!Number.isInteger(defaults.maxRetries) || defaults.maxRetries < 0) throw new TypeError('options.defaults.maxRetries must be a non-negative integer');
     const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
     if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
+    const stateLimits = resolveStateLimits(options.stateLimits);
     this.#deps = {
       lookup: (name) => this.#tools.get(name),
       suggest: (name) => this.#suggest(name),
-      stateStore: options.stateStore ?? new InMemoryStateStore(),
+      stateStore: options.stateStore ?? new InMemoryStateStore(stateLimits),
+      stateLimits,
       logger: options.logger ?? createDefaultLogger(),
       defaults,
       cancelGraceMs,
@@ -146,6 +155,7 @@ export class ToolRegistry {
       onFinished: (tool, event) => {
         for (const listener of this.#finishedListeners) listener(tool, event);
       },
+      onLimit: (tool, limit) => this.noteLimit(tool, limit),
     };
     this.#loader = options.wasmLoader;
   }
@@ -167,6 +177,27 @@ export class ToolRegistry {
   onCallFinished(listener: (tool: string, event: TerminalEvent) => void): () => void {
     this.#finishedListeners.add(listener);
     return () => this.#finishedListeners.delete(listener);
+  }
+
+  /**
+   * Be told each time a call hits one of the host's limits (a state write
+   * refused, too many host calls, ...): for metrics. `limit` is the limit's
+   * config key (e.g. `state_keys_per_conversation`). Returns an unsubscribe function.
+   */
+  onLimitHit(listener: (tool: string, limit: string) => void): () => void {
+    this.#limitListeners.add(listener);
+    return () => this.#limitListeners.delete(listener);
+  }
+
+  /** Report a limit hit (the call path and the sandbox call it). */
+  noteLimit(tool: string, limit: string): void {
+    for (const listener of this.#limitListeners) {
+      try {
+        listener(tool, limit);
+      } catch (error) {
+        this.logger.warn({ err: (error as Error).message }, 'a limit listener failed');
+      }
+    }
   }
 
   /** Unregister every tool a component brought (`tool.source`); returns their names. */

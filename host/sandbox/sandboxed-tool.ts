@@ -79,9 +79,23 @@ export class SandboxedTool implements Tool {
 
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
     const network = new GuestNetwork(ctx, events.hardSignal);
+    /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
+    let overLimit: { limit: string; message: string } | undefined;
+    const hostCalls = { count: 0 };
+    // Past a limit the guest is stopped at once (its worker is replaced): it
+    // may well go on looping over refusals otherwise.
+    const limitStop = new AbortController();
+    const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
+      details: { reason: 'host-calls', limit: overLimit!.limit, max: this.#limits.maxHostCalls },
+      callId: ctx.callId,
+    });
     // Compile (once per cap) on the main thread before a worker is involved; a
     // component that needs more memory at start than the cap fails here.
     await this.#component.modulesFor(memoryMb);
+    const accountNetwork = (): void => {
+      if (network.denied.length === 0) return;
+      events.account({ networkDenied: network.denied, ...(network.deniedCount > network.denied.length ? { networkDeniedCount: network.deniedCount } : {}) });
+    };
     const outcome = await this.#pool.run(
       {
         kind: 'call',
@@ -100,7 +114,7 @@ export class SandboxedTool implements Tool {
         },
       },
       {
-        signal: events.hardSignal,
+        signal: AbortSignal.any([events.hardSignal, limitStop.signal]),
         cancelSignal: ctx.signal,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {
@@ -113,11 +127,19 @@ export class SandboxedTool implements Tool {
         onMessage: (message) => {
           if (message.type === 'progress') events.progress(message.pct, message.message);
           else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
-          else events.log(message.level, message.message, message.source);
+          else if (message.type === 'limit') {
+            if (overLimit !== undefined) return;
+            overLimit = { limit: message.limit, message: message.message };
+            events.limit?.(message.limit);
+            limitStop.abort(overLimitError());
+          } else events.log(message.level, message.message, message.source);
         },
-        rpc: (request) => this.#answer(request, ctx, network),
+        rpc: (request) => this.#answer(request, ctx, network, hostCalls),
       },
-    );
+    ).catch((error: unknown) => {
+      accountNetwork();
+      throw error;
+    });
     const { accounting } = outcome;
     events.account({
       queuedMs: round(accounting.queuedMs ?? 0),
@@ -129,7 +151,8 @@ export class SandboxedTool implements Tool {
       ...(accounting.peakMemoryBytes === undefined ? {} : { peakMemoryBytes: accounting.peakMemoryBytes }),
       ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
     });
-    if (network.denied.length > 0) events.account({ networkDenied: network.denied });
+    accountNetwork();
+    if (overLimit !== undefined) throw overLimitError();
     // What the network policy refused is a fact for the call's accounting; the
     // error it leads to is decided by the call path's precedence table.
     if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
@@ -137,15 +160,24 @@ export class SandboxedTool implements Tool {
     return { output: parseMaybeJson(outcome.value), text: outcome.value };
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: GuestNetwork): Promise<unknown> {
+  async #answer(request: RpcRequest, ctx: ToolContext, network: GuestNetwork, hostCalls: { count: number }): Promise<unknown> {
+    if (request.op === 'modules') {
+      if (request.componentId !== this.#component.id) throw new Error('unknown component');
+      return this.#component.modulesFor(request.memoryMb);
+    }
+    // The worker refuses host calls past the limit; this is the main thread's own check.
+    hostCalls.count += 1;
+    if (hostCalls.count > this.#limits.maxHostCalls) throw new Error(`OUTPUT_LIMIT_EXCEEDED: more than ${this.#limits.maxHostCalls} host calls in one call`);
     switch (request.op) {
-      case 'modules':
-        if (request.componentId !== this.#component.id) throw new Error('unknown component');
-        return this.#component.modulesFor(request.memoryMb);
       case 'get-state':
         return ctx.state.getRaw(request.key);
       case 'set-state':
-        await ctx.state.setRaw(request.key, request.value);
+        try {
+          await ctx.state.setRaw(request.key, request.value);
+        } catch (error) {
+          // The guest gets a string: lead with the stable code so it can tell a limit from a failure.
+          throw error instanceof ToolhostError ? new Error(`${error.code}: ${error.message}`) : error;
+        }
         return null;
       case 'http':
         return network.send(request.request);
