@@ -1,0 +1,102 @@
+/**
+ * Tables are capped like memories, the memory cap bounds a component's total
+ * linear memory over all its core instances, and a component's guest code
+ * outside a call (its initialization and describe() at load) runs under a
+ * budget (issue 11, "Found" 3 and 4). The components are hand-written WAT
+ * (test/fixtures/wat/grower.ts).
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolRegistry } from '../host/index.js';
+import { capModuleMemory, coreInstantiations, planMemoryCaps } from '../host/sandbox/memory-cap.js';
+import { growerComponent } from './fixtures/wat/grower.js';
+import { freshCacheDir, makeRegistry } from './helpers.js';
+
+const dir = freshCacheDir();
+
+describe('a component with many memories and a table', () => {
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    const file = join(dir, 'grower16.wasm');
+    await writeFile(file, await growerComponent({ holders: 16 }));
+    registry = makeRegistry();
+    await registry.registerWasmTools(file, { memoryMb: 64 });
+  });
+  afterAll(async () => {
+    await registry.close();
+  });
+
+  it('keeps a component that instantiates a module with its own memory 16 times within its cap in total', async () => {
+    const result = await registry.execute('grow_memory', {}, { policy: { memory_mb: 64 } });
+    const pages = (result.structuredContent as { pages: number }).pages;
+    // 16 holders start at 1 page each, the main module at 1 (and may grow a page for its answer): all within 64 MiB.
+    expect(pages + 16 + 2).toBeLessThanOrEqual(1024);
+    // Without the split each holder alone could reach the cap (16 GiB in all).
+    expect(pages).toBeGreaterThan(800);
+  });
+
+  it('refuses table.grow past the table cap instead of growing the worker\'s heap', async () => {
+    const result = await registry.execute('grow_table', {});
+    // 1 + 65536 fits under the default 100 000 elements; the next step does not.
+    expect(result.structuredContent).toEqual({ pages: 65536 });
+  });
+
+  it('applies a configured table cap', async () => {
+    const small = makeRegistry({ sandbox: { tableElements: 1000 } });
+    try {
+      await small.registerWasmTools(join(dir, 'grower16.wasm'));
+      expect((await small.execute('grow_table', {})).structuredContent).toEqual({ pages: 0 });
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('guest code at load runs under a budget', () => {
+  it('fails the load of a component whose initialization never ends with COMPONENT_INVALID, and the pool goes on', async () => {
+    const file = join(dir, 'spinner.wasm');
+    await writeFile(file, await growerComponent({ holders: 1, spinAtStart: true }));
+    const registry = makeRegistry({ sandbox: { cacheDir: freshCacheDir(), describeTimeoutMs: 300 } });
+    try {
+      await expect(registry.registerWasmTools(file)).rejects.toMatchObject({ code: 'COMPONENT_INVALID', details: { reason: 'describe-timeout', timeoutMs: 300 } });
+      const honest = join(dir, 'grower1.wasm');
+      await writeFile(honest, await growerComponent({ holders: 1 }));
+      await registry.registerWasmTools(honest);
+      expect((await registry.execute('grow_table', {})).structuredContent).toEqual({ pages: 65536 });
+    } finally {
+      await registry.close();
+    }
+  });
+});
+
+describe('planning caps', () => {
+  it('splits the cap over every memory instance, leaving small declared maxima as they are', () => {
+    const caps = planMemoryCaps([
+      { name: 'main', memories: [{ min: 1, max: undefined }], instances: 1 },
+      { name: 'holder', memories: [{ min: 1, max: undefined }], instances: 15 },
+      { name: 'tiny', memories: [{ min: 1, max: 2 }], instances: 1 },
+    ], 1024);
+    expect(caps.get('tiny')).toBe(2);
+    expect(caps.get('main')).toBe(Math.floor(1022 / 16));
+    expect(caps.get('holder')).toBe(Math.floor(1022 / 16));
+  });
+
+  it('gives a lone memory the whole cap', () => {
+    expect(planMemoryCaps([{ name: 'm', memories: [{ min: 17, max: undefined }], instances: 1 }, { name: 'shim', memories: [], instances: 1 }], 4096).get('m')).toBe(4096);
+  });
+
+  it('counts how often jco\'s glue instantiates each module', () => {
+    const glue = "const module0 = getCoreModule('a.wasm');\nconst module1 = getCoreModule('b.wasm');\ninstantiateCore(module1);\ninstantiateCore(module0, {});\ninstantiateCore(module1, {});";
+    expect([...coreInstantiations(glue)]).toEqual([['b.wasm', 2], ['a.wasm', 1]]);
+  });
+
+  it('rewrites a table\'s maximum', () => {
+    // (module (table 1 funcref))
+    const module = Uint8Array.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 4, 4, 1, 0x70, 0, 1]);
+    const capped = capModuleMemory(module, 16, 500);
+    expect(WebAssembly.validate(capped.bytes)).toBe(true);
+    expect([...capped.bytes.slice(8)]).toEqual([4, 6, 1, 0x70, 1, 1, 0xf4, 3]);
+  });
+});
