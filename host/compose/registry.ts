@@ -49,6 +49,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
     cancelGraceMs: resolved.cancelGraceMs,
     retry: { ...resolved.retry },
     sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
+    stateLimits: { ...resolved.stateLimits },
   };
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
   if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);

@@ -16,7 +16,6 @@
  * guest (the config refuses one inside a tool's worktree).
  */
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
@@ -24,6 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ToolhostError } from '../core/errors.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from './protocol.js';
+import { defaultCacheDir } from './cache-location.js';
 
 /**
  * 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance).
@@ -38,12 +38,7 @@ function transpilerVersion(): string {
   return manifest.version;
 }
 
-/** The default cache directory: `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`. */
-export function defaultCacheDir(): string {
-  if (process.env.TOOLHOST_CACHE_DIR) return process.env.TOOLHOST_CACHE_DIR;
-  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'toolhost');
-}
+export { defaultCacheDir } from './cache-location.js';
 
 export interface CacheMeta {
   format: number;

@@ -136,6 +136,7 @@ export class SandboxLoader implements WasmToolLoader {
       id: source.id,
       name: source.name,
       moduleUrl: cached.moduleUrl,
+      cacheDir: this.#cache.root,
       modulesFor: compileOncePerCap(cached, what, this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS),
     };
     let tools = meta.tools;

@@ -6,6 +6,7 @@ import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { SandboxPool } from './pool.js';
 import { GuestNetwork } from './guest-network.js';
+import { isInside } from './cache-location.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
@@ -15,6 +16,8 @@ export interface ComponentHandle {
   moduleUrl: string;
   /** The core modules compiled with their memory capped at `memoryMb` (once per cap). */
   modulesFor(memoryMb: number): Promise<CoreModules>;
+  /** The transpile cache's directory: a call whose writable worktree holds it is refused. */
+  cacheDir?: string;
 }
 
 export interface SandboxedToolSpec {
@@ -77,6 +80,13 @@ export class SandboxedTool implements Tool {
     if (ctx.sessionId !== undefined) context.sessionId = ctx.sessionId;
     if (ctx.agentName !== undefined) context.agentName = ctx.agentName;
 
+    const worktree = ctx.capabilities.filesystem;
+    if (worktree && !worktree.readOnly && this.#component.cacheDir !== undefined && isInside(this.#component.cacheDir, worktree.root)) {
+      // The guest could rewrite the glue the host imports (host code execution).
+      throw new ToolhostError('PERMISSION_DENIED', `the worktree ${worktree.root} holds the transpile cache (${this.#component.cacheDir}), and a guest must never be able to write it; move the cache (host.pool.cache_dir) outside every worktree`, {
+        details: { reason: 'cache-in-worktree' },
+      });
+    }
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
     const network = new GuestNetwork(ctx, events.hardSignal);
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
