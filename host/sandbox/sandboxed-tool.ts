@@ -76,7 +76,9 @@ export class SandboxedTool implements Tool {
 
   async invoke(args: unknown, ctx: ToolContext, events: RunnerSink): Promise<ToolRun> {
     const context: GuestCallContext = { callId: ctx.callId };
-    if (ctx.conversationId !== undefined) context.conversationId = ctx.conversationId;
+    // An empty conversation id is no conversation (as for state): in
+    // `conversation` isolation it must not name one instance every such caller shares.
+    if (ctx.conversationId) context.conversationId = ctx.conversationId;
     if (ctx.sessionId !== undefined) context.sessionId = ctx.sessionId;
     if (ctx.agentName !== undefined) context.agentName = ctx.agentName;
 
