@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
 import { capModuleMemory, coreInstantiations, planMemoryCaps } from '../host/sandbox/memory-cap.js';
 import { growerComponent } from './fixtures/wat/grower.js';
-import { freshCacheDir, makeRegistry } from './helpers.js';
+import { ComponentCache } from '../host/sandbox/component-cache.js';
+import { componentId } from '../host/sandbox/component-file.js';
+import { fixture, freshCacheDir, makeRegistry } from './helpers.js';
 
 const dir = freshCacheDir();
 
@@ -98,5 +100,41 @@ describe('planning caps', () => {
     const capped = capModuleMemory(module, 16, 500);
     expect(WebAssembly.validate(capped.bytes)).toBe(true);
     expect([...capped.bytes.slice(8)]).toEqual([4, 6, 1, 0x70, 1, 1, 0xf4, 3]);
+  });
+});
+
+describe('a component whose spare instances hang', () => {
+  it('has the wedged worker replaced, other components\' calls served, and is quarantined after a second hang', async () => {
+    const bytes = await growerComponent({ holders: 1, spinWithoutEnv: true });
+    const file = join(dir, 'env-spinner.wasm');
+    await writeFile(file, bytes);
+    // Its describe() would hang too (no environment at load): seed the cache with its tools, as a
+    // component that was described before it started hanging would have.
+    const cacheDir = freshCacheDir();
+    const cache = new ComponentCache(cacheDir);
+    const entry = await cache.prepare(componentId(bytes), bytes, 'env-spinner');
+    await cache.saveTools(entry, [{ name: 'grow_table', description: 'x', inputSchema: '{"type":"object"}', streaming: false, idempotent: false }]);
+
+    const registry = makeRegistry({ sandbox: { cacheDir, threads: 1, spareTimeoutMs: 300 } });
+    try {
+      await registry.registerWasmTools(file, { grant: { privilege: 'ELEVATED', envAllow: ['ARM'], env: { ARM: '1' } } });
+      await registry.registerWasmTools(fixture('flood'));
+      const armed = { policy: { privilege_level: 'ELEVATED' } } as const;
+      // An instance made for a call with an environment starts; the spare made after it hangs.
+      const first = await registry.execute('grow_table', {}, armed);
+      expect(first.error ?? first.structuredContent).toEqual({ pages: 65536 });
+      // The honest call of another component is served once the wedged worker is replaced (if it
+      // was handed that worker, it never started there, and the pool runs it again).
+      const honest = await registry.execute('honest', {});
+      expect(honest.error ?? honest.structuredContent).toEqual({ ok: true });
+      const second = await registry.execute('grow_table', {}, armed);
+      expect(second.error ?? second.structuredContent).toEqual({ pages: 65536 });
+      expect((await registry.execute('honest', {})).structuredContent).toEqual({ ok: true });
+      const quarantined = await registry.execute('grow_table', {}, armed);
+      expect(quarantined.error).toMatchObject({ code: 'COMPONENT_INVALID', details: { reason: 'quarantined' } });
+      expect((await registry.execute('honest', {})).structuredContent).toEqual({ ok: true });
+    } finally {
+      await registry.close();
+    }
   });
 });

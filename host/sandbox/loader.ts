@@ -40,6 +40,9 @@ export interface SandboxOptions extends SandboxPoolOptions {
   describeTimeoutMs?: number;
 }
 
+/** Hung spare instances after which a component is quarantined. */
+const QUARANTINE_STRIKES = 2;
+
 /** How long a component may take to instantiate and describe itself at load, unless configured. */
 export const DEFAULT_DESCRIBE_TIMEOUT_MS = 10_000;
 
@@ -58,6 +61,9 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #compiled = new Map<string, Promise<CompiledComponent>>();
   /** Components loaded but not compiled yet (see `warm`). */
   readonly #cold = new Set<ComponentHandle>();
+  /** Spare instances of a component that hung, and the components quarantined for it. */
+  readonly #strikes = new Map<string, number>();
+  readonly #quarantined = new Set<string>();
   #pool: SandboxPool | undefined;
 
   constructor(options: SandboxOptions, logger: Logger) {
@@ -80,8 +86,24 @@ export class SandboxLoader implements WasmToolLoader {
 
   /** The worker pool, started on first use. */
   get pool(): SandboxPool {
-    this.#pool ??= new SandboxPool(this.#options);
+    if (!this.#pool) {
+      this.#pool = new SandboxPool(this.#options);
+      this.#pool.onWedged((componentId) => this.#wedged(componentId));
+    }
     return this.#pool;
+  }
+
+  /**
+   * A worker hung preparing a spare instance of this component (its
+   * initialization did not end in time) and was replaced. Twice, and the
+   * component is quarantined: its calls fail at once with COMPONENT_INVALID
+   * instead of wedging workers that other components' calls need.
+   */
+  #wedged(componentId: string): void {
+    const strikes = (this.#strikes.get(componentId) ?? 0) + 1;
+    this.#strikes.set(componentId, strikes);
+    this.#logger.warn({ componentId, strikes }, 'a worker hung initializing a spare instance of a component and was replaced');
+    if (strikes >= QUARANTINE_STRIKES) this.#quarantined.add(componentId);
   }
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
@@ -95,6 +117,9 @@ export class SandboxLoader implements WasmToolLoader {
   /** Load one component from its bytes. */
   async loadSource(source: ComponentSource, options: WasmLoadOptions = {}): Promise<LoadedComponentTools> {
     const isolation = options.isolation ?? 'call';
+    // Loading a component again is the operator's way to lift its quarantine.
+    this.#quarantined.delete(source.id);
+    this.#strikes.delete(source.id);
     let pending = this.#compiled.get(source.id);
     if (!pending) {
       pending = this.#compile(source);
@@ -137,6 +162,7 @@ export class SandboxLoader implements WasmToolLoader {
       name: source.name,
       moduleUrl: cached.moduleUrl,
       cacheDir: this.#cache.root,
+      quarantined: () => this.#quarantined.has(source.id),
       modulesFor: compileOncePerCap(cached, what, this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS),
     };
     let tools = meta.tools;

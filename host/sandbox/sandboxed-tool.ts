@@ -18,6 +18,8 @@ export interface ComponentHandle {
   modulesFor(memoryMb: number): Promise<CoreModules>;
   /** The transpile cache's directory: a call whose writable worktree holds it is refused. */
   cacheDir?: string;
+  /** Whether the component was quarantined (its instances hang while they initialize). */
+  quarantined?: () => boolean;
 }
 
 export interface SandboxedToolSpec {
@@ -82,6 +84,11 @@ export class SandboxedTool implements Tool {
     if (ctx.sessionId !== undefined) context.sessionId = ctx.sessionId;
     if (ctx.agentName !== undefined) context.agentName = ctx.agentName;
 
+    if (this.#component.quarantined?.()) {
+      throw new ToolhostError('COMPONENT_INVALID', `component "${this.#component.name}" is quarantined: its instances hung while they initialized (a worker preparing one was stopped twice); load it again to lift the quarantine`, {
+        details: { reason: 'quarantined' },
+      });
+    }
     const worktree = ctx.capabilities.filesystem;
     if (worktree && !worktree.readOnly && this.#component.cacheDir !== undefined && isInside(this.#component.cacheDir, worktree.root)) {
       // The guest could rewrite the glue the host imports (host code execution).
