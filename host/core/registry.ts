@@ -155,7 +155,11 @@ export class ToolRegistry {
       onFinished: (tool, event) => {
         for (const listener of this.#finishedListeners) listener(tool, event);
       },
-      onLimit: (tool, limit) => this.noteLimit(tool, limit),
+      onLimit: (tool, limit) => {
+        for (const listener of this.#limitListeners) {
+          try { listener(tool, limit); } catch { /* a metrics listener must not change a call */ }
+        }
+      },
     };
     this.#loader = options.wasmLoader;
   }
@@ -180,24 +184,12 @@ export class ToolRegistry {
   }
 
   /**
-   * Be told each time a call hits one of the host's limits (a state write
-   * refused, too many host calls, ...): for metrics. `limit` is the limit's
-   * config key (e.g. `state_keys_per_conversation`). Returns an unsubscribe function.
+   * Be told each time a call hits one of the host's limits (a state write refused, too many host calls):
+   * for metrics. `limit` is its config key (e.g. `state_keys_per_conversation`). Returns an unsubscribe function.
    */
   onLimitHit(listener: (tool: string, limit: string) => void): () => void {
     this.#limitListeners.add(listener);
     return () => this.#limitListeners.delete(listener);
-  }
-
-  /** Report a limit hit (the call path and the sandbox call it). */
-  noteLimit(tool: string, limit: string): void {
-    for (const listener of this.#limitListeners) {
-      try {
-        listener(tool, limit);
-      } catch (error) {
-        this.logger.warn({ err: (error as Error).message }, 'a limit listener failed');
-      }
-    }
   }
 
   /** Unregister every tool a component brought (`tool.source`); returns their names. */
