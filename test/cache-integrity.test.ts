@@ -100,7 +100,7 @@ describe('config', () => {
   });
 
   it('refuses a guest limit above its ceiling', async () => {
-    const { file } = write(['host:', '  guest_limits:', '    table_elements: 20000000']);
+    const { file } = write(['host:', '  guest_limits:', '    table_elements: 2000000']);
     await expect(loadConfig(file)).rejects.toBeInstanceOf(ConfigError);
   });
 });

@@ -56,6 +56,20 @@ describe('a component with many memories and a table', () => {
   });
 });
 
+describe('tables and the worker heap', () => {
+  it('clamps a table cap to what the worker heap holds (growing past it aborted the whole process)', async () => {
+    // 10 000 000 elements with a 32 MiB worker heap: V8 fatal "heap out of memory", exit 134, without the clamp.
+    const registry = makeRegistry({ sandbox: { tableElements: 10_000_000, maxHeapMb: 32 } });
+    try {
+      await registry.registerWasmTools(join(dir, 'grower16.wasm'));
+      expect((await registry.execute('grow_table', {})).structuredContent).toEqual({ pages: 5 * 65536 });
+      expect((await registry.execute('grow_table', {})).structuredContent).toEqual({ pages: 5 * 65536 });
+    } finally {
+      await registry.close();
+    }
+  });
+});
+
 describe('guest code at load runs under a budget', () => {
   it('fails the load of a component whose initialization never ends with COMPONENT_INVALID, and the pool goes on', async () => {
     const file = join(dir, 'spinner.wasm');

@@ -17,7 +17,7 @@ import { SandboxPool, type SandboxPoolOptions } from './pool.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
-import { DEFAULT_TABLE_ELEMENTS, capModuleMemory, coreInstantiations, definedMemories, pagesForMb, planMemoryCaps } from './memory-cap.js';
+import { DEFAULT_TABLE_ELEMENTS, capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps, tableElementsForHeap } from './memory-cap.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
@@ -30,7 +30,10 @@ export interface SandboxOptions extends SandboxPoolOptions {
   cacheDir?: string;
   /** Caps on captured guest output. */
   outputLimits?: Partial<GuestOutputLimits>;
-  /** Elements each table a guest defines may hold (default DEFAULT_TABLE_ELEMENTS). */
+  /**
+   * Elements a component's tables may hold in all (default DEFAULT_TABLE_ELEMENTS; never more than a
+   * quarter of the worker heap holds, see `tableElementsForHeap`), split over every table its core instances define.
+   */
   tableElements?: number;
   /**
    * Wall-clock budget of a component's `describe()` at load, its
@@ -163,7 +166,8 @@ export class SandboxLoader implements WasmToolLoader {
       moduleUrl: cached.moduleUrl,
       cacheDir: this.#cache.root,
       quarantined: () => this.#quarantined.has(source.id),
-      modulesFor: compileOncePerCap(cached, what, this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS),
+      // A component's tables in all, within what a worker's heap can hold while they grow.
+      modulesFor: compileOncePerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512))),
     };
     let tools = meta.tools;
     if (tools) {
@@ -254,9 +258,16 @@ function compileOncePerCap(cached: CachedComponent, what: string, tableElements:
       }))();
       variant = sources.then(({ files, instances }) => {
         const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
+        const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
         return Promise.all(files.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => {
         const maxPages = caps.get(name) ?? 0;
-        const capped = capModuleMemory(bytes, maxPages, tableElements);
+        const maxTable = tableCaps.get(name) ?? 0;
+        const capped = capModuleMemory(bytes, maxPages, maxTable);
+        if (capped.initialTableElements > maxTable) {
+          throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${capped.initialTableElements} table elements at start, over its share (${maxTable}) of the cap of ${tableElements}`, {
+            details: { tableElements, initialTableElements: capped.initialTableElements },
+          });
+        }
         if (capped.initialPages > maxPages) {
           throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${Math.ceil((capped.initialPages * 65536) / 1048576)} MiB of memory at start, over the cap of ${memoryMb} MiB`, {
             details: { capMb: memoryMb, initialBytes: capped.initialPages * 65536 },

@@ -18,7 +18,7 @@
 const WASM_PAGE = 64 * 1024;
 const TABLE_SECTION = 4;
 const MEMORY_SECTION = 5;
-/** Elements a table may hold unless the host says otherwise (V8's own ceiling is 10 000 000). */
+/** Elements a component's tables may hold in all unless the host says otherwise (V8's own ceiling is 10 000 000 per table). */
 export const DEFAULT_TABLE_ELEMENTS = 100_000;
 const MAX_PAGES_32 = 65_536;
 
@@ -57,6 +57,42 @@ export function definedMemories(bytes: Uint8Array): Array<{ min: number; max: nu
   return memories;
 }
 
+/** The tables a module defines: their initial sizes and declared maxima, in elements. */
+export function definedTables(bytes: Uint8Array): Array<{ min: number; max: number | undefined }> {
+  const tables: Array<{ min: number; max: number | undefined }> = [];
+  const reader = new Reader(bytes, 8);
+  while (reader.offset < bytes.length) {
+    const id = reader.byte();
+    const size = reader.leb();
+    const end = reader.offset + size;
+    if (id === TABLE_SECTION) {
+      const count = reader.leb();
+      for (let i = 0; i < count; i += 1) {
+        reader.byte();
+        const flags = reader.byte();
+        const min = reader.leb();
+        tables.push({ min, max: (flags & 0x01) !== 0 ? reader.leb() : undefined });
+      }
+    }
+    reader.offset = end;
+  }
+  return tables;
+}
+
+/**
+ * Bytes of worker heap one table element may cost while a table grows (V8
+ * keeps tables on the JS heap; growing copies them). A table that grows past
+ * the worker's heap limit aborts the whole process (a V8 fatal error, not a
+ * worker exit), so the elements of all of a component's tables are bounded
+ * by a quarter of the heap.
+ */
+const TABLE_ELEMENT_HEAP_BYTES = 24;
+
+/** The most table elements a component may hold in all, for a worker heap of `maxHeapMb`. */
+export function tableElementsForHeap(maxHeapMb: number): number {
+  return Math.floor((maxHeapMb * 1024 * 1024) / 4 / TABLE_ELEMENT_HEAP_BYTES);
+}
+
 /**
  * Split a component's memory cap over the memories its core instances
  * define: `modules` lists each core module with its defined memories and how
@@ -64,11 +100,11 @@ export function definedMemories(bytes: Uint8Array): Array<{ min: number; max: nu
  * is below a fair share keeps it; the others share the rest equally. Returns
  * the cap (pages) to write into each module's memories, by module name.
  */
-export function planMemoryCaps(modules: Array<{ name: string; memories: Array<{ min: number; max: number | undefined }>; instances: number }>, capPages: number): Map<string, number> {
+export function planMemoryCaps(modules: Array<{ name: string; memories: Array<{ min: number; max: number | undefined }>; instances: number }>, capPages: number, unbounded = MAX_PAGES_32): Map<string, number> {
   type Slot = { name: string; max: number; weight: number };
   const slots: Slot[] = [];
   for (const module of modules) {
-    for (const memory of module.memories) slots.push({ name: module.name, max: memory.max ?? MAX_PAGES_32, weight: Math.max(1, module.instances) });
+    for (const memory of module.memories) slots.push({ name: module.name, max: Math.min(memory.max ?? unbounded, unbounded), weight: Math.max(1, module.instances) });
   }
   const caps = new Map<string, number>();
   let remaining = capPages;
