@@ -50,6 +50,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
     callIds: { ...resolved.callIds },
     retry: { ...resolved.retry },
     sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
+    stateLimits: { ...resolved.stateLimits },
   };
   if (resolved.maxResultDepth !== undefined) options.maxResultDepth = resolved.maxResultDepth;
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);

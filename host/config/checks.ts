@@ -20,6 +20,7 @@ import type { ConfigProblem } from './errors.js';
 import { DEFAULT_GRPC, DEFAULT_MCP_HTTP, resolvePolicyDefaults, resolveRetry } from './resolve.js';
 import type { ConfigPath, ConfigSource } from './source.js';
 import type { ConfigFile, GrantEntry, PolicyEntry } from './types.js';
+import { defaultCacheDir, isInside } from '../sandbox/cache-location.js';
 
 /** What the checks found. */
 export interface CheckResult {
@@ -77,6 +78,22 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
   const checkHolder = (base: ConfigPath, holder: GrantHolder): void => {
     checkGrantHolder(base, holder, { defaults, approval, baseDir, error, warn });
   };
+
+  // The transpile cache must not lie inside a worktree a tool is granted:
+  // a guest that can write there could rewrite glue the host later imports.
+  const cacheDir = host.pool?.cache_dir !== undefined ? resolve(baseDir, host.pool.cache_dir) : defaultCacheDir();
+  const holders: Array<[ConfigPath, GrantHolder]> = [
+    ...(config.tools ?? []).map((entry, i): [ConfigPath, GrantHolder] => [['tools', i], entry]),
+    ...(config.http_tools ?? []).map((entry, i): [ConfigPath, GrantHolder] => [['http_tools', i], entry]),
+    ...(config.mcp_servers ?? []).map((entry, i): [ConfigPath, GrantHolder] => [['mcp_servers', i], entry]),
+  ];
+  for (const [base, holder] of holders) {
+    if (holder.grant?.worktree === undefined) continue;
+    const worktree = resolve(baseDir, holder.grant.worktree);
+    if (!isInside(cacheDir, worktree)) continue;
+    const where: ConfigPath = host.pool?.cache_dir !== undefined ? ['host', 'pool', 'cache_dir'] : [...base, 'grant', 'worktree'];
+    error(where, `puts the transpile cache (${cacheDir}) inside the worktree ${worktree} granted to ${base.join('[').replace(/\[(\d+)$/, '[$1]')}: a guest must never be able to reach the code the host imports; move host.pool.cache_dir outside every worktree`);
+  }
 
   // Components.
   const seenPaths = new Map<string, number>();

@@ -17,6 +17,7 @@ import type { ToolGrant } from '../policy/grant.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel } from '../policy/labels.js';
 import { DEFAULT_CANCEL_GRACE_MS } from '../core/call/call.js';
 import type { SandboxOptions } from '../sandbox/loader.js';
+import type { StateLimits } from '../core/state.js';
 import type { ClusterSection, ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
 
 /** MCP over Streamable HTTP, unless the config says otherwise. */
@@ -156,6 +157,8 @@ export interface ResolvedConfig {
   sandbox: SandboxOptions;
   /** `host.output_limits.max_result_depth`, when set (the registry's default otherwise). */
   maxResultDepth?: number;
+  /** State limits (only what the file sets; the registry defaults the rest). */
+  stateLimits: Partial<StateLimits>;
   /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
   approval: 'never' | 'always';
   /** `stderr`, or the absolute path of the audit log file. */
@@ -288,6 +291,14 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     if (limits.max_result_bytes !== undefined) outputLimits.maxResultBytes = limits.max_result_bytes;
     sandbox.outputLimits = outputLimits;
   }
+  const guest = host.guest_limits ?? {};
+  if (guest.host_calls_per_call !== undefined) sandbox.outputLimits = { ...sandbox.outputLimits, maxHostCalls: guest.host_calls_per_call };
+  if (guest.table_elements !== undefined) sandbox.tableElements = guest.table_elements;
+  if (guest.describe_ms !== undefined) sandbox.describeTimeoutMs = guest.describe_ms;
+  const stateLimits: Partial<StateLimits> = {};
+  if (guest.state_value_bytes !== undefined) stateLimits.maxValueBytes = guest.state_value_bytes;
+  if (guest.state_keys_per_conversation !== undefined) stateLimits.maxKeysPerConversation = guest.state_keys_per_conversation;
+  if (guest.state_bytes_per_conversation !== undefined) stateLimits.maxBytesPerConversation = guest.state_bytes_per_conversation;
 
   const tools = (config.tools ?? []).map((entry, i): ToolLoad => {
     const options: WasmLoadOptions = { grant: resolveGrant(entry.grant, baseDir) };
@@ -372,6 +383,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     retry: resolveRetry(host),
     sandbox,
     ...(host.output_limits?.max_result_depth === undefined ? {} : { maxResultDepth: host.output_limits.max_result_depth }),
+    stateLimits,
     approval: host.approval ?? 'never',
     auditLog: host.audit_log === undefined || host.audit_log === 'stderr' ? 'stderr' : { file: resolve(baseDir, host.audit_log) },
     tools,

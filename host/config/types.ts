@@ -62,6 +62,14 @@ export interface HostSection {
     max_result_bytes?: number;
     max_result_depth?: number;
   };
+  guest_limits?: {
+    state_value_bytes?: number;
+    state_keys_per_conversation?: number;
+    state_bytes_per_conversation?: number;
+    host_calls_per_call?: number;
+    table_elements?: number;
+    describe_ms?: number;
+  };
   approval?: 'never' | 'always';
   /** `stderr` or a file path. */
   audit_log?: string;

@@ -84,6 +84,8 @@ export interface ToolEventSink {
 export interface RunnerSink extends ToolEventSink {
   /** Add what the runner measured (queue time, CPU time, instance reuse, refused requests) to the call's accounting. */
   account(accounting: Partial<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>): void;
+  /** The tool hit one of the host's limits (`limit`: the limit's config key); for metrics. */
+  limit?(limit: string): void;
   /**
    * Aborts when the call is over regardless of the tool (a budget was hit, or
    * a cancel's grace ran out). Runners stop the tool at once; `ctx.signal` is

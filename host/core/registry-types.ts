@@ -7,7 +7,7 @@ import type { CallIdLimits } from './call/ids.js';
 import type { CallDirectory } from './fleet.js';
 import type { Logger } from './logger.js';
 import type { RetryOptions } from './retry.js';
-import type { StateStore } from './state.js';
+import type { StateLimits, StateStore } from './state.js';
 import type { Tool } from './tool.js';
 
 /** One component's tools, as a loader hands them to the registry. */
@@ -65,6 +65,12 @@ export interface WasmToolLoader {
 export interface ToolRegistryOptions {
   /** Conversation state (default: in memory, in this thread). */
   stateStore?: StateStore;
+  /**
+   * Caps on conversation state (defaults: DEFAULT_STATE_LIMITS). The default
+   * in-memory store enforces all of them; with a store of your own, the host
+   * checks the value size and your store the per-conversation limits.
+   */
+  stateLimits?: Partial<StateLimits>;
   /** Structured log (default: pino JSON on stderr, level from TOOLHOST_LOG). */
   logger?: Logger;
   /** Host policy defaults (wall-clock limit, labels). */

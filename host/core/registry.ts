@@ -22,7 +22,7 @@ import type { ToolResult } from './result.js';
 import { denyAllApprovals } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import { SchemaCompiler } from './schema.js';
-import { InMemoryStateStore } from './state.js';
+import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
 
 /** Tool names: what MCP allows, kept to 64 characters. */
@@ -42,10 +42,12 @@ export class ToolRegistry {
   #modelNameCache: Map<string, string> | undefined;
   readonly #listeners = new Set<(names: string[]) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
+  readonly #limitListeners = new Set<(tool: string, limit: string) => void>();
 
   constructor(options: ToolRegistryOptions = {}) {
     const { cancelGraceMs, defaults, callIds, retry, maxResultDepth } = checkRegistryOptions(options);
     this.#tracker = new CallTracker(callIds.rememberedBytes);
+    const stateLimits = resolveStateLimits(options.stateLimits);
     this.#deps = {
       // A model-facing name (e.g. `git__status` for `git.status`) finds its tool too.
       lookup: (name) => {
@@ -53,7 +55,8 @@ export class ToolRegistry {
         return registered === undefined ? undefined : this.#tools.get(registered);
       },
       suggest: (name) => this.#suggest(name),
-      stateStore: options.stateStore ?? new InMemoryStateStore(),
+      stateStore: options.stateStore ?? new InMemoryStateStore(stateLimits),
+      stateLimits,
       logger: options.logger ?? createDefaultLogger(),
       defaults,
       cancelGraceMs,
@@ -67,6 +70,11 @@ export class ToolRegistry {
       maxResultDepth,
       onFinished: (tool, event) => {
         for (const listener of this.#finishedListeners) listener(tool, event);
+      },
+      onLimit: (tool, limit) => {
+        for (const listener of this.#limitListeners) {
+          try { listener(tool, limit); } catch { /* a metrics listener must not change a call */ }
+        }
       },
     };
     this.#loader = options.wasmLoader;
@@ -90,6 +98,15 @@ export class ToolRegistry {
   onCallFinished(listener: (tool: string, event: TerminalEvent) => void): () => void {
     this.#finishedListeners.add(listener);
     return () => this.#finishedListeners.delete(listener);
+  }
+
+  /**
+   * Be told each time a call hits one of the host's limits (a state write refused, too many host calls):
+   * for metrics. `limit` is its config key (e.g. `state_keys_per_conversation`). Returns an unsubscribe function.
+   */
+  onLimitHit(listener: (tool: string, limit: string) => void): () => void {
+    this.#limitListeners.add(listener);
+    return () => this.#limitListeners.delete(listener);
   }
 
   /** Unregister every tool a component brought (`tool.source`); returns their names. */

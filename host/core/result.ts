@@ -38,8 +38,10 @@ export interface CallAccounting {
   instantiateMs?: number;
   /** The worker thread that ran a sandboxed call. */
   workerThreadId?: number;
-  /** Outgoing requests the network policy refused (the guest saw HTTP-request-denied). */
+  /** Outgoing requests the network policy refused (the guest saw HTTP-request-denied): the first few only (see `networkDeniedCount`). */
   networkDenied?: Array<{ url: string; reason: string }>;
+  /** How many outgoing requests the network policy refused in all (when more than `networkDenied` lists). */
+  networkDeniedCount?: number;
   /** Attempts made (1 unless retried). */
   attempts: number;
   /** Non-terminal events emitted. */

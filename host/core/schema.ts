@@ -1,8 +1,17 @@
 /**
  * Input validation: each tool's schema is compiled once, when the tool is
  * registered, and a schema that does not compile fails registration.
+ *
+ * Validation runs on the main thread, so a schema must not be able to stall
+ * it: `pattern` (and `patternProperties`, `propertyNames` patterns) run on
+ * RE2JS, a linear-time engine without backtracking, instead of RegExp (a
+ * catastrophic pattern on 27 characters stalled the host 7 s). A pattern RE2
+ * cannot run in linear time (lookaround, backreferences) fails registration
+ * with INVALID_INPUT.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
+import { RE2JS } from 're2js';
 import { ToolhostError } from './errors.js';
 import type { JsonSchema } from './tool.js';
 
@@ -19,9 +28,33 @@ export interface ArgsValidator {
   check(args: unknown, callId?: string): ToolhostError | undefined;
 }
 
+/**
+ * ECMAScript escapes RE2 spells differently: `\uXXXX` and `\u{X...}` become
+ * `\x{...}` (an escaped backslash before them is left alone).
+ */
+export function toRe2Syntax(pattern: string): string {
+  return pattern.replace(/(?<!\\)((?:\\\\)*)\\u(?:\{([0-9a-fA-F]{1,6})\}|([0-9a-fA-F]{4}))/g, (_match, backslashes: string, braced?: string, plain?: string) => `${backslashes}\\x{${braced ?? plain}}`);
+}
+
+/** ajv's regex engine: RE2JS, linear in the input whatever the pattern. */
+export const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string): { test(text: string): boolean; toString(): string } => {
+    let compiled: RE2JS;
+    try {
+      compiled = RE2JS.compile(toRe2Syntax(pattern));
+    } catch (error) {
+      throw new Error(`pattern ${JSON.stringify(pattern)} cannot be matched in linear time (${(error as Error).message}); lookaround and backreferences are not supported`);
+    }
+    // ajv keys compiled patterns by `toString()`: it must differ per pattern.
+    const key = `/${pattern}/re2`;
+    return { test: (text: string) => compiled.test(text), toString: () => key };
+  },
+  { code: 'require("re2js").RE2JS' },
+);
+
 /** Compiles tool schemas with one shared ajv instance. */
 export class SchemaCompiler {
-  readonly #ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+  readonly #ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, code: { regExp: linearRegExp } });
 
   /** Compile `schema`; throws INVALID_INPUT naming the tool when it does not compile. */
   compile(toolName: string, schema: JsonSchema): ArgsValidator {

@@ -18,33 +18,93 @@ export interface StateStore {
   delete(conversationId: string, key: string): Promise<void>;
 }
 
-/** The embedded default: a map in the main thread. */
+/**
+ * Caps on what a conversation's state may hold, so no guest (and no caller)
+ * can grow the host's memory without bound. A write past one is refused with
+ * OUTPUT_LIMIT_EXCEEDED, `details: { reason: 'state', limit }` (a guest's
+ * `set-state` gets it as its error, a string starting with the code and the
+ * limit's name; the call goes on).
+ */
+export interface StateLimits {
+  /** Bytes of one value (JSON text). Checked on the host side for every store. */
+  maxValueBytes: number;
+  /** Keys one conversation may hold. */
+  maxKeysPerConversation: number;
+  /** Bytes (keys plus values) one conversation may hold. */
+  maxBytesPerConversation: number;
+}
+
+export const DEFAULT_STATE_LIMITS: Readonly<StateLimits> = Object.freeze({
+  maxValueBytes: 1024 * 1024,
+  maxKeysPerConversation: 1000,
+  maxBytesPerConversation: 16 * 1024 * 1024,
+});
+
+/** Which state limit a write hit (the name of its config key, for metrics and details). */
+export type StateLimitName = 'state_value_bytes' | 'state_keys_per_conversation' | 'state_bytes_per_conversation';
+
+/** Check user-given state limits (messages name the option); returns them merged over the defaults. */
+export function resolveStateLimits(limits: Partial<StateLimits> = {}, option = 'options.stateLimits'): StateLimits {
+  const resolved = { ...DEFAULT_STATE_LIMITS, ...limits };
+  for (const key of ['maxValueBytes', 'maxKeysPerConversation', 'maxBytesPerConversation'] as const) {
+    if (!Number.isInteger(resolved[key]) || resolved[key] < 1) throw new TypeError(`${option}.${key} must be a positive integer`);
+  }
+  return resolved;
+}
+
+export function stateLimitError(limit: StateLimitName, message: string, details: Record<string, unknown> = {}): ToolhostError {
+  return new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${message} (${limit})`, { details: { reason: 'state', limit, ...details } });
+}
+
+/**
+ * The embedded default: a map in the main thread, which enforces every
+ * {@link StateLimits} itself (it knows each conversation's keys and bytes).
+ */
 export class InMemoryStateStore implements StateStore {
-  readonly #conversations = new Map<string, Map<string, string>>();
+  readonly #conversations = new Map<string, { entries: Map<string, string>; bytes: number }>();
+  readonly #limits: StateLimits;
+
+  constructor(limits: Partial<StateLimits> = {}) {
+    this.#limits = resolveStateLimits(limits);
+  }
 
   async get(conversationId: string, key: string): Promise<string | undefined> {
-    return this.#conversations.get(conversationId)?.get(key);
+    return this.#conversations.get(conversationId)?.entries.get(key);
   }
 
   async set(conversationId: string, key: string, value: string): Promise<void> {
-    let entries = this.#conversations.get(conversationId);
-    if (!entries) {
-      entries = new Map();
-      this.#conversations.set(conversationId, entries);
+    const limits = this.#limits;
+    const valueBytes = Buffer.byteLength(value);
+    if (valueBytes > limits.maxValueBytes) {
+      throw stateLimitError('state_value_bytes', `state value for "${key}" is ${valueBytes} bytes, over the limit of ${limits.maxValueBytes}`, { bytes: valueBytes, max: limits.maxValueBytes });
     }
-    entries.set(key, value);
+    const conversation = this.#conversations.get(conversationId) ?? { entries: new Map<string, string>(), bytes: 0 };
+    const previous = conversation.entries.get(key);
+    const keyBytes = Buffer.byteLength(key);
+    const bytes = conversation.bytes - (previous === undefined ? 0 : keyBytes + Buffer.byteLength(previous)) + keyBytes + valueBytes;
+    if (previous === undefined && conversation.entries.size >= limits.maxKeysPerConversation) {
+      throw stateLimitError('state_keys_per_conversation', `the conversation's state already holds ${conversation.entries.size} keys, the limit`, { max: limits.maxKeysPerConversation });
+    }
+    if (bytes > limits.maxBytesPerConversation) {
+      throw stateLimitError('state_bytes_per_conversation', `the conversation's state would hold ${bytes} bytes, over the limit of ${limits.maxBytesPerConversation}`, { bytes, max: limits.maxBytesPerConversation });
+    }
+    conversation.entries.set(key, value);
+    conversation.bytes = bytes;
+    this.#conversations.set(conversationId, conversation);
   }
 
   async delete(conversationId: string, key: string): Promise<void> {
-    const entries = this.#conversations.get(conversationId);
-    entries?.delete(key);
-    if (entries?.size === 0) this.#conversations.delete(conversationId);
+    const conversation = this.#conversations.get(conversationId);
+    const previous = conversation?.entries.get(key);
+    if (!conversation || previous === undefined) return;
+    conversation.entries.delete(key);
+    conversation.bytes -= Buffer.byteLength(key) + Buffer.byteLength(previous);
+    if (conversation.entries.size === 0) this.#conversations.delete(conversationId);
   }
 }
 
-/** Longest key and value accepted, so a guest cannot grow host memory without bound. */
+/** Longest key accepted, so a guest cannot grow host memory without bound. */
 export const MAX_STATE_KEY_BYTES = 256;
-export const MAX_STATE_VALUE_BYTES = 1024 * 1024;
 
 /**
  * One call's view of its conversation's state. A call without a conversation
@@ -54,11 +114,19 @@ export class ConversationState {
   readonly #store: StateStore;
   readonly #scope: string;
   readonly #logger: Logger;
+  readonly #maxValueBytes: number;
+  readonly #onLimit: ((limit: StateLimitName) => void) | undefined;
 
-  constructor(store: StateStore, scope: string, logger: Logger) {
+  /**
+   * @param maxValueBytes checked here, whatever the store (a remote store enforces its own per-conversation limits)
+   * @param onLimit told about each write refused by a state limit (metrics)
+   */
+  constructor(store: StateStore, scope: string, logger: Logger, maxValueBytes = DEFAULT_STATE_LIMITS.maxValueBytes, onLimit?: (limit: StateLimitName) => void) {
     this.#store = store;
     this.#scope = scope;
     this.#logger = logger;
+    this.#maxValueBytes = maxValueBytes;
+    this.#onLimit = onLimit;
   }
 
   /** The raw JSON text under `key`; throws a ToolhostError (INTERNAL) when the store fails. */
@@ -86,11 +154,17 @@ export class ConversationState {
     }
   }
 
-  /** Store raw JSON text under `key`; throws a ToolhostError on bad input or store failure. */
+  /**
+   * Store raw JSON text under `key`; throws a ToolhostError on bad input
+   * (INVALID_INPUT), past a state limit (OUTPUT_LIMIT_EXCEEDED) or when the
+   * store fails (INTERNAL).
+   */
   async setRaw(key: string, value: string): Promise<void> {
     checkKey(key);
-    if (Buffer.byteLength(value) > MAX_STATE_VALUE_BYTES) {
-      throw new ToolhostError('INVALID_INPUT', `state value for "${key}" is larger than ${MAX_STATE_VALUE_BYTES} bytes`);
+    const bytes = Buffer.byteLength(value);
+    if (bytes > this.#maxValueBytes) {
+      this.#onLimit?.('state_value_bytes');
+      throw stateLimitError('state_value_bytes', `state value for "${key}" is ${bytes} bytes, over the limit of ${this.#maxValueBytes}`, { bytes, max: this.#maxValueBytes });
     }
     try {
       JSON.parse(value);
@@ -100,8 +174,14 @@ export class ConversationState {
     try {
       await this.#store.set(this.#scope, key, value);
     } catch (error) {
-      // A store's own coded errors (FLEET_UNAVAILABLE, a size limit) keep their code.
-      if (error instanceof ToolhostError) throw error;
+      // A store's own coded errors (FLEET_UNAVAILABLE, a size limit) keep their code; a state limit is counted.
+      if (error instanceof ToolhostError) {
+        if ((error.details as { reason?: unknown } | undefined)?.reason === 'state') {
+          const limit = (error.details as { limit?: StateLimitName }).limit;
+          if (limit !== undefined) this.#onLimit?.(limit);
+        }
+        throw error;
+      }
       throw new ToolhostError('INTERNAL', `state store failed to write "${key}": ${messageOf(error)}`, { cause: error });
     }
   }

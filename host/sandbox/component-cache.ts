@@ -8,22 +8,29 @@
  * `meta.json`, written last, so a directory without it is incomplete.
  * Entries are built in a temporary directory and renamed into place, so
  * concurrent processes never see half an entry.
+ *
+ * `meta.json` records the sha256 of every file of the entry, and an entry is
+ * used only when every file still matches (checked before anything is
+ * compiled or imported): a rewritten `component.mjs` is never run, the entry
+ * is transpiled again instead. The cache directory must not be writable by a
+ * guest (the config refuses one inside a tool's worktree).
  */
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ToolhostError } from '../core/errors.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from './protocol.js';
+import { defaultCacheDir } from './cache-location.js';
 
 /**
  * 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance).
- * 4: and exposing its state digest for snapshot-and-restore (3 was taken by a concurrent branch's format).
+ * 3: meta.json records each file's sha256.
+ * 5: the glue also exposes its state digest for snapshot-and-restore (4 was that alone, on a branch).
  */
-const CACHE_FORMAT = 4;
+const CACHE_FORMAT = 5;
 const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {
@@ -32,12 +39,7 @@ function transpilerVersion(): string {
   return manifest.version;
 }
 
-/** The default cache directory: `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`. */
-export function defaultCacheDir(): string {
-  if (process.env.TOOLHOST_CACHE_DIR) return process.env.TOOLHOST_CACHE_DIR;
-  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'toolhost');
-}
+export { defaultCacheDir } from './cache-location.js';
 
 export interface CacheMeta {
   format: number;
@@ -50,10 +52,14 @@ export interface CacheMeta {
   exports: string[];
   /** The component's `describe()` output, once a worker has run it. */
   tools?: GuestToolInfo[];
+  /** The sha256 (hex) of every file of the entry, by name. */
+  sha256: Record<string, string>;
 }
 
 export interface CachedComponent {
   dir: string;
+  /** The glue module's path (verified against its hash when the entry was read). */
+  glueFile: string;
   /** file: URL of the glue module. */
   moduleUrl: string;
   meta: CacheMeta;
@@ -87,7 +93,12 @@ export class ComponentCache {
   async prepare(id: string, bytes: Uint8Array, what: string): Promise<CachedComponent> {
     const dir = this.#entryDir(id);
     const existing = await this.#read(dir);
-    if (existing) return { dir, moduleUrl: pathToFileURL(join(dir, GLUE_FILE)).href, meta: existing, cache: 'hit' };
+    if (existing === 'tampered') {
+      // Not ours any more: move it aside (kept for inspection) and build it again.
+      await rename(dir, `${dir}.tampered-${process.pid}-${randomBytes(4).toString('hex')}`).catch(() => rm(dir, { recursive: true, force: true }));
+    } else if (existing) {
+      return { dir, glueFile: join(dir, GLUE_FILE), moduleUrl: pathToFileURL(join(dir, GLUE_FILE)).href, meta: existing, cache: 'hit' };
+    }
 
     let files: Record<string, Uint8Array>;
     let imports: string[];
@@ -113,6 +124,7 @@ export class ComponentCache {
       coreModules,
       imports,
       exports: exports.map(([name]) => name),
+      sha256: {},
     };
     const temporary = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
     await mkdir(temporary, { recursive: true });
@@ -120,20 +132,23 @@ export class ComponentCache {
       for (const [name, content] of Object.entries(files)) {
         if (name.includes('/') || name.includes('..')) continue;
         // `.mjs`: the cache directory has no package.json to say `.js` is ESM.
-        if (name === 'component.js') await writeFile(join(temporary, GLUE_FILE), patchGlue(Buffer.from(content).toString('utf8')).source);
-        else await writeFile(join(temporary, name), content);
+        const [file, bytes] = name === 'component.js' ? [GLUE_FILE, Buffer.from(patchGlue(Buffer.from(content).toString('utf8')).source)] : [name, content];
+        if (file !== GLUE_FILE && !coreModules.includes(file)) continue;
+        meta.sha256[file] = sha256(bytes);
+        await writeFile(join(temporary, file), bytes);
       }
       await writeFile(join(temporary, 'meta.json'), JSON.stringify(meta, null, 2));
       try {
         await rename(temporary, dir);
       } catch (error) {
         // Another process finished the same entry first: use it.
-        if (!(await this.#read(dir))) throw error;
+        const other = await this.#read(dir);
+        if (!other || other === 'tampered') throw error;
       }
     } finally {
       await rm(temporary, { recursive: true, force: true });
     }
-    return { dir, moduleUrl: pathToFileURL(join(dir, GLUE_FILE)).href, meta, cache: 'miss' };
+    return { dir, glueFile: join(dir, GLUE_FILE), moduleUrl: pathToFileURL(join(dir, GLUE_FILE)).href, meta, cache: 'miss' };
   }
 
   /** Remember a component's `describe()` output next to its glue. */
@@ -144,14 +159,31 @@ export class ComponentCache {
     await rename(temporary, join(entry.dir, 'meta.json'));
   }
 
-  async #read(dir: string): Promise<CacheMeta | undefined> {
+  /** The entry's meta when every file matches its hash; `tampered` when one does not; undefined when there is no usable entry. */
+  async #read(dir: string): Promise<CacheMeta | 'tampered' | undefined> {
+    let meta: CacheMeta;
     try {
-      const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as CacheMeta;
-      return meta.format === CACHE_FORMAT && meta.transpiler === this.#transpiler ? meta : undefined;
+      meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as CacheMeta;
     } catch {
       return undefined;
     }
+    if (meta.format !== CACHE_FORMAT || meta.transpiler !== this.#transpiler) return undefined;
+    const files = [GLUE_FILE, ...(Array.isArray(meta.coreModules) ? meta.coreModules : [])];
+    if (typeof meta.sha256 !== 'object' || meta.sha256 === null) return 'tampered';
+    for (const file of files) {
+      if (file.includes('/') || file.includes('..')) return 'tampered';
+      try {
+        if (sha256(await readFile(join(dir, file))) !== meta.sha256[file]) return 'tampered';
+      } catch {
+        return 'tampered';
+      }
+    }
+    return meta;
   }
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
 }
 
 /** `component.core.wasm` before `component.core2.wasm` before `component.core10.wasm`. */

@@ -2,7 +2,8 @@
  * A guest's outgoing HTTP, sent from the main thread through the egress
  * checker under the call's network label, connecting to the address the
  * checker approved. Failures reach the guest as wasi:http error codes;
- * refusals are remembered for the call's accounting.
+ * refusals are counted for the call's accounting, and only the first few
+ * kept (a guest refused in a loop must not grow the host's memory).
  */
 import type { ToolContext } from '../core/context.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
@@ -11,8 +12,16 @@ import { EgressError } from '../net/errors.js';
 import { wasiHttpErrorCodeOf } from './wasi/http-error-code.js';
 import type { GuestHttpRequest, GuestHttpResult } from './wasi/http.js';
 
+/** Refused requests kept per call (the rest are only counted). */
+export const DENIED_REQUESTS_KEPT = 8;
+/** Characters of a refused request's URL kept in the accounting. */
+const DENIED_URL_CHARS = 512;
+
 export class GuestNetwork {
+  /** The first {@link DENIED_REQUESTS_KEPT} refused requests. */
   readonly denied: Array<{ url: string; reason: string }> = [];
+  /** Refused requests in all. */
+  deniedCount = 0;
   readonly #ctx: ToolContext;
   readonly #signal: AbortSignal;
   #checker: EgressChecker | undefined;
@@ -49,7 +58,12 @@ export class GuestNetwork {
       return { ok: true, status: response.status, headers: response.headers.map(([name, value]): [string, Uint8Array] => [name, encoder.encode(value)]), body: response.body };
     } catch (error) {
       if (error instanceof EgressError) {
-        if (error.toolhostCode === 'NETWORK_DENIED') this.denied.push({ url, reason: error.message });
+        if (error.toolhostCode === 'NETWORK_DENIED') {
+          this.deniedCount += 1;
+          if (this.denied.length < DENIED_REQUESTS_KEPT) {
+            this.denied.push({ url: url.length > DENIED_URL_CHARS ? `${url.slice(0, DENIED_URL_CHARS)}…` : url, reason: error.message.slice(0, DENIED_URL_CHARS) });
+          }
+        }
         return { ok: false, error: wasiHttpErrorCodeOf(error) };
       }
       return { ok: false, error: { tag: 'internal-error', val: error instanceof Error ? error.message : String(error) } };

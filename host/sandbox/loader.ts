@@ -4,6 +4,7 @@
  * modules once → ask a worker for `describe()` (cached too) → one
  * SandboxedTool per tool the component carries.
  */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
@@ -16,7 +17,7 @@ import { SandboxPool, type SandboxPoolOptions } from './pool.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
-import { capModuleMemory, pagesForMb } from './memory-cap.js';
+import { DEFAULT_TABLE_ELEMENTS, capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps, tableElementsForHeap } from './memory-cap.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
@@ -30,7 +31,24 @@ export interface SandboxOptions extends SandboxPoolOptions {
   cacheDir?: string;
   /** Caps on captured guest output. */
   outputLimits?: Partial<GuestOutputLimits>;
+  /**
+   * Elements a component's tables may hold in all (default DEFAULT_TABLE_ELEMENTS; never more than a
+   * quarter of the worker heap holds, see `tableElementsForHeap`), split over every table its core instances define.
+   */
+  tableElements?: number;
+  /**
+   * Wall-clock budget of a component's `describe()` at load, its
+   * instantiation included (ms, default 10 s): past it the load fails with
+   * COMPONENT_INVALID and the worker is replaced.
+   */
+  describeTimeoutMs?: number;
 }
+
+/** Hung spare instances after which a component is quarantined. */
+const QUARANTINE_STRIKES = 2;
+
+/** How long a component may take to instantiate and describe itself at load, unless configured. */
+export const DEFAULT_DESCRIBE_TIMEOUT_MS = 10_000;
 
 /** A component compiled in this process. */
 interface CompiledComponent {
@@ -47,6 +65,9 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #compiled = new Map<string, Promise<CompiledComponent>>();
   /** Components loaded but not compiled yet (see `warm`). */
   readonly #cold = new Set<ComponentHandle>();
+  /** Spare instances of a component that hung, and the components quarantined for it. */
+  readonly #strikes = new Map<string, number>();
+  readonly #quarantined = new Set<string>();
   #pool: SandboxPool | undefined;
 
   constructor(options: SandboxOptions, logger: Logger) {
@@ -69,8 +90,24 @@ export class SandboxLoader implements WasmToolLoader {
 
   /** The worker pool, started on first use. */
   get pool(): SandboxPool {
-    this.#pool ??= new SandboxPool(this.#options);
+    if (!this.#pool) {
+      this.#pool = new SandboxPool(this.#options);
+      this.#pool.onWedged((componentId) => this.#wedged(componentId));
+    }
     return this.#pool;
+  }
+
+  /**
+   * A worker hung preparing a spare instance of this component (its
+   * initialization did not end in time) and was replaced. Twice, and the
+   * component is quarantined: its calls fail at once with COMPONENT_INVALID
+   * instead of wedging workers that other components' calls need.
+   */
+  #wedged(componentId: string): void {
+    const strikes = (this.#strikes.get(componentId) ?? 0) + 1;
+    this.#strikes.set(componentId, strikes);
+    this.#logger.warn({ componentId, strikes }, 'a worker hung initializing a spare instance of a component and was replaced');
+    if (strikes >= QUARANTINE_STRIKES) this.#quarantined.add(componentId);
   }
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
@@ -84,6 +121,9 @@ export class SandboxLoader implements WasmToolLoader {
   /** Load one component from its bytes. */
   async loadSource(source: ComponentSource, options: WasmLoadOptions = {}): Promise<LoadedComponentTools> {
     const isolation = options.isolation ?? 'call';
+    // Loading a component again is the operator's way to lift its quarantine.
+    this.#quarantined.delete(source.id);
+    this.#strikes.delete(source.id);
     let pending = this.#compiled.get(source.id);
     if (!pending) {
       pending = this.#compile(source);
@@ -125,7 +165,10 @@ export class SandboxLoader implements WasmToolLoader {
       id: source.id,
       name: source.name,
       moduleUrl: cached.moduleUrl,
-      modulesFor: compileOncePerCap(cached, what),
+      cacheDir: this.#cache.root,
+      quarantined: () => this.#quarantined.has(source.id),
+      // A component's tables in all, within what a worker's heap can hold while they grow.
+      modulesFor: compileOncePerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512))),
     };
     let tools = meta.tools;
     if (tools) {
@@ -145,16 +188,30 @@ export class SandboxLoader implements WasmToolLoader {
   }
 
   async #describe(handle: ComponentHandle, what: string): Promise<GuestToolInfo[]> {
+    const timeoutMs = this.#options.describeTimeoutMs ?? DEFAULT_DESCRIBE_TIMEOUT_MS;
+    // Guest code runs here too (its initialization, then describe()): under a
+    // budget like any call, so a component that never finishes cannot hang a load.
+    const budget = new AbortController();
+    const timer = setTimeout(() => budget.abort(new ToolhostError('COMPONENT_INVALID', `${what} did not instantiate and describe its tools within ${timeoutMs} ms; its worker was stopped`, {
+      details: { reason: 'describe-timeout', timeoutMs },
+    })), timeoutMs);
     const outcome = await this.pool.run(
       { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl, memoryMb: DEFAULT_POLICY_DEFAULTS.memoryMb },
       {
+        // (A wall clock: the worker's describe does not publish a CPU clock to watch.)
+        signal: budget.signal,
         onMessage: () => {},
         rpc: async (request) => {
           if (request.op === 'modules' && request.componentId === handle.id) return handle.modulesFor(request.memoryMb);
           throw new Error(`${request.op} is not available while a component describes itself`);
         },
       },
-    );
+    ).catch((error: unknown) => {
+      if (error instanceof ToolhostError && error.code !== 'COMPONENT_INVALID') {
+        throw new ToolhostError('COMPONENT_INVALID', `${what} failed while describing its tools: ${error.message}`, { details: { reason: 'describe', cause: error.toData() } });
+      }
+      throw error;
+    }).finally(() => clearTimeout(timer));
     if (!outcome.ok) {
       throw new ToolhostError('COMPONENT_INVALID', `${what} failed while describing its tools: ${outcome.error.message}`);
     }
@@ -177,19 +234,41 @@ export class SandboxLoader implements WasmToolLoader {
 }
 
 /**
- * The component's core modules compiled with their memory capped at a given
- * size: compiled once per (component, cap) and kept, so no call compiles.
+ * The component's core modules compiled with their memories and tables
+ * capped: compiled once per (component, cap) and kept, so no call compiles.
+ * The memory cap is split over every memory the component's core instances
+ * define (see `planMemoryCaps`), so it bounds the component's total.
  */
-function compileOncePerCap(cached: CachedComponent, what: string): (memoryMb: number) => Promise<CoreModules> {
+function compileOncePerCap(cached: CachedComponent, what: string, tableElements: number): (memoryMb: number) => Promise<CoreModules> {
   const variants = new Map<number, Promise<CoreModules>>();
-  let sources: Promise<Array<[string, Uint8Array]>> | undefined;
+  let sources: Promise<{ files: Array<[string, Uint8Array]>; instances: Map<string, number> }> | undefined;
   return (memoryMb) => {
     let variant = variants.get(memoryMb);
     if (!variant) {
-      sources ??= Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await readFile(join(cached.dir, name)))]));
-      const maxPages = pagesForMb(memoryMb);
-      variant = sources.then((files) => Promise.all(files.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => {
-        const capped = capModuleMemory(bytes, maxPages);
+      // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read.
+      const verified = async (file: string): Promise<Buffer> => {
+        const bytes = await readFile(join(cached.dir, file));
+        if (createHash('sha256').update(bytes).digest('hex') !== cached.meta.sha256[file]) {
+          throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
+        }
+        return bytes;
+      };
+      sources ??= (async () => ({
+        files: await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))])),
+        instances: coreInstantiations((await verified('component.mjs')).toString('utf8')),
+      }))();
+      variant = sources.then(({ files, instances }) => {
+        const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
+        const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
+        return Promise.all(files.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => {
+        const maxPages = caps.get(name) ?? 0;
+        const maxTable = tableCaps.get(name) ?? 0;
+        const capped = capModuleMemory(bytes, maxPages, maxTable);
+        if (capped.initialTableElements > maxTable) {
+          throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${capped.initialTableElements} table elements at start, over its share (${maxTable}) of the cap of ${tableElements}`, {
+            details: { tableElements, initialTableElements: capped.initialTableElements },
+          });
+        }
         if (capped.initialPages > maxPages) {
           throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${Math.ceil((capped.initialPages * 65536) / 1048576)} MiB of memory at start, over the cap of ${memoryMb} MiB`, {
             details: { capMb: memoryMb, initialBytes: capped.initialPages * 65536 },
@@ -197,7 +276,8 @@ function compileOncePerCap(cached: CachedComponent, what: string): (memoryMb: nu
         }
         // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
         return [name, await WebAssembly.compile(exposeSnapshotState(capped.bytes))];
-      })));
+      }));
+      });
       variant.catch(() => variants.delete(memoryMb));
       variants.set(memoryMb, variant);
     }

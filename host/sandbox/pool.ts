@@ -3,6 +3,9 @@
  * per worker, with a bounded queue. Each task gets an id and a shared control
  * block for its flags; its events and host calls travel on channels each
  * worker set up once (see protocol.ts).
+ *
+ * (Over 400 lines: the task lifecycle, the CPU watchdog and the spare-instance
+ * watchdog share the per-worker bookkeeping kept here.)
  */
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -37,6 +40,12 @@ export interface SandboxPoolOptions {
   idleTimeoutMs?: number;
   /** V8 heap cap of each worker, in MiB (default 512). */
   maxHeapMb?: number;
+  /**
+   * How long a worker may take to prepare a spare instance between calls
+   * (ms, default 5000): past it the guest's initialization is taken to hang,
+   * the worker is terminated and replaced, and `onWedged` is told.
+   */
+  spareTimeoutMs?: number;
 }
 
 interface ResolvedPoolOptions {
@@ -44,6 +53,7 @@ interface ResolvedPoolOptions {
   maxQueue: number;
   idleTimeoutMs: number;
   maxHeapMb: number;
+  spareTimeoutMs: number;
 }
 
 /** Messages a task's caller sees (the pool handles host calls itself). */
@@ -80,7 +90,9 @@ function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
   if (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs < 0) throw new TypeError('options.idleTimeoutMs must be a non-negative number');
   const maxHeapMb = options.maxHeapMb ?? 512;
   if (!Number.isInteger(maxHeapMb) || maxHeapMb < 16) throw new TypeError('options.maxHeapMb must be an integer of at least 16');
-  return { threads, maxQueue, idleTimeoutMs, maxHeapMb };
+  const spareTimeoutMs = options.spareTimeoutMs ?? 5_000;
+  if (!Number.isFinite(spareTimeoutMs) || spareTimeoutMs <= 0) throw new TypeError('options.spareTimeoutMs must be a positive number');
+  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs };
 }
 
 /**
@@ -110,6 +122,13 @@ export class SandboxPool {
    * on different ports, so either may come first).
    */
   readonly #preparing = new Map<number, number>();
+  /** The spare each preparing worker is making: for which component, and its budget's timer. */
+  readonly #spares = new Map<number, { componentId: string; timer: NodeJS.Timeout }>();
+  /** piscina's view of each worker, by thread id (seen by the load balancer): how a wedged one is terminated. */
+  readonly #workers = new Map<number, PiscinaWorker>();
+  readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
+  /** Workers stopped for a hung spare so far (a task failed by one of those stops is run again). */
+  #spareKills = 0;
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
@@ -133,6 +152,15 @@ export class SandboxPool {
       loadBalancer: (_task, workers) => this.#pickWorker(workers),
     });
     this.#piscina.on('message', (post: WorkerPost) => this.#onWorkerPost(post));
+  }
+
+  /**
+   * Be told when a worker was terminated because it did not finish preparing
+   * a component's spare instance in time (its initialization hangs).
+   */
+  onWedged(listener: (componentId: string, threadId: number) => void): () => void {
+    this.#wedgedListeners.add(listener);
+    return () => this.#wedgedListeners.delete(listener);
   }
 
   get threads(): number {
@@ -250,7 +278,15 @@ export class SandboxPool {
       const task = { ...input, taskId, control: controlBuffer, submittedAt };
       let outcome: WorkerOutcome;
       try {
-        outcome = (await this.#piscina.run(task, signal ? { signal } : {})) as WorkerOutcome;
+        const kills = this.#spareKills;
+        try {
+          outcome = (await this.#piscina.run(task, signal ? { signal } : {})) as WorkerOutcome;
+        } catch (error) {
+          // Handed to a worker that was then stopped for hanging on another
+          // component's spare, before its own guest started: nothing of it ran, so run it again.
+          if (signal?.aborted || this.#spareKills === kills || Atomics.load(control, CONTROL_STARTED) !== 0) throw error;
+          outcome = (await this.#piscina.run(task, signal ? { signal } : {})) as WorkerOutcome;
+        }
       } catch (error) {
         const used = cpuUsed();
         const guest = guestStart();
@@ -263,7 +299,10 @@ export class SandboxPool {
         clearTimeout(watchdog);
       }
       outcome.accounting.queuedMs = Math.max(0, outcome.accounting.startedAt - submittedAt);
-      if (outcome.accounting.preparing) this.#countPreparing(outcome.accounting.threadId, +1);
+      if (outcome.accounting.preparing) {
+        this.#countPreparing(outcome.accounting.threadId, +1);
+        this.#watchSpare(outcome.accounting.threadId, input.componentId);
+      }
       expected = outcome.accounting.messages;
       if (received < expected) {
         await new Promise<void>((resolve) => {
@@ -289,6 +328,7 @@ export class SandboxPool {
    */
   #pickWorker(workers: PiscinaWorker[]): PiscinaWorker | null {
     let fallback: PiscinaWorker | null = null;
+    for (const worker of workers) this.#workers.set(worker.id, worker);
     for (const worker of workers) {
       if (worker.currentUsage !== 0) continue;
       if ((this.#preparing.get(worker.id) ?? 0) <= 0) return worker;
@@ -301,6 +341,47 @@ export class SandboxPool {
     const count = (this.#preparing.get(threadId) ?? 0) + delta;
     if (count === 0) this.#preparing.delete(threadId);
     else this.#preparing.set(threadId, count);
+    if (count <= 0) this.#forgetSpare(threadId);
+  }
+
+  /**
+   * Guest code runs while a spare is made (the component's initialization),
+   * so it gets a budget too: a worker still preparing after `spareTimeoutMs`
+   * is terminated (piscina replaces it) and the component reported wedged.
+   */
+  #watchSpare(threadId: number, componentId: string): void {
+    if (this.#spares.has(threadId) || (this.#preparing.get(threadId) ?? 0) <= 0) return;
+    const timer = setTimeout(() => {
+      this.#spares.delete(threadId);
+      if ((this.#preparing.get(threadId) ?? 0) <= 0) return;
+      this.#preparing.delete(threadId);
+      this.#spareKills += 1;
+      this.#terminate(threadId);
+      for (const listener of this.#wedgedListeners) listener(componentId, threadId);
+    }, this.#options.spareTimeoutMs);
+    timer.unref();
+    this.#spares.set(threadId, { componentId, timer });
+  }
+
+  #forgetSpare(threadId: number): void {
+    const spare = this.#spares.get(threadId);
+    if (!spare) return;
+    clearTimeout(spare.timer);
+    this.#spares.delete(threadId);
+  }
+
+  /** Terminate one worker (piscina sees it exit, fails its task if it had one, and starts a replacement). */
+  #terminate(threadId: number): void {
+    const handle = this.#workers.get(threadId);
+    if (!handle) return;
+    // piscina keeps its Worker behind a symbol on the handle its balancer sees (5.x: kWorkerData).
+    for (const symbol of Object.getOwnPropertySymbols(handle)) {
+      const info = (handle as unknown as Record<symbol, unknown>)[symbol] as { worker?: { terminate?: () => Promise<number> } } | undefined;
+      if (typeof info?.worker?.terminate === 'function') {
+        void info.worker.terminate();
+        return;
+      }
+    }
   }
 
   /** A message a worker posted on its parentPort: a hello, or one of a task's messages. */
@@ -313,6 +394,8 @@ export class SandboxPool {
       replies.on('close', () => {
         if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
         this.#preparing.delete(threadId);
+        this.#forgetSpare(threadId);
+        this.#workers.delete(threadId);
       });
       replies.unref();
     } else if (post.toolhost === 'ready') {
@@ -339,6 +422,8 @@ export class SandboxPool {
   }
 
   async close(): Promise<void> {
+    for (const spare of this.#spares.values()) clearTimeout(spare.timer);
+    this.#spares.clear();
     await this.#piscina.destroy();
   }
 }

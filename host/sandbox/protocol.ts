@@ -96,6 +96,12 @@ export interface GuestOutputLimits {
   maxEventBytes: number;
   /** Bytes of the result; a larger result ends the call with OUTPUT_LIMIT_EXCEEDED. */
   maxResultBytes: number;
+  /**
+   * Host calls that need the main thread (get-state, set-state, outgoing HTTP)
+   * per call; past it they are refused in the worker (nothing more reaches the
+   * main thread) and the call ends with OUTPUT_LIMIT_EXCEEDED.
+   */
+  maxHostCalls: number;
 }
 
 export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = {
@@ -103,6 +109,7 @@ export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = {
   maxEvents: 10_000,
   maxEventBytes: 16 * 1024 * 1024,
   maxResultBytes: 16 * 1024 * 1024,
+  maxHostCalls: 10_000,
 };
 
 /** Worker → main, while the guest runs. */
@@ -110,7 +117,9 @@ export type WorkerMessage =
   | { type: 'progress'; pct?: number; message?: string }
   | { type: 'delta'; data: string }
   | { type: 'log'; level: LogLevel; message: string; source: 'guest' | 'stdout' | 'stderr' }
-  | { type: 'rpc'; id: number; request: RpcRequest };
+  | { type: 'rpc'; id: number; request: RpcRequest }
+  /** Once per call, when the guest went past one of its limits in the worker (`limit`: the limit's config key). */
+  | { type: 'limit'; limit: string; message: string };
 
 /** What a worker posts on its `parentPort`. */
 export type WorkerPost =

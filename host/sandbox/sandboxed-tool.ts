@@ -6,6 +6,7 @@ import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { SandboxPool } from './pool.js';
 import { GuestNetwork } from './guest-network.js';
+import { isInside } from './cache-location.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
@@ -15,6 +16,10 @@ export interface ComponentHandle {
   moduleUrl: string;
   /** The core modules compiled with their memory capped at `memoryMb` (once per cap). */
   modulesFor(memoryMb: number): Promise<CoreModules>;
+  /** The transpile cache's directory: a call whose writable worktree holds it is refused. */
+  cacheDir?: string;
+  /** Whether the component was quarantined (its instances hang while they initialize). */
+  quarantined?: () => boolean;
 }
 
 export interface SandboxedToolSpec {
@@ -73,15 +78,43 @@ export class SandboxedTool implements Tool {
 
   async invoke(args: unknown, ctx: ToolContext, events: RunnerSink): Promise<ToolRun> {
     const context: GuestCallContext = { callId: ctx.callId };
-    if (ctx.conversationId !== undefined) context.conversationId = ctx.conversationId;
+    // An empty conversation id is no conversation (as for state): in
+    // `conversation` isolation it must not name one instance every such caller shares.
+    if (ctx.conversationId) context.conversationId = ctx.conversationId;
     if (ctx.sessionId !== undefined) context.sessionId = ctx.sessionId;
     if (ctx.agentName !== undefined) context.agentName = ctx.agentName;
 
+    if (this.#component.quarantined?.()) {
+      throw new ToolhostError('COMPONENT_INVALID', `component "${this.#component.name}" is quarantined: its instances hung while they initialized (a worker preparing one was stopped twice); load it again to lift the quarantine`, {
+        details: { reason: 'quarantined' },
+      });
+    }
+    const worktree = ctx.capabilities.filesystem;
+    if (worktree && !worktree.readOnly && this.#component.cacheDir !== undefined && isInside(this.#component.cacheDir, worktree.root)) {
+      // The guest could rewrite the glue the host imports (host code execution).
+      throw new ToolhostError('PERMISSION_DENIED', `the worktree ${worktree.root} holds the transpile cache (${this.#component.cacheDir}), and a guest must never be able to write it; move the cache (host.pool.cache_dir) outside every worktree`, {
+        details: { reason: 'cache-in-worktree' },
+      });
+    }
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
     const network = new GuestNetwork(ctx, events.hardSignal);
+    /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
+    let overLimit: { limit: string; message: string } | undefined;
+    const hostCalls = { count: 0 };
+    // Past a limit the guest is stopped at once (its worker is replaced): it
+    // may well go on looping over refusals otherwise.
+    const limitStop = new AbortController();
+    const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
+      details: { reason: 'host-calls', limit: overLimit!.limit, max: this.#limits.maxHostCalls },
+      callId: ctx.callId,
+    });
     // Compile (once per cap) on the main thread before a worker is involved; a
     // component that needs more memory at start than the cap fails here.
     await this.#component.modulesFor(memoryMb);
+    const accountNetwork = (): void => {
+      if (network.denied.length === 0) return;
+      events.account({ networkDenied: network.denied, ...(network.deniedCount > network.denied.length ? { networkDeniedCount: network.deniedCount } : {}) });
+    };
     const outcome = await this.#pool.run(
       {
         kind: 'call',
@@ -100,7 +133,7 @@ export class SandboxedTool implements Tool {
         },
       },
       {
-        signal: events.hardSignal,
+        signal: AbortSignal.any([events.hardSignal, limitStop.signal]),
         cancelSignal: ctx.signal,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {
@@ -113,11 +146,19 @@ export class SandboxedTool implements Tool {
         onMessage: (message) => {
           if (message.type === 'progress') events.progress(message.pct, message.message);
           else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
-          else events.log(message.level, message.message, message.source);
+          else if (message.type === 'limit') {
+            if (overLimit !== undefined) return;
+            overLimit = { limit: message.limit, message: message.message };
+            events.limit?.(message.limit);
+            limitStop.abort(overLimitError());
+          } else events.log(message.level, message.message, message.source);
         },
-        rpc: (request) => this.#answer(request, ctx, network),
+        rpc: (request) => this.#answer(request, ctx, network, hostCalls),
       },
-    );
+    ).catch((error: unknown) => {
+      accountNetwork();
+      throw error;
+    });
     const { accounting } = outcome;
     events.account({
       queuedMs: round(accounting.queuedMs ?? 0),
@@ -129,7 +170,8 @@ export class SandboxedTool implements Tool {
       ...(accounting.peakMemoryBytes === undefined ? {} : { peakMemoryBytes: accounting.peakMemoryBytes }),
       ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
     });
-    if (network.denied.length > 0) events.account({ networkDenied: network.denied });
+    accountNetwork();
+    if (overLimit !== undefined) throw overLimitError();
     // What the network policy refused is a fact for the call's accounting; the
     // error it leads to is decided by the call path's precedence table.
     if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
@@ -137,15 +179,24 @@ export class SandboxedTool implements Tool {
     return { output: parseMaybeJson(outcome.value), text: outcome.value };
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: GuestNetwork): Promise<unknown> {
+  async #answer(request: RpcRequest, ctx: ToolContext, network: GuestNetwork, hostCalls: { count: number }): Promise<unknown> {
+    if (request.op === 'modules') {
+      if (request.componentId !== this.#component.id) throw new Error('unknown component');
+      return this.#component.modulesFor(request.memoryMb);
+    }
+    // The worker refuses host calls past the limit; this is the main thread's own check.
+    hostCalls.count += 1;
+    if (hostCalls.count > this.#limits.maxHostCalls) throw new Error(`OUTPUT_LIMIT_EXCEEDED: more than ${this.#limits.maxHostCalls} host calls in one call`);
     switch (request.op) {
-      case 'modules':
-        if (request.componentId !== this.#component.id) throw new Error('unknown component');
-        return this.#component.modulesFor(request.memoryMb);
       case 'get-state':
         return ctx.state.getRaw(request.key);
       case 'set-state':
-        await ctx.state.setRaw(request.key, request.value);
+        try {
+          await ctx.state.setRaw(request.key, request.value);
+        } catch (error) {
+          // The guest gets a string: lead with the stable code so it can tell a limit from a failure.
+          throw error instanceof ToolhostError ? new Error(`${error.code}: ${error.message}`) : error;
+        }
         return null;
       case 'http':
         return network.send(request.request);

@@ -21,7 +21,7 @@ import { Extensions } from '../extensions.js';
 import type { Logger } from '../logger.js';
 import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
-import { ConversationState, InMemoryStateStore, type StateStore } from '../state.js';
+import { ConversationState, InMemoryStateStore, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
 import type { ToolRun } from '../tool.js';
 import { nestsDeeperThan } from '../result-depth.js';
 import type { AdmittedCall } from './admission.js';
@@ -34,6 +34,8 @@ export const DEFAULT_CANCEL_GRACE_MS = 500;
 /** What a running call needs from the host. */
 export interface CallDeps {
   stateStore: StateStore;
+  /** The state limits (the value size is checked here for any store; the scratch store of a call without a conversation enforces all). */
+  stateLimits: StateLimits;
   logger: Logger;
   cancelGraceMs: number;
   retry: RetryOptions;
@@ -46,6 +48,8 @@ export interface CallDeps {
   maxResultDepth: number;
   /** Told about every terminal event of an accepted or rejected call (metrics). */
   onFinished(tool: string, event: TerminalEvent): void;
+  /** Told about every time a call hit one of the host's limits (metrics); `limit` is the limit's config key. */
+  onLimit(tool: string, limit: string): void;
 }
 
 /** A call refused after it was tracked (by the approval hook): it ends with `stage: 'rejected'`. */
@@ -95,11 +99,13 @@ export class Call {
       account: (partial) => {
         this.#measured = { ...this.#measured, ...partial };
       },
+      limit: (limit) => deps.onLimit(tool.name, limit),
       hardSignal: this.#hard.signal,
     };
+    const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
     const state = options.conversationId
-      ? new ConversationState(deps.stateStore, options.conversationId, deps.logger)
-      : new ConversationState(new InMemoryStateStore(), this.id, deps.logger);
+      ? new ConversationState(deps.stateStore, options.conversationId, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
+      : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
     this.context = {
       callId: this.id,
       ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),

@@ -48,6 +48,9 @@ export class HostBridge {
   #messages = 0;
   #events = 0;
   #eventBytes = 0;
+  #hostCalls = 0;
+  /** Set once the guest went past its host-call limit: later host calls are refused here. */
+  #hostCallsExceeded = false;
   /** Why the call went over its output limits, once it has. */
   exceeded: string | undefined;
 
@@ -84,6 +87,9 @@ export class HostBridge {
   }
 
   post(message: WorkerMessage): void {
+    // Past the host-call limit, the host's own warnings about refused calls
+    // (a failed get-state is reported as a log line) would be a flood of their own.
+    if (this.#hostCallsExceeded && message.type === 'log' && message.source === 'guest') return;
     this.#messages += 1;
     const post: WorkerPost = { toolhost: 'task', taskId: this.#taskId, threadId, message };
     parentPort?.postMessage(post);
@@ -114,6 +120,17 @@ export class HostBridge {
   request(request: RpcRequest, timeoutMs = request.op === 'http' ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS): unknown {
     const port = replies;
     if (!port) throw new Error('the worker has no channel to the main thread');
+    if (request.op !== 'modules' && this.#limits) {
+      this.#hostCalls += 1;
+      if (this.#hostCalls > this.#limits.maxHostCalls) {
+        const message = `the guest made more than ${this.#limits.maxHostCalls} host calls (state, HTTP) in one call`;
+        if (!this.#hostCallsExceeded) {
+          this.#hostCallsExceeded = true;
+          this.post({ type: 'limit', limit: 'host_calls_per_call', message });
+        }
+        throw new Error(`OUTPUT_LIMIT_EXCEEDED: ${message}`);
+      }
+    }
     const id = nextRpcId++;
     Atomics.store(this.#control, CONTROL_RPC_DOORBELL, 0);
     this.post({ type: 'rpc', id, request });
