@@ -1,0 +1,149 @@
+/** The configuration in the host's terms: what `resolveConfig` returns, section by section. */
+import type { ExecutionPolicyInput, PolicyDefaults } from '../policy/execution-policy.js';
+import type { JsonSchema } from '../core/tool.js';
+import type { RetryOptions } from '../core/retry.js';
+import type { SandboxOptions } from '../sandbox/loader.js';
+import type { StateLimits } from '../core/state.js';
+import type { ToolGrant } from '../policy/grant.js';
+import type { WasmLoadOptions } from '../core/registry.js';
+
+/** Where a value came from in the config file (for messages about it later, e.g. a failed load). */
+export interface ConfigOrigin {
+  file: string;
+  line: number;
+  column: number;
+}
+
+/** One `registerWasmTools` call: a component file or directory, with its options. */
+export interface ToolLoad {
+  /** Absolute path. */
+  path: string;
+  options: WasmLoadOptions;
+  /** The config entry it came from (absent for the embedded defaults). */
+  origin?: ConfigOrigin;
+}
+
+/** A native HTTP streaming tool (implemented elsewhere; passed through as configured). */
+export interface HttpToolSpec {
+  name: string;
+  description: string;
+  url: string;
+  /** Absent: the tool's own default. */
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  headers: Record<string, string>;
+  timeoutMs?: number;
+  inputSchema: JsonSchema;
+  grant: ToolGrant;
+  defaultPolicy?: ExecutionPolicyInput;
+  origin?: ConfigOrigin;
+}
+
+export interface McpServerSpecBase {
+  /** The namespace of its tools (`<name>.<tool>`). */
+  name: string;
+  timeoutMs?: number;
+  /** The grant of every tool imported from it. */
+  grant: ToolGrant;
+  defaultPolicy?: ExecutionPolicyInput;
+  origin?: ConfigOrigin;
+}
+
+/** An MCP server started as a child process, spoken to over stdio. */
+export interface McpStdioServerSpec extends McpServerSpecBase {
+  transport: 'stdio';
+  /** A program name looked up on PATH, or an absolute path (a relative path with a `/` was resolved). */
+  command: string;
+  args: string[];
+  /** Added to the child's environment. */
+  env: Record<string, string>;
+  /** Absolute; the config file's directory unless set. */
+  cwd: string;
+}
+
+/** An MCP server reached over Streamable HTTP. */
+export interface McpHttpServerSpec extends McpServerSpecBase {
+  transport: 'http';
+  url: string;
+  headers: Record<string, string>;
+  /** The environment variable holding a bearer token to send (read when connecting). */
+  bearerTokenEnv?: string;
+}
+
+export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec;
+
+/** The servers `toolhost serve` starts. */
+export interface ServerSettings {
+  mcp: {
+    http: {
+      enabled: boolean;
+      host: string;
+      port: number;
+      /** Host header values accepted (absent: the server's own default). */
+      allowedHosts?: string[];
+      /** The environment variable holding the bearer token clients must send (absent: none required). */
+      bearerTokenEnv?: string;
+      /** Origin header values accepted (absent: the server's own default). */
+      allowedOrigins?: string[];
+      maxSessions: number;
+      maxSessionsPerClient: number;
+      sessionIdleMs: number;
+      maxBodyBytes: number;
+    };
+  };
+  grpc: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    maxReceiveMessageBytes: number;
+    maxSendMessageBytes: number;
+    /** The environment variable holding the token clients must send (default: the MCP server's). */
+    bearerTokenEnv?: string;
+    health: boolean;
+    reflection: boolean;
+  };
+}
+
+/** The configuration in the host's terms. */
+export interface ResolvedConfig {
+  /** The config file (absolute), or undefined for the embedded defaults. */
+  file?: string;
+  /** What relative paths were resolved against: the config file's directory. */
+  baseDir: string;
+  /** The host log's level: `TOOLHOST_LOG`, else `host.log_level`, else `warn`. */
+  logLevel: string;
+  /** Defaults and ceilings, merged over DEFAULT_POLICY_DEFAULTS. */
+  defaults: PolicyDefaults;
+  cancelGraceMs: number;
+  /** Call id rules (only what the file sets; the registry defaults the rest). */
+  callIds: { maxLength?: number; rememberedBytes?: number };
+  retry: RetryOptions;
+  /** Pool and output options (only what the file sets; the sandbox defaults the rest). `cacheDir` is absolute. */
+  sandbox: SandboxOptions;
+  /** `host.output_limits.max_result_depth`, when set (the registry's default otherwise). */
+  maxResultDepth?: number;
+  /** State limits (only what the file sets; the registry defaults the rest). */
+  stateLimits: Partial<StateLimits>;
+  /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
+  approval: 'never' | 'always';
+  /** `stderr`, or the absolute path of the audit log file. */
+  auditLog: 'stderr' | { file: string };
+  /** Components to load, in order. */
+  tools: ToolLoad[];
+  httpTools: HttpToolSpec[];
+  mcpServers: McpServerSpec[];
+  servers: ServerSettings;
+  /** Expose load/unload as MCP admin tools. */
+  adminTools: boolean;
+  /** A fleet on Redis (absent: everything in process). */
+  cluster?: ClusterSettings;
+}
+
+/** The `cluster` section, camelCased (defaults are the fleet layer's). */
+export interface ClusterSettings {
+  redis: string;
+  keyPrefix?: string;
+  leaseMs?: number;
+  commandTimeoutMs?: number;
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number };
+  limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
+}
