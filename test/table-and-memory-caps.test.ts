@@ -141,11 +141,16 @@ describe('a component whose spare instances hang', () => {
       // was handed that worker, it never started there, and the pool runs it again).
       const honest = await registry.execute('honest', {});
       expect(honest.error ?? honest.structuredContent).toEqual({ ok: true });
-      const second = await registry.execute('grow_table', {}, armed);
-      expect(second.error ?? second.structuredContent).toEqual({ pages: 65536 });
-      expect((await registry.execute('honest', {})).structuredContent).toEqual({ ok: true });
-      const quarantined = await registry.execute('grow_table', {}, armed);
-      expect(quarantined.error).toMatchObject({ code: 'COMPONENT_INVALID', details: { reason: 'quarantined' } });
+      // The second hang is seen when its spare's clock runs out, which may come after the next call or two:
+      // keep calling (a bounded number of times) until the component is quarantined.
+      let quarantined: Awaited<ReturnType<typeof registry.execute>> | undefined;
+      for (let attempt = 0; attempt < 8 && quarantined === undefined; attempt += 1) {
+        const next = await registry.execute('grow_table', {}, armed);
+        if (next.error?.code === 'COMPONENT_INVALID') quarantined = next;
+        else expect(next.error ?? next.structuredContent).toEqual({ pages: 65536 });
+        expect((await registry.execute('honest', {})).structuredContent).toEqual({ ok: true });
+      }
+      expect(quarantined?.error).toMatchObject({ code: 'COMPONENT_INVALID', details: { reason: 'quarantined' } });
       expect((await registry.execute('honest', {})).structuredContent).toEqual({ ok: true });
     } finally {
       await registry.close();
