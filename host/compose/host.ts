@@ -14,7 +14,7 @@ import type { ResolvedConfig } from '../config/resolve.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { McpImport } from '../servers/mcp-import.js';
 import { createDefaultLogger } from '../core/logger.js';
-import { openFleet, type Fleet } from '../fleet/index.js';
+import type { Fleet } from '../fleet/index.js';
 import { registerAdminTools } from './admin-tools.js';
 import { registerFleetTools } from './fleet-tools.js';
 import { importConfiguredMcpServers, registerConfiguredComponents, registerHttpTools } from './configured-tools.js';
@@ -56,7 +56,8 @@ export interface CreateHostOptions {
 export async function createHost(config: ResolvedConfig = embeddedConfig().resolved, options: CreateHostOptions = {}): Promise<Host> {
   const base = registryOptions(config, options.overrides);
   // A fleet: state and calls in Redis, unless an embedder passed its own state store.
-  const fleet = config.cluster === undefined ? undefined : openFleet({ ...config.cluster, ...(options.describeHost === undefined ? {} : { describe: options.describeHost }) }, base.logger ?? createDefaultLogger());
+  // The Redis client loads only for a host in a fleet.
+  const fleet = config.cluster === undefined ? undefined : (await import('../fleet/index.js')).openFleet({ ...config.cluster, ...(options.describeHost === undefined ? {} : { describe: options.describeHost }) }, base.logger ?? createDefaultLogger());
   const registry = createRegistry(fleet === undefined ? base : { stateStore: fleet.stateStore, ...base, fleet: fleet.directory });
   const imports: McpImport[] = [];
   const host: Host = {
