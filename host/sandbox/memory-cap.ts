@@ -15,6 +15,8 @@
  * maxima is within the cap.
  */
 
+import { WasmReader, encodeLeb } from './wasm-binary.js';
+
 const WASM_PAGE = 64 * 1024;
 const TABLE_SECTION = 4;
 const MEMORY_SECTION = 5;
@@ -39,7 +41,7 @@ export interface CappedModule {
 /** The memories a module defines: their initial sizes and declared maxima, in pages. */
 export function definedMemories(bytes: Uint8Array): Array<{ min: number; max: number | undefined }> {
   const memories: Array<{ min: number; max: number | undefined }> = [];
-  const reader = new Reader(bytes, 8);
+  const reader = new WasmReader(bytes, 8);
   while (reader.offset < bytes.length) {
     const id = reader.byte();
     const size = reader.leb();
@@ -60,7 +62,7 @@ export function definedMemories(bytes: Uint8Array): Array<{ min: number; max: nu
 /** The tables a module defines: their initial sizes and declared maxima, in elements. */
 export function definedTables(bytes: Uint8Array): Array<{ min: number; max: number | undefined }> {
   const tables: Array<{ min: number; max: number | undefined }> = [];
-  const reader = new Reader(bytes, 8);
+  const reader = new WasmReader(bytes, 8);
   while (reader.offset < bytes.length) {
     const id = reader.byte();
     const size = reader.leb();
@@ -144,51 +146,14 @@ export function coreInstantiations(glue: string): Map<string, number> {
   return counts;
 }
 
-class Reader {
-  offset: number;
-  constructor(readonly bytes: Uint8Array, offset: number) {
-    this.offset = offset;
-  }
 
-  byte(): number {
-    const value = this.bytes[this.offset];
-    if (value === undefined) throw new Error('unexpected end of the module');
-    this.offset += 1;
-    return value;
-  }
-
-  /** An unsigned LEB128 (u32 or u64; returned as a number, exact up to 2^53). */
-  leb(): number {
-    let result = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = this.byte();
-      result += (byte & 0x7f) * scale;
-      if ((byte & 0x80) === 0) return result;
-      scale *= 128;
-      if (scale > 2 ** 63) throw new Error('malformed LEB128');
-    }
-  }
-}
-
-function encodeLeb(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  do {
-    let byte = rest % 128;
-    rest = Math.floor(rest / 128);
-    if (rest > 0) byte |= 0x80;
-    out.push(byte);
-  } while (rest > 0);
-  return out;
-}
 
 /**
  * Rewrite every memory the module defines to a maximum of at most
  * `maxPages`, and every table to at most `maxTableElements` elements.
  */
 export function capModuleMemory(bytes: Uint8Array, maxPages: number, maxTableElements = DEFAULT_TABLE_ELEMENTS): CappedModule {
-  const reader = new Reader(bytes, 8);
+  const reader = new WasmReader(bytes, 8);
   const chunks: Uint8Array[] = [bytes.subarray(0, 8)];
   let definesMemory = false;
   let initialPages = 0;

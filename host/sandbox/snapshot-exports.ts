@@ -13,6 +13,8 @@
  * immutable global cannot change, so it is not exported.
  */
 
+import { WasmReader, encodeLeb } from './wasm-binary.js';
+
 export const SNAPSHOT_EXPORT_PREFIX = 'toolhost:snapshot:';
 
 const SECTION = { custom: 0, import: 2, table: 4, memory: 5, global: 6, export: 7 } as const;
@@ -20,43 +22,7 @@ const SECTION = { custom: 0, import: 2, table: 4, memory: 5, global: 6, export: 
 const SECTION_ORDER = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
 const KIND = { func: 0, table: 1, memory: 2, global: 3, tag: 4 } as const;
 
-class Reader {
-  offset: number;
-  constructor(readonly bytes: Uint8Array, offset = 0) {
-    this.offset = offset;
-  }
-
-  byte(): number {
-    const value = this.bytes[this.offset];
-    if (value === undefined) throw new Error('unexpected end of the module');
-    this.offset += 1;
-    return value;
-  }
-
-  leb(): number {
-    let result = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = this.byte();
-      result += (byte & 0x7f) * scale;
-      if ((byte & 0x80) === 0) return result;
-      scale *= 128;
-      if (scale > 2 ** 63) throw new Error('malformed LEB128');
-    }
-  }
-
-  skip(count: number): void {
-    this.offset += count;
-    if (this.offset > this.bytes.length) throw new Error('unexpected end of the module');
-  }
-
-  name(): string {
-    const length = this.leb();
-    const start = this.offset;
-    this.skip(length);
-    return Buffer.from(this.bytes.subarray(start, start + length)).toString('utf8');
-  }
-
+class Reader extends WasmReader {
   /** A value type or reference type (the one-byte forms, and (ref null? ht) with a heap type). */
   valueType(): void {
     const type = this.byte();
@@ -121,17 +87,6 @@ class Reader {
   }
 }
 
-function encodeLeb(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  do {
-    let byte = rest % 128;
-    rest = Math.floor(rest / 128);
-    if (rest > 0) byte |= 0x80;
-    out.push(byte);
-  } while (rest > 0);
-  return out;
-}
 
 function encodeName(name: string): number[] {
   const bytes = Buffer.from(name, 'utf8');
