@@ -45,7 +45,7 @@ async function served(config: string): Promise<string[]> {
   }
 }
 
-describe('one config, one set of tools', () => {
+describe.concurrent('one config, one set of tools', () => {
   let http: Server;
   let config = '';
 

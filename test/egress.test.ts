@@ -748,18 +748,20 @@ describe('egressFetch and friends (local servers on 127.0.0.1)', () => {
 
   it('times out: no response headers, a stalled body, a connection that never completes', async () => {
     const full = checker('FULL_ACCESS');
-    const hang = await failure(egressFetch(get(`${base}/hang`, { firstByteTimeoutMs: 200 }), full));
-    expect(wasiHttpErrorCodeOf(hang)).toEqual({ tag: 'HTTP-response-timeout' });
-
-    const stall = await failure(egressFetch(get(`${base}/stall`, { betweenBytesTimeoutMs: 200 }), full));
-    expect(wasiHttpErrorCodeOf(stall)).toEqual({ tag: 'connection-read-timeout' });
-
-    // https to a server that accepts TCP but never does the TLS handshake.
+    // Three independent requests, each waiting out its own timeout: at once.
     const started = Date.now();
-    const connect = await failure(egressFetch(get(`https://pinned.test:${silentPort}/`, { connectTimeoutMs: 300 }), checker('EGRESS_RESTRICTED', ['pinned.test'])));
+    const [hang, stall, connect] = await Promise.all([
+      failure(egressFetch(get(`${base}/hang`, { firstByteTimeoutMs: 200 }), full)),
+      failure(egressFetch(get(`${base}/stall`, { betweenBytesTimeoutMs: 200 }), full)),
+      // https to a server that accepts TCP but never does the TLS handshake.
+      failure(egressFetch(get(`https://pinned.test:${silentPort}/`, { connectTimeoutMs: 300 }), checker('EGRESS_RESTRICTED', ['pinned.test']))),
+    ]);
+    expect(wasiHttpErrorCodeOf(hang)).toEqual({ tag: 'HTTP-response-timeout' });
+    expect(wasiHttpErrorCodeOf(stall)).toEqual({ tag: 'connection-read-timeout' });
     expect(wasiHttpErrorCodeOf(connect)).toEqual({ tag: 'connection-timeout' });
     expect(Date.now() - started).toBeLessThan(5000);
   });
+
 
   it('aborts on the signal', async () => {
     const controller = new AbortController();

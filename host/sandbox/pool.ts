@@ -9,7 +9,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
@@ -103,6 +103,10 @@ function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
 function workerScript(): { filename: string; execArgv: string[] } {
   const compiled = new URL('./worker/bootstrap.cjs', import.meta.url);
   if (existsSync(fileURLToPath(compiled))) return { filename: compiled.href, execArgv: [] };
+  // From the sources, a built worker may be named instead (the test suite builds dist/ first): booting tsx in
+  // every worker thread costs ~300 ms of CPU per worker. A built toolhost never reads this.
+  const built = process.env.TOOLHOST_DEV_WORKER;
+  if (built) return { filename: pathToFileURL(built).href, execArgv: [] };
   return { filename: new URL('./worker/dev-bootstrap.cjs', import.meta.url).href, execArgv: [] };
 }
 
