@@ -4,8 +4,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Several real `toolhost serve` processes on one Redis: `npm run test:fleet` (vitest.fleet.config.ts).
-    exclude: ['test/fleet/**', '**/node_modules/**'],
+    // Several real `toolhost serve` processes on one Redis: `npm run test:fleet` (vitest.fleet.config.ts);
+    // property-based fuzzing: `npm run test:fuzz` (vitest.fuzz.config.ts).
+    exclude: ['test/fleet/**', 'test/fuzz/**', '**/node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 180_000,

@@ -100,11 +100,38 @@ export function loadToolPackageDefinition(): PackageDefinition {
   return cached;
 }
 
-/** The ToolService definition, ready for `server.addService`. */
+/** Where a request that did not decode carries why (see `toolServiceDefinition`). */
+const kMalformed = Symbol.for('toolhost.grpc.malformed-request');
+
+/** Why a request did not decode as its message type, or undefined for a decoded one. */
+export function malformedRequestReason(request: unknown): string | undefined {
+  return typeof request === 'object' && request !== null ? (request as { [kMalformed]?: string })[kMalformed] : undefined;
+}
+
+/**
+ * The ToolService definition, ready for `server.addService`. A request whose
+ * bytes do not decode reaches the handler as a value saying why (so it is
+ * answered INVALID_ARGUMENT with INVALID_INPUT), where grpc-js alone would
+ * answer INTERNAL before any handler ran.
+ */
 export function toolServiceDefinition(): ServiceDefinition {
   const definition = loadToolPackageDefinition()[TOOL_SERVICE_NAME];
   if (definition === undefined || 'format' in definition) {
     throw new Error(`toolhost: ${TOOL_SERVICE_NAME} is missing from ${TOOL_PROTO_RELATIVE_PATH}`);
   }
-  return definition as ServiceDefinition;
+  const service: ServiceDefinition = {};
+  for (const [name, method] of Object.entries(definition as ServiceDefinition)) {
+    const decode = method.requestDeserialize;
+    service[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return decode(bytes);
+        } catch (error) {
+          return { [kMalformed]: error instanceof Error ? error.message : String(error) };
+        }
+      },
+    };
+  }
+  return service;
 }

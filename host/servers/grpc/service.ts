@@ -46,6 +46,7 @@ import { isTerminal, type TerminalEvent, type ToolEvent } from '../../core/event
 import type { Logger } from '../../core/logger.js';
 import type { ToolRegistry } from '../../core/registry.js';
 import { parseToolCall, requestCallId, requestCallIdProblem, type ParsedToolCall } from './call-request.js';
+import { malformedRequestReason } from './proto.js';
 import { FrameBuilder } from './frames.js';
 import type { ToolCallMessage, ToolErrorMessage, ToolFrameMessage } from './proto.js';
 import { CALL_ID_METADATA_KEY, toServiceError } from './status.js';
@@ -130,6 +131,10 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
     Cancel(call, callback) {
       const auth = authenticate(call);
       if ('refused' in auth) return callback(auth.refused);
+      const malformed = malformedRequestReason(call.request);
+      if (malformed !== undefined) {
+        return callback(toServiceError({ code: 'INVALID_INPUT', message: `the request is not a valid sw4rm.tool.ToolCall message: ${malformed}`, details: { reason: 'malformed' } }));
+      }
       const callId = typeof call.request.call_id === 'string' ? call.request.call_id : '';
       if (callId.length === 0) {
         callback(null, { call_id: '', error_code: 'NOT_FOUND', message: 'call_id is empty: there is no call to cancel' });
@@ -271,6 +276,10 @@ type Started = { stream: CallStream; unwatch: () => void } | { refused: ReturnTy
 /** Parse the request, start the call with a signal the client's cancel and deadline abort, and send the call id. */
 function startCall(context: ServiceContext, principal: Principal, call: SurfaceCall): Started {
   const { registry, options, log, owners } = context;
+  const malformed = malformedRequestReason(call.request);
+  if (malformed !== undefined) {
+    return { refused: toServiceError({ code: 'INVALID_INPUT', message: `the request is not a valid sw4rm.tool.ToolCall message: ${malformed}`, details: { reason: 'malformed' } }) };
+  }
   const problem = requestCallIdProblem(call.request, context.maxCallIdLength);
   if (problem !== undefined) {
     options.limitMetrics?.refused('grpc', 'call_id');
