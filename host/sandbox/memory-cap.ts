@@ -15,7 +15,7 @@
  * maxima is within the cap.
  */
 
-import { WasmReader, encodeLeb } from './wasm-binary.js';
+import { WasmReader, concatBytes, encodeLeb } from './wasm-binary.js';
 
 const WASM_PAGE = 64 * 1024;
 const TABLE_SECTION = 4;
@@ -38,47 +38,36 @@ export interface CappedModule {
   initialTableElements: number;
 }
 
-/** The memories a module defines: their initial sizes and declared maxima, in pages. */
-export function definedMemories(bytes: Uint8Array): Array<{ min: number; max: number | undefined }> {
-  const memories: Array<{ min: number; max: number | undefined }> = [];
+/** The limits (initial size and declared maximum) of each memory or table a module defines. */
+function definedLimits(bytes: Uint8Array, section: typeof MEMORY_SECTION | typeof TABLE_SECTION): Array<{ min: number; max: number | undefined }> {
+  const found: Array<{ min: number; max: number | undefined }> = [];
   const reader = new WasmReader(bytes, 8);
   while (reader.offset < bytes.length) {
     const id = reader.byte();
     const size = reader.leb();
     const end = reader.offset + size;
-    if (id === MEMORY_SECTION) {
+    if (id === section) {
       const count = reader.leb();
       for (let i = 0; i < count; i += 1) {
+        if (section === TABLE_SECTION) reader.byte(); // a table's element type comes before its limits
         const flags = reader.byte();
         const min = reader.leb();
-        memories.push({ min, max: (flags & 0x01) !== 0 ? reader.leb() : undefined });
+        found.push({ min, max: (flags & 0x01) !== 0 ? reader.leb() : undefined });
       }
     }
     reader.offset = end;
   }
-  return memories;
+  return found;
+}
+
+/** The memories a module defines: their initial sizes and declared maxima, in pages. */
+export function definedMemories(bytes: Uint8Array): Array<{ min: number; max: number | undefined }> {
+  return definedLimits(bytes, MEMORY_SECTION);
 }
 
 /** The tables a module defines: their initial sizes and declared maxima, in elements. */
 export function definedTables(bytes: Uint8Array): Array<{ min: number; max: number | undefined }> {
-  const tables: Array<{ min: number; max: number | undefined }> = [];
-  const reader = new WasmReader(bytes, 8);
-  while (reader.offset < bytes.length) {
-    const id = reader.byte();
-    const size = reader.leb();
-    const end = reader.offset + size;
-    if (id === TABLE_SECTION) {
-      const count = reader.leb();
-      for (let i = 0; i < count; i += 1) {
-        reader.byte();
-        const flags = reader.byte();
-        const min = reader.leb();
-        tables.push({ min, max: (flags & 0x01) !== 0 ? reader.leb() : undefined });
-      }
-    }
-    reader.offset = end;
-  }
-  return tables;
+  return definedLimits(bytes, TABLE_SECTION);
 }
 
 /**
@@ -204,12 +193,5 @@ export function capModuleMemory(bytes: Uint8Array, maxPages: number, maxTableEle
     if (reader.offset !== contentEnd) throw new Error('malformed memory section');
     chunks.push(Uint8Array.from([id, ...encodeLeb(content.length), ...content]));
   }
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return { bytes: out, definesMemory, initialPages, initialTableElements };
+  return { bytes: concatBytes(chunks), definesMemory, initialPages, initialTableElements };
 }

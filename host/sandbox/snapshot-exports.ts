@@ -13,7 +13,7 @@
  * immutable global cannot change, so it is not exported.
  */
 
-import { WasmReader, encodeLeb } from './wasm-binary.js';
+import { WasmReader, concatBytes, encodeLeb } from './wasm-binary.js';
 
 export const SNAPSHOT_EXPORT_PREFIX = 'toolhost:snapshot:';
 
@@ -207,12 +207,5 @@ export function exposeSnapshotState(bytes: Uint8Array): Uint8Array {
     chunks.push(bytes.subarray(section.start, section.end));
   }
   if (!placed) chunks.push(exportSection);
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
+  return concatBytes(chunks);
 }

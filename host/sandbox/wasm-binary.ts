@@ -57,3 +57,14 @@ export function encodeLeb(value: number): number[] {
   } while (rest > 0);
   return out;
 }
+
+/** The chunks of a rewritten module, joined into one buffer. */
+export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
