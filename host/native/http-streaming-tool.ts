@@ -1,7 +1,8 @@
 /**
  * The HTTP streaming tool: a native tool configured with a URL that sends its
  * call's arguments there and streams the response back as `delta` events.
- * (Over 400 lines: one call's stages share its abort, timeout and error state; the parsers live beside it.)
+ * (Over 400 lines: one call's stages share its abort, timeout and error state; the spec and its checks are in
+ * http-tool-spec.ts, the parsers beside this file.)
  *
  * What a call does:
  * 1. Builds an {@link EgressChecker} from the call's capabilities (its
@@ -57,58 +58,23 @@ import { ToolhostError, toolError } from '../core/errors.js';
 import type { RunnerSink } from '../core/events.js';
 import type { ToolContext } from '../core/context.js';
 import { richResult } from '../core/result.js';
-import type { JsonSchema, Tool, ToolGrant, ToolOutput, ToolRun } from '../core/tool.js';
-import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
+import type { Tool, ToolOutput, ToolRun } from '../core/tool.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
-import { EgressChecker, type EgressCheckerOptions } from '../net/egress-checker.js';
+import { EgressChecker } from '../net/egress-checker.js';
 import { EgressError, type EgressFailureKind } from '../net/errors.js';
-import { CLIENT_MANAGED_HEADERS } from '../net/headers.js';
 import {
   DEFAULT_BETWEEN_BYTES_TIMEOUT_MS,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FIRST_BYTE_TIMEOUT_MS,
-  DEFAULT_MAX_BODY_BYTES,
   type EgressRequest,
   type EgressStreamResponse,
 } from '../net/pinned-client.js';
 import { followRedirectsStream } from '../net/redirects.js';
+import { BODY_METHODS, checkSpec, type CheckedSpec, type HttpStreamingToolSpec } from './http-tool-spec.js';
 import { NdjsonParser, parseJson } from './ndjson-parser.js';
 import { SseParser } from './sse-parser.js';
 
-export type HttpToolMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** How an HTTP streaming tool is configured (the config file's `http_tools` entries map onto it). */
-export interface HttpStreamingToolSpec {
-  name: string;
-  description: string;
-  /** An absolute `http:` or `https:` URL, without credentials. */
-  url: string;
-  /** Default `POST`. */
-  method?: HttpToolMethod;
-  /** Sent with every request. `accept` (and `content-type`, `user-agent`) replace the defaults. */
-  headers?: Record<string, string>;
-  /** Time limit of one request, from sending it to the end of the body (ms). Default: none of its own (the call's budget). */
-  timeoutMs?: number;
-  /** Longest silence allowed between two pieces of the body (ms). Default 30 000 (or `timeoutMs` when shorter). */
-  idleTimeoutMs?: number;
-  /** Default `{ type: 'object' }`. */
-  inputSchema?: JsonSchema;
-  outputSchema?: JsonSchema;
-  /** What the tool may reach: the network label and the egress allowlist. Default: nothing (DENY_ALL). */
-  grant?: ToolGrant;
-  defaultPolicy?: ExecutionPolicyInput;
-  /** Default false. */
-  idempotent?: boolean;
-  readOnly?: boolean;
-  /** Cap on the response body, stream or not (bytes). Default 16 MiB; past it the call fails with HTTP_TOO_LARGE. */
-  maxBodyBytes?: number;
-  /** Redirects followed (each hop checked). Default 5. */
-  maxRedirects?: number;
-  /** Certificate authorities to trust for https (default: Node's). */
-  ca?: EgressRequest['ca'];
-  /** The checker's resolver and DNS timeout (tests inject a resolver). */
-  egress?: EgressCheckerOptions;
-}
+export type { HttpStreamingToolSpec, HttpToolMethod } from './http-tool-spec.js';
 
 /** The result of a streamed response. */
 export interface HttpStreamSummary {
@@ -122,10 +88,6 @@ export interface HttpStreamSummary {
   data: unknown[];
 }
 
-const METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
-const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
-const ACCEPT = 'text/event-stream, application/x-ndjson, application/jsonl, application/json;q=0.9, */*;q=0.8';
-const USER_AGENT = 'toolhost-http-tool';
 const SSE_TYPES: ReadonlySet<string> = new Set(['text/event-stream']);
 const NDJSON_TYPES: ReadonlySet<string> = new Set([
   'application/x-ndjson',
@@ -135,9 +97,6 @@ const NDJSON_TYPES: ReadonlySet<string> = new Set([
   'application/jsonlines',
   'application/x-jsonlines',
 ]);
-/** Headers the HTTP client sets itself (framing, the host): configuring them is an error. */
-const RESERVED_HEADERS: ReadonlySet<string> = new Set([...CLIENT_MANAGED_HEADERS, 'te', 'trailer']);
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** How much of an error response's body is read for its excerpt. */
 const EXCERPT_BYTES = 2048;
 /** How much of the excerpt goes into the error message. */
@@ -165,78 +124,6 @@ export function createHttpStreamingTool(spec: HttpStreamingToolSpec): Tool {
     invoke: (args, ctx, events) => runCall(config, args, ctx, events),
   };
   return tool;
-}
-
-interface CheckedSpec {
-  url: URL;
-  method: HttpToolMethod;
-  headers: Array<[string, string]>;
-  timeoutMs: number | undefined;
-  idleTimeoutMs: number | undefined;
-  maxBodyBytes: number;
-  maxRedirects: number;
-  ca: EgressRequest['ca'];
-  egress: EgressCheckerOptions | undefined;
-}
-
-function invalid(spec: Pick<HttpStreamingToolSpec, 'name'>, message: string): ToolhostError {
-  return new ToolhostError('INVALID_INPUT', `HTTP tool "${spec.name}": ${message}`);
-}
-
-function checkSpec(spec: HttpStreamingToolSpec): CheckedSpec {
-  let url: URL;
-  try {
-    url = new URL(spec.url);
-  } catch {
-    throw invalid(spec, `${JSON.stringify(spec.url)} is not an absolute URL`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(spec, `the URL must be http:// or https:// (got ${url.protocol})`);
-  if (url.username !== '' || url.password !== '') throw invalid(spec, 'the URL must not carry credentials (send an authorization header)');
-  url.hash = '';
-
-  const method = (spec.method ?? 'POST').toUpperCase();
-  if (!METHODS.has(method)) throw invalid(spec, `method must be one of ${[...METHODS].join(', ')} (got ${JSON.stringify(spec.method)})`);
-
-  const configured: Array<[string, string]> = [];
-  for (const [name, value] of Object.entries(spec.headers ?? {})) {
-    if (!TOKEN.test(name)) throw invalid(spec, `${JSON.stringify(name)} is not a valid header name`);
-    if (RESERVED_HEADERS.has(name.toLowerCase())) throw invalid(spec, `the ${name} header is set by the HTTP client and cannot be configured`);
-    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) throw invalid(spec, `the value of header ${name} must be a string without line breaks`);
-    configured.push([name, value]);
-  }
-  const has = (name: string): boolean => configured.some(([key]) => key.toLowerCase() === name);
-  const headers: Array<[string, string]> = [];
-  if (BODY_METHODS.has(method) && !has('content-type')) headers.push(['content-type', 'application/json']);
-  if (!has('accept')) headers.push(['accept', ACCEPT]);
-  if (!has('user-agent')) headers.push(['user-agent', USER_AGENT]);
-  headers.push(...configured);
-
-  const positive = (value: number | undefined, what: string): number | undefined => {
-    if (value === undefined) return undefined;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw invalid(spec, `${what} must be a positive number (got ${String(value)})`);
-    return value;
-  };
-  const maxRedirects = spec.maxRedirects ?? 5;
-  if (!Number.isInteger(maxRedirects) || maxRedirects < 0) throw invalid(spec, `maxRedirects must be a non-negative integer (got ${String(spec.maxRedirects)})`);
-
-  // A bad allowlist entry is a configuration error: say so now rather than at every call.
-  try {
-    parseEgressAllowlist(spec.grant?.egressAllow ?? []);
-  } catch (error) {
-    throw invalid(spec, error instanceof Error ? error.message : String(error));
-  }
-
-  return {
-    url,
-    method: method as HttpToolMethod,
-    headers,
-    timeoutMs: positive(spec.timeoutMs, 'timeoutMs'),
-    idleTimeoutMs: positive(spec.idleTimeoutMs, 'idleTimeoutMs'),
-    maxBodyBytes: positive(spec.maxBodyBytes, 'maxBodyBytes') ?? DEFAULT_MAX_BODY_BYTES,
-    maxRedirects,
-    ca: spec.ca,
-    egress: spec.egress,
-  };
 }
 
 /** A URL as shown in messages: no query string, no fragment. */
