@@ -156,6 +156,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (guest.host_calls_per_call !== undefined) sandbox.outputLimits = { ...sandbox.outputLimits, maxHostCalls: guest.host_calls_per_call };
   if (guest.table_elements !== undefined) sandbox.tableElements = guest.table_elements;
   if (guest.describe_ms !== undefined) sandbox.describeTimeoutMs = guest.describe_ms;
+  if (guest.spare_ms !== undefined) sandbox.spareTimeoutMs = guest.spare_ms;
   const stateLimits: Partial<StateLimits> = {};
   if (guest.state_value_bytes !== undefined) stateLimits.maxValueBytes = guest.state_value_bytes;
   if (guest.state_keys_per_conversation !== undefined) stateLimits.maxKeysPerConversation = guest.state_keys_per_conversation;

@@ -69,6 +69,7 @@ export interface HostSection {
     host_calls_per_call?: number;
     table_elements?: number;
     describe_ms?: number;
+    spare_ms?: number;
   };
   approval?: 'never' | 'always';
   /** `stderr` or a file path. */
