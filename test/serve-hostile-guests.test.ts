@@ -181,5 +181,10 @@ tools:
     expect(child.exitCode).toBeNull();
     const health = (await (await fetch(mcpUrl.replace(/\/mcp$/, '/healthz'))).json()) as { status: string };
     expect(health.status).toBe('ok');
+    // Each limit hit is counted on /metrics.
+    const metrics = await (await fetch(mcpUrl.replace(/\/mcp$/, '/metrics'))).text();
+    expect(metrics).toContain('toolhost_limit_hits_total{tool="state_flood",limit="host_calls_per_call"} 1');
+    expect(metrics).toContain('toolhost_limit_hits_total{tool="state_flood",limit="state_value_bytes"} 1');
+    expect(metrics).toContain('toolhost_limit_hits_total{tool="flood",limit="host_calls_per_call"} 1');
   });
 });

@@ -161,6 +161,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (guest.state_value_bytes !== undefined) stateLimits.maxValueBytes = guest.state_value_bytes;
   if (guest.state_keys_per_conversation !== undefined) stateLimits.maxKeysPerConversation = guest.state_keys_per_conversation;
   if (guest.state_bytes_per_conversation !== undefined) stateLimits.maxBytesPerConversation = guest.state_bytes_per_conversation;
+  if (guest.state_conversations !== undefined) stateLimits.maxConversations = guest.state_conversations;
 
   const tools = (config.tools ?? []).map((entry, i): ToolLoad => {
     const options: WasmLoadOptions = { grant: resolveGrant(entry.grant, baseDir) };

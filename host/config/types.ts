@@ -66,6 +66,7 @@ export interface HostSection {
     state_value_bytes?: number;
     state_keys_per_conversation?: number;
     state_bytes_per_conversation?: number;
+    state_conversations?: number;
     host_calls_per_call?: number;
     table_elements?: number;
     describe_ms?: number;

@@ -14,8 +14,15 @@ import type { Logger } from './logger.js';
  */
 export interface StateStore {
   get(conversationId: string, key: string): Promise<string | undefined>;
-  set(conversationId: string, key: string, value: string): Promise<void>;
+  /** Resolves to what the write cost others (conversations evicted to make room), when the store says. */
+  set(conversationId: string, key: string, value: string): Promise<void | StateWriteOutcome>;
   delete(conversationId: string, key: string): Promise<void>;
+}
+
+/** What a write did beside storing the value. */
+export interface StateWriteOutcome {
+  /** Conversations the store dropped (least recently used first) to stay within its conversation cap. */
+  evictedConversations: number;
 }
 
 /**
@@ -32,21 +39,27 @@ export interface StateLimits {
   maxKeysPerConversation: number;
   /** Bytes (keys plus values) one conversation may hold. */
   maxBytesPerConversation: number;
+  /**
+   * Conversations the in-memory store keeps (clients choose conversation ids, so without it any
+   * client could make the host hold any number); at the cap the least recently used one is evicted.
+   */
+  maxConversations: number;
 }
 
 export const DEFAULT_STATE_LIMITS: Readonly<StateLimits> = Object.freeze({
   maxValueBytes: 1024 * 1024,
   maxKeysPerConversation: 1000,
   maxBytesPerConversation: 16 * 1024 * 1024,
+  maxConversations: 10_000,
 });
 
 /** Which state limit a write hit (the name of its config key, for metrics and details). */
-export type StateLimitName = 'state_value_bytes' | 'state_keys_per_conversation' | 'state_bytes_per_conversation';
+export type StateLimitName = 'state_value_bytes' | 'state_keys_per_conversation' | 'state_bytes_per_conversation' | 'state_conversations';
 
 /** Check user-given state limits (messages name the option); returns them merged over the defaults. */
 export function resolveStateLimits(limits: Partial<StateLimits> = {}, option = 'options.stateLimits'): StateLimits {
   const resolved = { ...DEFAULT_STATE_LIMITS, ...limits };
-  for (const key of ['maxValueBytes', 'maxKeysPerConversation', 'maxBytesPerConversation'] as const) {
+  for (const key of ['maxValueBytes', 'maxKeysPerConversation', 'maxBytesPerConversation', 'maxConversations'] as const) {
     if (!Number.isInteger(resolved[key]) || resolved[key] < 1) throw new TypeError(`${option}.${key} must be a positive integer`);
   }
   return resolved;
@@ -59,8 +72,18 @@ export function stateLimitError(limit: StateLimitName, message: string, details:
 /**
  * The embedded default: a map in the main thread, which enforces every
  * {@link StateLimits} itself (it knows each conversation's keys and bytes).
+ *
+ * At `maxConversations`, a write to a new conversation evicts the least
+ * recently used one (read or written last) rather than being refused: clients
+ * choose conversation ids, so refusing would let one client that names many
+ * conversations lock every other client out of new ones for good (the MCP
+ * session table made the same choice). The cost, an evicted conversation
+ * starting empty again, falls on conversations nobody used for the longest;
+ * a deployment that needs state to outlive that runs a fleet store (Redis,
+ * with its own TTL). Each eviction is reported (`state_conversations`).
  */
 export class InMemoryStateStore implements StateStore {
+  /** In least-recently-used-first order: a use moves a conversation to the end. */
   readonly #conversations = new Map<string, { entries: Map<string, string>; bytes: number }>();
   readonly #limits: StateLimits;
 
@@ -68,17 +91,26 @@ export class InMemoryStateStore implements StateStore {
     this.#limits = resolveStateLimits(limits);
   }
 
-  async get(conversationId: string, key: string): Promise<string | undefined> {
-    return this.#conversations.get(conversationId)?.entries.get(key);
+  /** Conversations held. */
+  get conversations(): number {
+    return this.#conversations.size;
   }
 
-  async set(conversationId: string, key: string, value: string): Promise<void> {
+  async get(conversationId: string, key: string): Promise<string | undefined> {
+    const conversation = this.#conversations.get(conversationId);
+    if (conversation === undefined) return undefined;
+    this.#touch(conversationId, conversation);
+    return conversation.entries.get(key);
+  }
+
+  async set(conversationId: string, key: string, value: string): Promise<void | StateWriteOutcome> {
     const limits = this.#limits;
     const valueBytes = Buffer.byteLength(value);
     if (valueBytes > limits.maxValueBytes) {
       throw stateLimitError('state_value_bytes', `state value for "${key}" is ${valueBytes} bytes, over the limit of ${limits.maxValueBytes}`, { bytes: valueBytes, max: limits.maxValueBytes });
     }
-    const conversation = this.#conversations.get(conversationId) ?? { entries: new Map<string, string>(), bytes: 0 };
+    const existing = this.#conversations.get(conversationId);
+    const conversation = existing ?? { entries: new Map<string, string>(), bytes: 0 };
     const previous = conversation.entries.get(key);
     const keyBytes = Buffer.byteLength(key);
     const bytes = conversation.bytes - (previous === undefined ? 0 : keyBytes + Buffer.byteLength(previous)) + keyBytes + valueBytes;
@@ -88,9 +120,19 @@ export class InMemoryStateStore implements StateStore {
     if (bytes > limits.maxBytesPerConversation) {
       throw stateLimitError('state_bytes_per_conversation', `the conversation's state would hold ${bytes} bytes, over the limit of ${limits.maxBytesPerConversation}`, { bytes, max: limits.maxBytesPerConversation });
     }
+    let evicted = 0;
+    if (existing === undefined) {
+      // Make room first: the oldest entries of the map are the least recently used.
+      for (const oldest of this.#conversations.keys()) {
+        if (this.#conversations.size < limits.maxConversations) break;
+        this.#conversations.delete(oldest);
+        evicted += 1;
+      }
+    }
     conversation.entries.set(key, value);
     conversation.bytes = bytes;
-    this.#conversations.set(conversationId, conversation);
+    this.#touch(conversationId, conversation);
+    return evicted === 0 ? undefined : { evictedConversations: evicted };
   }
 
   async delete(conversationId: string, key: string): Promise<void> {
@@ -100,6 +142,11 @@ export class InMemoryStateStore implements StateStore {
     conversation.entries.delete(key);
     conversation.bytes -= Buffer.byteLength(key) + Buffer.byteLength(previous);
     if (conversation.entries.size === 0) this.#conversations.delete(conversationId);
+  }
+
+  #touch(conversationId: string, conversation: { entries: Map<string, string>; bytes: number }): void {
+    this.#conversations.delete(conversationId);
+    this.#conversations.set(conversationId, conversation);
   }
 }
 
@@ -171,8 +218,9 @@ export class ConversationState {
     } catch {
       throw new ToolhostError('INVALID_INPUT', `state value for "${key}" is not JSON text`);
     }
+    let outcome: void | StateWriteOutcome;
     try {
-      await this.#store.set(this.#scope, key, value);
+      outcome = await this.#store.set(this.#scope, key, value);
     } catch (error) {
       // A store's own coded errors (FLEET_UNAVAILABLE, a size limit) keep their code; a state limit is counted.
       if (error instanceof ToolhostError) {
@@ -184,6 +232,8 @@ export class ConversationState {
       }
       throw new ToolhostError('INTERNAL', `state store failed to write "${key}": ${messageOf(error)}`, { cause: error });
     }
+    // Another conversation paid for this write: counted, the write itself succeeded.
+    if (outcome !== undefined && outcome.evictedConversations > 0) this.#onLimit?.('state_conversations');
   }
 
   /** Store a JSON-serializable value under `key`; throws a ToolhostError on failure. */

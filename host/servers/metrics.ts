@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics for a serving host (prom-client): calls by tool and
- * outcome, call latency, budget kills, pool utilization and queue depth.
+ * outcome, call latency, budget kills, limit hits (`registry.onLimitHit`),
+ * pool utilization and queue depth.
  * Served at `/metrics` by the HTTP server.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -57,6 +58,12 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     name: 'toolhost_budget_kills_total',
     help: 'Calls the host ended at a limit, by tool and code.',
     labelNames: ['tool', 'code'] as const,
+    registers: [prometheus],
+  });
+  const limitHits = new Counter({
+    name: 'toolhost_limit_hits_total',
+    help: 'Times a call hit one of the host\'s limits on what a guest makes it hold (a state write refused, a conversation evicted, too many host calls or handles), by tool and limit (its config key).',
+    labelNames: ['tool', 'limit'] as const,
     registers: [prometheus],
   });
   new Gauge({
@@ -141,6 +148,7 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     },
   };
 
+  const unsubscribeLimits = registry.onLimitHit((tool, limit) => limitHits.inc({ tool, limit }));
   const unsubscribe = registry.onCallFinished((tool, event) => {
     const outcome = event.type === 'result' ? 'ok' : event.code;
     calls.inc({ tool, outcome, stage: event.type === 'result' ? 'run' : event.stage });
@@ -152,6 +160,9 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     contentType: prometheus.contentType,
     limits,
     metrics: () => prometheus.metrics(),
-    close: unsubscribe,
+    close: () => {
+      unsubscribe();
+      unsubscribeLimits();
+    },
   };
 }
