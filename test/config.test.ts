@@ -68,7 +68,9 @@ describe('the example file and the embedded defaults', () => {
     expect(files?.origin).toEqual({ file: join(root, 'toolhost.example.yaml'), line: expect.any(Number) as number, column: 5 });
     expect(resolved.tools[4]?.options.grant).toEqual({ network: 'EGRESS_UNRESTRICTED', egressAllow: ['example.com', '*.example.org', 'localhost:8080'] });
     expect(resolved.servers).toEqual({
+      tokens: [],
       mcp: {
+        progressFlushMs: 1000,
         http: {
           enabled: true,
           host: '127.0.0.1',
@@ -317,6 +319,12 @@ describe('mistakes are reported at their file, line and column', () => {
       line: 3, column: 19, path: 'servers.mcp.http.port',
       says: ['127.0.0.1:50063'],
     },
+    {
+      what: 'two named tokens for one principal',
+      lines: ['servers:', '  auth:', '    tokens:', '      - { principal: ci, token_env: A }', '      - { principal: ci, token_env: B }'],
+      line: 5, column: 22, path: 'servers.auth.tokens[1].principal',
+      says: ['duplicates the principal "ci"'],
+    },
   ];
 
   it.each(cases)('$what', async ({ lines, line, column, path, says }) => {
@@ -427,6 +435,7 @@ describe('resolution', () => {
       'servers:',
       '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048 } }',
       '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false }',
+      '  auth: { tokens: [{ principal: ci-agent, token_env: CI_TOKEN }] }',
       'admin_tools: true',
     ]);
     const { resolved } = await loadConfig(file, { env: {} });
@@ -452,6 +461,7 @@ describe('resolution', () => {
       transport: 'http', name: 'remote', url: 'https://mcp.example.com/mcp', headers: {}, bearerTokenEnv: 'REMOTE_TOKEN', timeoutMs: 9000, grant: {},
     })]);
     expect(resolved.servers).toEqual({
+      tokens: [{ principal: 'ci-agent', tokenEnv: 'CI_TOKEN' }],
       mcp: {
         http: {
           enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],

@@ -97,6 +97,13 @@ export async function serve(options: ServeOptions): Promise<number> {
   try {
     const worktree = options.worktree === undefined ? undefined : resolve(options.worktree);
     const worktreeFor = worktree === undefined ? undefined : () => worktree;
+    // Named tokens (both servers): read from the environment, never from the file.
+    const tokens = config.servers.tokens.map(({ principal, tokenEnv }, i) => {
+      const token = process.env[tokenEnv];
+      if (!token) throw new ToolhostError('INVALID_INPUT', `servers.auth.tokens[${i}].token_env names ${tokenEnv}, which is not set in the environment`);
+      return { principal, token };
+    });
+    const progressFlush = config.servers.mcp.progressFlushMs === undefined ? {} : { progressFlushMs: config.servers.mcp.progressFlushMs };
 
     if (chosen.mcp === 'http') {
       const http = config.servers.mcp.http;
@@ -112,6 +119,8 @@ export async function serve(options: ServeOptions): Promise<number> {
         ...(http.allowedHosts === undefined ? {} : { allowedHosts: http.allowedHosts }),
         ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
         ...(bearerToken === undefined ? {} : { bearerToken }),
+        ...(tokens.length === 0 ? {} : { tokens }),
+        ...progressFlush,
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
         maxSessions: http.maxSessions,
         maxSessionsPerClient: http.maxSessionsPerClient,
@@ -123,7 +132,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       }));
     } else if (chosen.mcp === 'stdio') {
       const { serveMcpStdio } = await import('../servers/mcp-stdio.js');
-      mcpStdio = await serveMcpStdio(registry, worktreeFor === undefined ? {} : { worktree: worktreeFor });
+      mcpStdio = await serveMcpStdio(registry, { ...progressFlush, ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }) });
     }
     if (chosen.grpc) {
       const settings = config.servers.grpc;
@@ -145,6 +154,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         maxCallIdLength: config.callIds.maxLength ?? DEFAULT_MAX_CALL_ID_LENGTH,
         limitMetrics: metrics.limits,
         ...(bearerToken === undefined ? {} : { bearerToken }),
+        ...(tokens.length === 0 ? {} : { tokens }),
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
       }));
     }

@@ -20,9 +20,10 @@ export function registerFleetTools(registry: ToolRegistry): void {
       additionalProperties: false,
     },
     idempotent: true,
-    async run(args) {
+    async run(args, ctx) {
       const { call_id: callId } = args as { call_id: string };
-      return { call_id: callId, outcome: await registry.cancelAnywhere(callId) };
+      // An authenticated caller reaches only its own calls (as over gRPC).
+      return { call_id: callId, outcome: await registry.cancelAnywhere(callId, ctx.principal) };
     },
   }));
 }

@@ -154,7 +154,17 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
   if (mcpEnabled && grpcEnabled && mcpAddress.port !== 0 && mcpAddress.port === grpcAddress.port && mcpAddress.host === grpcAddress.host) {
     error(grpc?.port !== undefined ? ['servers', 'grpc', 'port'] : ['servers', 'mcp', 'http', 'port'], `must differ from the other server's: MCP and gRPC would both listen on ${mcpAddress.host}:${mcpAddress.port}`);
   }
-  if (mcpEnabled && !LOOPBACK_HOSTS.has(mcpAddress.host) && mcpHttp?.bearer_token_env === undefined) {
+  // Named tokens: one principal each; "bearer" is the shared token's when there is one.
+  const shared = mcpHttp?.bearer_token_env ?? grpc?.bearer_token_env;
+  const principals = new Map<string, number>();
+  (config.servers?.auth?.tokens ?? []).forEach((entry, i) => {
+    const first = principals.get(entry.principal);
+    if (first !== undefined) error(['servers', 'auth', 'tokens', i, 'principal'], `duplicates the principal "${entry.principal}" (already named by servers.auth.tokens[${first}])`);
+    else if (entry.principal === 'bearer' && shared !== undefined) error(['servers', 'auth', 'tokens', i, 'principal'], 'is the shared bearer token\'s principal (bearer_token_env): choose another name');
+    else principals.set(entry.principal, i);
+  });
+  const hasTokens = shared !== undefined || principals.size > 0;
+  if (mcpEnabled && !LOOPBACK_HOSTS.has(mcpAddress.host) && !hasTokens) {
     warn(['servers', 'mcp', 'http', 'host'], `serves MCP on ${mcpAddress.host}, beyond this machine, without a bearer token (set bearer_token_env)`);
   }
 

@@ -208,7 +208,9 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   const mcpHttp = config.servers?.mcp?.http ?? {};
   const grpc = config.servers?.grpc ?? {};
   const servers: ServerSettings = {
+    tokens: (config.servers?.auth?.tokens ?? []).map((entry) => ({ principal: entry.principal, tokenEnv: entry.token_env })),
     mcp: {
+      ...(config.servers?.mcp?.progress_flush_ms === undefined ? {} : { progressFlushMs: config.servers.mcp.progress_flush_ms }),
       http: {
         enabled: mcpHttp.enabled ?? DEFAULT_MCP_HTTP.enabled,
         host: mcpHttp.host ?? DEFAULT_MCP_HTTP.host,

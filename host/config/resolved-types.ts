@@ -73,7 +73,11 @@ export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec;
 
 /** The servers `toolhost serve` starts. */
 export interface ServerSettings {
+  /** Named tokens (MCP HTTP and gRPC): each principal and the environment variable holding its token. */
+  tokens: Array<{ principal: string; tokenEnv: string }>;
   mcp: {
+    /** How long a call's answer waits for the ping after its last progress notification (ms; absent: the server's default). */
+    progressFlushMs?: number;
     http: {
       enabled: boolean;
       host: string;

@@ -145,7 +145,9 @@ export interface McpHttpServerEntry extends McpServerCommon {
 export type McpServerEntry = McpStdioServerEntry | McpHttpServerEntry;
 
 export interface ServersSection {
+  auth?: { tokens?: Array<{ principal: string; token_env: string }> };
   mcp?: {
+    progress_flush_ms?: number;
     http?: {
       enabled?: boolean;
       host?: string;

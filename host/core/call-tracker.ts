@@ -10,7 +10,7 @@ import type { CancelOutcome } from './errors.js';
 const ENTRY_OVERHEAD_BYTES = 64;
 
 export class CallTracker {
-  readonly #inFlight = new Map<string, () => void>();
+  readonly #inFlight = new Map<string, { cancel: () => void; principal: string | undefined }>();
   readonly #completed = new Set<string>();
   readonly #maxBytes: number;
   #bytes = 0;
@@ -25,11 +25,11 @@ export class CallTracker {
     return this.#bytes;
   }
 
-  /** Track a call; false when the id is already in flight. */
-  begin(callId: string, cancel: () => void): boolean {
+  /** Track a call (started by `principal`, when a server authenticated its caller); false when the id is already in flight. */
+  begin(callId: string, cancel: () => void, principal?: string): boolean {
     if (this.#inFlight.has(callId)) return false;
     if (this.#completed.delete(callId)) this.#bytes -= cost(callId);
-    this.#inFlight.set(callId, cancel);
+    this.#inFlight.set(callId, { cancel, principal });
     return true;
   }
 
@@ -46,10 +46,16 @@ export class CallTracker {
     }
   }
 
-  cancel(callId: string): CancelOutcome {
-    const cancel = this.#inFlight.get(callId);
-    if (cancel) {
-      cancel();
+  /**
+   * Cancel a call in flight. With `principal` (an authenticated caller), a
+   * call another principal (or no principal) started answers NOT_FOUND: it
+   * is not the caller's to cancel, nor to learn about.
+   */
+  cancel(callId: string, principal?: string): CancelOutcome {
+    const call = this.#inFlight.get(callId);
+    if (call) {
+      if (principal !== undefined && call.principal !== principal) return 'NOT_FOUND';
+      call.cancel();
       return 'CANCELLED';
     }
     return this.#completed.has(callId) ? 'ALREADY_COMPLETED' : 'NOT_FOUND';
@@ -61,13 +67,19 @@ export class CallTracker {
     return this.#completed.has(callId) ? 'completed' : 'unknown';
   }
 
+  /** Whether `callId` is in flight, started by someone other than `principal`. */
+  heldByOther(callId: string, principal: string): boolean {
+    const call = this.#inFlight.get(callId);
+    return call !== undefined && call.principal !== principal;
+  }
+
   get size(): number {
     return this.#inFlight.size;
   }
 
   /** Cancel every call in flight (used when the host closes). */
   cancelAll(): void {
-    for (const cancel of this.#inFlight.values()) cancel();
+    for (const { cancel } of this.#inFlight.values()) cancel();
   }
 }
 

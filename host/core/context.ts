@@ -7,6 +7,8 @@ import type { ConversationState } from './state.js';
 export interface ToolContext {
   readonly callId: string;
   readonly conversationId?: string;
+  /** The authenticated caller, when a server named one (see CallOptions.principal). */
+  readonly principal?: string;
   readonly sessionId?: string;
   readonly agentName?: string;
   /** The worktree bound to this call, if any. */

@@ -292,14 +292,20 @@ export class ToolRegistry {
     return this.#tracker.state(callId);
   }
 
-  /** Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED. */
-  cancel(callId: string): CancelOutcome {
-    return this.#tracker.cancel(callId);
+  /**
+   * Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED. With
+   * `principal` (a caller a server authenticated), only that principal's calls
+   * are reached: another's answers NOT_FOUND.
+   */
+  cancel(callId: string, principal?: string): CancelOutcome {
+    return this.#tracker.cancel(callId, principal);
   }
 
   /** `cancel`, then (not here, with a fleet) on the host running it; FLEET_UNAVAILABLE when the fleet cannot answer. */
-  async cancelAnywhere(callId: string): Promise<CancelOutcome> {
-    const local = this.#tracker.cancel(callId);
+  async cancelAnywhere(callId: string, principal?: string): Promise<CancelOutcome> {
+    // Another principal's call here is not found here, nor looked for elsewhere.
+    if (principal !== undefined && this.#tracker.heldByOther(callId, principal)) return 'NOT_FOUND';
+    const local = this.#tracker.cancel(callId, principal);
     const fleet = this.#deps.fleet;
     if (local !== 'NOT_FOUND' || fleet === undefined) return local;
     return fleet.cancel(callId);

@@ -76,6 +76,12 @@ export interface CallTask extends TaskBase {
   tool: string;
   args: string;
   context: GuestCallContext;
+  /**
+   * In `conversation` isolation, the key the conversation's instance is kept
+   * under: the conversation scoped to the call's principal (see core/state.ts
+   * `conversationScope`), so two principals naming one conversation get two instances.
+   */
+  conversationKey?: string;
   isolation: Isolation;
   limits: GuestOutputLimits;
 }

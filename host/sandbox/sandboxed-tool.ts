@@ -1,6 +1,7 @@
 /** A tool that lives in a component and runs in the sandbox pool. */
 import type { ToolContext } from '../core/context.js';
 import { ToolhostError } from '../core/errors.js';
+import { conversationScope } from '../core/state.js';
 import type { RunnerSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
@@ -124,6 +125,7 @@ export class SandboxedTool implements Tool {
         tool: this.#guestName,
         args: JSON.stringify(args) ?? 'null',
         context,
+        ...(this.isolation === 'conversation' && context.conversationId !== undefined ? { conversationKey: conversationScope(ctx.principal, context.conversationId) } : {}),
         isolation: this.isolation,
         limits: this.#limits,
         capabilities: {

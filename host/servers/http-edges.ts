@@ -1,10 +1,9 @@
 /**
  * The HTTP edges of the MCP Streamable HTTP server: which Host and Origin
- * headers are accepted (DNS-rebinding and cross-site defences), bearer-token
- * comparison in constant time, and reading and writing JSON bodies.
+ * headers are accepted (DNS-rebinding and cross-site defences), and reading
+ * and writing JSON bodies (bearer tokens: principals.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createHash, timingSafeEqual } from 'node:crypto';
 
 /** The Host headers accepted by default: the loopback names, and the bound host, at the bound port. */
 export function defaultAllowedHosts(host: string, port: number): string[] {
@@ -55,18 +54,6 @@ export function splitHost(value: string): { name: string; port: string | undefin
 
 export function hostForUrl(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-}
-
-export function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/** Compare the presented token with the expected one in constant time (both hashed to equal lengths first). */
-export function authorized(header: string | undefined, expected: Buffer): boolean {
-  if (header === undefined) return false;
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  const presented = digest(match?.[1] ?? '');
-  return timingSafeEqual(presented, expected) && match !== null;
 }
 
 export function header(req: IncomingMessage, name: string): string | undefined {

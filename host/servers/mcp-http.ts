@@ -13,8 +13,12 @@
  * A request that carries an `Origin` header (a browser's) must name an allowed
  * origin (403 otherwise), as the MCP spec requires of Streamable HTTP servers;
  * requests without one (non-browser clients) pass.
- * With a bearer token, `/mcp` and `/metrics` need `Authorization: Bearer <token>`
- * (401 otherwise); `/healthz` stays open for probes and reveals only counts.
+ * With a bearer token (or named tokens), `/mcp` and `/metrics` need
+ * `Authorization: Bearer <token>` (401 otherwise); `/healthz` stays open for
+ * probes and reveals only counts. A session belongs to the principal of the
+ * token that initialized it: its calls carry that principal (conversations
+ * are scoped to it, see principals.ts), and a request with another
+ * principal's token gets 404, as if the session did not exist.
  *
  * Sessions are bounded (see mcp-sessions.ts): idle ones expire, at the cap the
  * least recently used idle one is evicted, and one client address holds a
@@ -30,7 +34,8 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
 import type { ServerLimitMetrics } from './metrics.js';
-import { authorized, defaultAllowedHosts, defaultAllowedOrigins, digest, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
+import { TokenTable, type NamedToken } from './principals.js';
+import { defaultAllowedHosts, defaultAllowedOrigins, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
 export interface MetricsSource {
@@ -49,8 +54,10 @@ export interface McpHttpServerOptions extends McpServerOptions {
    * `localhost:<port>`, `[::1]:<port>` and `<host>:<port>`.
    */
   allowedHosts?: string[];
-  /** When set, `/mcp` and `/metrics` need `Authorization: Bearer <token>`. */
+  /** When set, `/mcp` and `/metrics` need `Authorization: Bearer <token>`; its principal is `bearer`. */
   bearerToken?: string;
+  /** Named tokens, each a principal of its own (beside or instead of `bearerToken`). */
+  tokens?: NamedToken[];
   /** Served at `GET /metrics` (404 without it). */
   metrics?: MetricsSource;
   /** Extra fields for `GET /healthz` (e.g. sandbox pool stats). */
@@ -92,6 +99,8 @@ interface Session {
   server: Server;
   /** Why it is being closed, when the table closes it. */
   ending?: SessionEndReason;
+  /** The principal of the token that opened it (undefined on a server without tokens). */
+  principal: string | undefined;
 }
 
 const MCP_PATH = '/mcp';
@@ -104,6 +113,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     port = 0,
     allowedHosts,
     bearerToken,
+    tokens: namedTokens,
     metrics,
     health,
     allowedOrigins,
@@ -122,9 +132,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     throw new TypeError('options.allowedOrigins must be an array of non-empty strings');
   }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
-  if (bearerToken !== undefined && (typeof bearerToken !== 'string' || bearerToken.length === 0)) {
-    throw new TypeError('options.bearerToken must be a non-empty string');
-  }
+  const tokens = TokenTable.from({ bearerToken, tokens: namedTokens });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
   }
@@ -143,7 +151,6 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   const sweeper = setInterval(() => sessions.sweep(), Math.min(sessionIdleMs, 60_000));
   sweeper.unref();
   limitMetrics?.trackSessions('mcp', () => sessions.size);
-  const tokenDigest = bearerToken === undefined ? undefined : digest(bearerToken);
   let hostCheck: (header: string | undefined) => boolean = () => false;
   let originCheck: (header: string | undefined) => boolean = () => false;
   let closing = false;
@@ -151,7 +158,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   let activePosts = 0;
   const postsDone = new Set<() => void>();
 
-  const handleMcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handleMcp = async (req: IncomingMessage, res: ServerResponse, principal: string | undefined): Promise<void> => {
     const method = req.method ?? 'GET';
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       res.setHeader('Allow', 'GET, POST, DELETE');
@@ -160,16 +167,16 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     if (method === 'POST') {
       activePosts += 1;
       try {
-        return await handleMcpRequest(req, res, method);
+        return await handleMcpRequest(req, res, method, principal);
       } finally {
         activePosts -= 1;
         if (activePosts === 0) for (const done of [...postsDone]) done();
       }
     }
-    return handleMcpRequest(req, res, method);
+    return handleMcpRequest(req, res, method, principal);
   };
 
-  const handleMcpRequest = async (req: IncomingMessage, res: ServerResponse, method: string): Promise<void> => {
+  const handleMcpRequest = async (req: IncomingMessage, res: ServerResponse, method: string, principal: string | undefined): Promise<void> => {
     let body: unknown;
     if (method === 'POST') {
       const read = await readJson(req, maxBodyBytes);
@@ -179,7 +186,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     const sessionId = header(req, 'mcp-session-id');
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
-      if (!session) return rpcError(res, 404, -32001, 'Session not found (it ended or expired: initialize a new one)');
+      // Another principal's session is not this client's to use, nor to learn about.
+      if (!session || session.principal !== principal) return rpcError(res, 404, -32001, 'Session not found (it ended or expired: initialize a new one)');
       const done = sessions.use(sessionId);
       res.once('close', done);
       try {
@@ -200,7 +208,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       limitMetrics?.refused('mcp', room.reason);
       return rpcError(res, room.reason === 'sessions_full' ? 503 : 429, -32000, room.message, { code: 'OVERLOADED', reason: room.reason });
     }
-    const session = openSession(client);
+    const session = openSession(client, principal);
     pending.add(session);
     try {
       await session.server.connect(session.transport);
@@ -215,7 +223,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     }
   };
 
-  const openSession = (client: string): Session => {
+  const openSession = (client: string, principal: string | undefined): Session => {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -225,7 +233,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     transport.onclose = () => {
       if (transport.sessionId !== undefined && sessions.delete(transport.sessionId)) limitMetrics?.sessionEnded('mcp', 'closed');
     };
-    const session: Session = { transport, server: createMcpServer(registry, serverOptions) };
+    const session: Session = { transport, principal, server: createMcpServer(registry, principal === undefined ? serverOptions : { ...serverOptions, principal }) };
     session.server.onerror = (error) => registry.logger.debug({ err: error.message }, 'mcp http: session error');
     return session;
   };
@@ -246,7 +254,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: sessions.size, ...extra });
     }
     if (path !== MCP_PATH && path !== '/metrics') return sendJson(res, 404, { error: 'not found' });
-    if (tokenDigest && !authorized(header(req, 'authorization'), tokenDigest)) {
+    const principal = tokens?.principalOf(header(req, 'authorization'));
+    if (tokens !== undefined && principal === undefined) {
       limitMetrics?.refused('mcp', 'unauthenticated');
       res.setHeader('WWW-Authenticate', 'Bearer');
       return sendJson(res, 401, { jsonrpc: '2.0', error: { code: -32000, message: 'Unauthorized: a valid bearer token is required' }, id: null });
@@ -259,7 +268,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       res.end(text);
       return;
     }
-    await handleMcp(req, res);
+    await handleMcp(req, res, principal);
   };
 
   const http: HttpServer = createServer((req, res) => {

@@ -109,6 +109,11 @@ export interface McpServerOptions {
    * after its last progress notification (ms, default 1000; 0: no ping).
    */
   progressFlushMs?: number;
+  /**
+   * The authenticated caller every call of this server is attributed to (the HTTP server sets the
+   * principal of the session's token): it scopes the calls' conversations and what they may cancel.
+   */
+  principal?: string;
 }
 
 interface ResolvedServerOptions {
@@ -118,6 +123,7 @@ interface ResolvedServerOptions {
   logLevel: LoggingLevel | 'off';
   listChangedDebounceMs: number;
   progressFlushMs: number;
+  principal: string | undefined;
 }
 
 /** Check server options up front (throws a TypeError naming the bad option). */
@@ -144,6 +150,7 @@ function resolveOptions(options: McpServerOptions): ResolvedServerOptions {
     logLevel,
     listChangedDebounceMs: debounce,
     progressFlushMs,
+    principal: options.principal,
   };
 }
 
@@ -312,7 +319,7 @@ function outputSchemaOf(registry: McpToolSource, name: string): unknown {
 }
 
 function callOptionsFrom(name: string, meta: Record<string, unknown>, extra: Extra, options: ResolvedServerOptions): CallOptions {
-  const call: CallOptions = { signal: extra.signal };
+  const call: CallOptions = { signal: extra.signal, ...(options.principal === undefined ? {} : { principal: options.principal }) };
   const text = (key: string): string | undefined => {
     const value = meta[key];
     if (value === undefined || value === null) return undefined;

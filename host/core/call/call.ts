@@ -21,7 +21,7 @@ import { Extensions } from '../extensions.js';
 import type { Logger } from '../logger.js';
 import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
-import { ConversationState, InMemoryStateStore, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
+import { ConversationState, InMemoryStateStore, conversationScope, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
 import type { ToolRun } from '../tool.js';
 import { nestsDeeperThan } from '../result-depth.js';
 import type { AdmittedCall } from './admission.js';
@@ -104,13 +104,14 @@ export class Call {
     };
     const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
     const state = options.conversationId
-      ? new ConversationState(deps.stateStore, options.conversationId, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
+      ? new ConversationState(deps.stateStore, conversationScope(options.principal, options.conversationId), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
       : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
     this.context = {
       callId: this.id,
       ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
       ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
       ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+      ...(options.principal === undefined ? {} : { principal: options.principal }),
       ...(admitted.workingDir === undefined ? {} : { workingDir: admitted.workingDir }),
       env: Object.freeze({ ...admitted.capabilities.env }),
       capabilities: admitted.capabilities,
@@ -129,7 +130,7 @@ export class Call {
    * signal. False when a call with this id is already in flight.
    */
   track(): boolean {
-    if (!this.deps.tracker.begin(this.id, () => this.requestCancel())) return false;
+    if (!this.deps.tracker.begin(this.id, () => this.requestCancel(), this.admitted.options.principal)) return false;
     const { signal } = this.admitted.options;
     if (signal?.aborted) this.requestCancel();
     signal?.addEventListener('abort', this.#onCallerAbort, { once: true });

@@ -9,6 +9,13 @@ export interface CallOptions {
   /** The call's id (a UUID is made when absent); unique among calls in flight. */
   callId?: string;
   conversationId?: string;
+  /**
+   * Who is calling, as a server authenticated them (a named token's principal). Conversations are
+   * scoped to it: the same conversation id names different state (and instances) for two principals,
+   * and a cancel by this principal reaches only its own calls. Absent: the library's caller, or a
+   * server without authentication (one shared space, as before).
+   */
+  principal?: string;
   sessionId?: string;
   agentName?: string;
   /** The worktree bound to the call. */

@@ -214,7 +214,7 @@ function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall):
     const instance = new GuestInstance(runtime.instantiate, runtime.modules, active);
     return { instance, source: 'fresh', instantiateMs: now() - t0 };
   }
-  const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
+  const conversation = task.isolation === 'conversation' ? task.conversationKey : undefined;
   const kept = task.isolation === 'worker' ? runtime.kept : conversation !== undefined ? runtime.conversations.get(conversation) : undefined;
   if (kept) return { instance: kept, source: 'reused', instantiateMs: 0 };
   // The previous call's instance not reset yet (this call came first): a reset is far cheaper than a new instance.
@@ -242,7 +242,7 @@ function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInsta
     // Made for one call's capabilities: never kept; the spare (if any) is untouched.
     return prepareSpare(runtime);
   }
-  const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
+  const conversation = task.isolation === 'conversation' ? task.conversationKey : undefined;
   if (task.isolation === 'worker') {
     runtime.kept = instance.poisoned ? undefined : instance;
   } else if (conversation !== undefined) {

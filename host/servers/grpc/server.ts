@@ -9,17 +9,23 @@
  *
  * Beside ToolService it serves `grpc.health.v1.Health` (the maintained
  * `grpc-health-check`: "" and `sw4rm.tool.ToolService` SERVING, NOT_SERVING
- * once closing; open without a token, like `/healthz`) and server reflection
- * (`@grpc/reflection`, v1 and v1alpha), so `grpcurl` and load balancers work.
+ * once closing) and server reflection (`@grpc/reflection`, v1 and v1alpha),
+ * so `grpcurl` and load balancers work. Health stays open without a token,
+ * like `/healthz`: load balancers probe without credentials, and it tells only
+ * SERVING or not. Reflection needs the token when one is configured (it
+ * describes every service and message; `grpcurl -H 'authorization: Bearer ...'`
+ * sends it): UNAUTHENTICATED otherwise.
  * Messages are bounded both ways (`maxReceiveMessageBytes`,
  * `maxSendMessageBytes`, default 4 MiB each: RESOURCE_EXHAUSTED beyond).
  */
-import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { Server, ServerCredentials, status as GrpcStatus, type ChannelOptions, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { loadToolPackageDefinition, TOOL_SERVICE_NAME, toolServiceDefinition } from './proto.js';
+import { TokenTable } from '../principals.js';
 import { createToolServiceHandlers, type GrpcToolSource, type ToolServiceOptions } from './service.js';
+import { toServiceError } from './status.js';
 
 /** The port sw4rm's docs use for ToolService. */
 export const DEFAULT_GRPC_PORT = 50063;
@@ -88,7 +94,11 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
   }
   if (withReflection !== false) {
     const healthDefinition = loadSync(healthProtoPath, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
-    new ReflectionService({ ...loadToolPackageDefinition(), ...(withHealth !== false ? healthDefinition : {}) }).addToServer(server);
+    const reflection = new ReflectionService({ ...loadToolPackageDefinition(), ...(withHealth !== false ? healthDefinition : {}) });
+    const tokens = TokenTable.from(serviceOptions);
+    reflection.addToServer(tokens === undefined ? server : {
+      addService: (definition, implementation) => server.addService(definition, guarded(implementation, tokens, () => options.limitMetrics?.refused('grpc', 'unauthenticated'))),
+    });
   }
   const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const bound = await new Promise<number>((resolve, reject) => {
@@ -121,4 +131,22 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     return closing;
   };
   return { port: bound, host, address, close };
+}
+
+/** Reflection's handlers behind the tokens: a stream without a valid one ends UNAUTHENTICATED before any answer. */
+function guarded(implementation: UntypedServiceImplementation, tokens: TokenTable, refused: () => void): UntypedServiceImplementation {
+  const wrapped: UntypedServiceImplementation = {};
+  for (const [name, handler] of Object.entries(implementation)) {
+    wrapped[name] = ((stream: ServerDuplexStream<unknown, unknown>) => {
+      const presented = stream.metadata.get('authorization')[0];
+      if (tokens.principalOf(typeof presented === 'string' ? presented : undefined) === undefined) {
+        refused();
+        const error = toServiceError({ code: 'PERMISSION_DENIED', message: 'a valid bearer token is required for reflection: send "authorization: Bearer <token>" metadata (grpcurl -H)' });
+        stream.emit('error', Object.assign(error, { code: GrpcStatus.UNAUTHENTICATED }));
+        return;
+      }
+      (handler as (stream: ServerDuplexStream<unknown, unknown>) => void)(stream);
+    }) as UntypedServiceImplementation[string];
+  }
+  return wrapped;
 }

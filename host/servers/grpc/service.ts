@@ -20,13 +20,13 @@
  *   client cancels only calls it started over gRPC as the same principal:
  *   another client's call in flight on this host (over gRPC, MCP or the
  *   library) answers NOT_FOUND.
- * - With a bearer token, every RPC needs `authorization: Bearer <token>`
- *   metadata (the same token as MCP): UNAUTHENTICATED otherwise, with
- *   `toolhost-error-code: PERMISSION_DENIED`.
+ * - With a bearer token (or named tokens), every RPC needs `authorization:
+ *   Bearer <token>` metadata (the same tokens as MCP): UNAUTHENTICATED
+ *   otherwise, with `toolhost-error-code: PERMISSION_DENIED`. The token's
+ *   principal scopes the call's conversation (see principals.ts).
  * - A client's `call_id` must follow the call-id rules (INVALID_ARGUMENT,
  *   not echoed back).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import {
   Metadata,
   type handleServerStreamingCall,
@@ -40,6 +40,7 @@ import {
 } from '@grpc/grpc-js';
 import { DEFAULT_MAX_CALL_ID_LENGTH } from '../../core/call/ids.js';
 import type { ServerLimitMetrics } from '../metrics.js';
+import { TokenTable, type NamedToken } from '../principals.js';
 import type { CallStream } from '../../core/call/options.js';
 import { toErrorData, type CancelOutcome } from '../../core/errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from '../../core/events.js';
@@ -60,16 +61,20 @@ export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'> 
 export interface ToolServiceOptions {
   /** The worktree bound to a tool's calls (the call path confines the tool to it). */
   worktree?: (toolName: string) => string | undefined;
-  /** When set, every RPC needs `authorization: Bearer <token>` metadata (UNAUTHENTICATED otherwise). */
+  /** When set, every RPC needs `authorization: Bearer <token>` metadata (UNAUTHENTICATED otherwise); its principal is `bearer`. */
   bearerToken?: string;
+  /** Named tokens, each a principal of its own (beside or instead of `bearerToken`). */
+  tokens?: NamedToken[];
   /** Longest accepted call id (default 128; keep it equal to the registry's `callIds.maxLength`). */
   maxCallIdLength?: number;
   /** Where refusals are counted (toolhost's `createMetrics(...).limits`). */
   limitMetrics?: ServerLimitMetrics;
 }
 
-/** Who a request comes from: the token's holder, or anyone (no token configured). */
+/** Who a request comes from: the token's principal, or {@link ANONYMOUS} (no token configured). */
 type Principal = string;
+/** Anyone, on a server without tokens (its calls carry no principal: one shared space). */
+const ANONYMOUS = '\u0000anonymous';
 
 export interface ToolServiceHandlers extends UntypedServiceImplementation {
   Call: handleUnaryCall<ToolCallMessage, ToolFrameMessage>;
@@ -88,21 +93,17 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
   if (options.worktree !== undefined && typeof options.worktree !== 'function') {
     throw new TypeError('options.worktree must be a function (toolName) => string | undefined');
   }
-  if (options.bearerToken !== undefined && (typeof options.bearerToken !== 'string' || options.bearerToken.length === 0)) {
-    throw new TypeError('options.bearerToken must be a non-empty string');
-  }
+  const tokens = TokenTable.from(options);
   const log = registry.logger.child({ component: 'grpc' });
-  const expected = options.bearerToken === undefined ? undefined : digest(options.bearerToken);
   const maxCallIdLength = options.maxCallIdLength ?? DEFAULT_MAX_CALL_ID_LENGTH;
   /** gRPC calls in flight, by id, with the principal that started them. */
   const owners = new Map<string, Principal>();
   /** The caller's principal, or the refusal to answer. */
   const authenticate = (call: SurfaceCall): { principal: Principal } | { refused: ServerErrorResponse } => {
-    if (expected === undefined) return { principal: 'anonymous' };
+    if (tokens === undefined) return { principal: ANONYMOUS };
     const presented = call.metadata.get('authorization')[0];
-    const match = typeof presented === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(presented) : null;
-    const ok = timingSafeEqual(digest(match?.[1] ?? ''), expected) && match !== null;
-    if (ok) return { principal: 'bearer' };
+    const principal = tokens.principalOf(typeof presented === 'string' ? presented : undefined);
+    if (principal !== undefined) return { principal };
     options.limitMetrics?.refused('grpc', 'unauthenticated');
     const refused = toServiceError({ code: 'PERMISSION_DENIED', message: 'a valid bearer token is required: send "authorization: Bearer <token>" metadata' });
     return { refused: Object.assign(refused, { code: GrpcStatus.UNAUTHENTICATED }) };
@@ -295,7 +296,7 @@ function startCall(context: ServiceContext, principal: Principal, call: SurfaceC
   log.debug({ callId, tool: parsed.toolName, ...(parsed.providerId === undefined ? {} : { providerId: parsed.providerId }) }, 'gRPC call');
   const abort = new AbortController();
   const unwatchClient = watchClient(call, abort);
-  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal });
+  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal, ...(principal === ANONYMOUS ? {} : { principal }) });
   // The id is ours while our call runs (a refused duplicate id does not take it over).
   const owned = !owners.has(callId);
   if (owned) owners.set(callId, principal);
@@ -359,6 +360,3 @@ function drained(call: ServerWritableStream<ToolCallMessage, ToolFrameMessage>):
   });
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
