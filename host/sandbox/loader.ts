@@ -192,15 +192,22 @@ export class SandboxLoader implements WasmToolLoader {
     // Guest code runs here too (its initialization, then describe()): under a
     // budget like any call, so a component that never finishes cannot hang a load.
     const budget = new AbortController();
-    const timer = setTimeout(() => budget.abort(new ToolhostError('COMPONENT_INVALID', `${what} did not instantiate and describe its tools within ${timeoutMs} ms; its worker was stopped`, {
-      details: { reason: 'describe-timeout', timeoutMs },
-    })), timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    // The clock starts when the worker is about to run the guest's code, not while the task waits for a
+    // worker (busy with other calls) or one starts: only the guest's own time is charged to it.
+    const startClock = (): void => {
+      timer ??= setTimeout(() => budget.abort(new ToolhostError('COMPONENT_INVALID', `${what} did not instantiate and describe its tools within ${timeoutMs} ms; its worker was stopped`, {
+        details: { reason: 'describe-timeout', timeoutMs },
+      })), timeoutMs);
+    };
     const outcome = await this.pool.run(
       { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl, memoryMb: DEFAULT_POLICY_DEFAULTS.memoryMb },
       {
         // (A wall clock: the worker's describe does not publish a CPU clock to watch.)
         signal: budget.signal,
-        onMessage: () => {},
+        onMessage: (message) => {
+          if (message.type === 'guest-starting') startClock();
+        },
         rpc: async (request) => {
           if (request.op === 'modules' && request.componentId === handle.id) return handle.modulesFor(request.memoryMb);
           throw new Error(`${request.op} is not available while a component describes itself`);

@@ -125,7 +125,12 @@ export type WorkerMessage =
   | { type: 'log'; level: LogLevel; message: string; source: 'guest' | 'stdout' | 'stderr' }
   | { type: 'rpc'; id: number; request: RpcRequest }
   /** Once per call, when the guest went past one of its limits in the worker (`limit`: the limit's config key). */
-  | { type: 'limit'; limit: string; message: string };
+  | { type: 'limit'; limit: string; message: string }
+  /**
+   * A describe task's guest code is about to run (its instantiation, then describe()): the load's
+   * budget starts here, so time queued for a worker or spent starting one is not charged to the guest.
+   */
+  | { type: 'guest-starting' };
 
 /** What a worker posts on its `parentPort`. */
 export type WorkerPost =

@@ -153,7 +153,7 @@ export class SandboxedTool implements Tool {
             overLimit = { limit: message.limit, message: message.message };
             events.limit?.(message.limit);
             limitStop.abort(overLimitError());
-          } else events.log(message.level, message.message, message.source);
+          } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         },
         rpc: (request) => this.#answer(request, ctx, network, hostCalls),
       },

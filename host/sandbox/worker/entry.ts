@@ -191,6 +191,7 @@ function parseMaybeJson(text: string): unknown {
 
 async function describe(task: DescribeTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {
   const runtime = await runtimeFor(task, bridge);
+  bridge.post({ type: 'guest-starting' });
   const t0 = now();
   const instance = new GuestInstance(runtime.instantiate, runtime.modules);
   const instantiateMs = now() - t0;
