@@ -414,6 +414,7 @@ describe('resolution', () => {
       '  retry: { base_ms: 50, cap_ms: 400 }',
       '  pool: { threads: 2, max_queue: 10, max_heap_mb: 128, idle_timeout_ms: 1000 }',
       '  output_limits: { stdio_bytes: 1024, max_events: 50, max_event_bytes: 4096, max_result_bytes: 8192 }',
+      '  guest_limits: { handles_per_call: 7, host_calls_per_call: 9, spare_ms: 300, state_conversations: 5, state_value_bytes: 100 }',
       '  approval: always',
       'tools:',
       '  - path: components/tool.wasm',
@@ -447,9 +448,10 @@ describe('resolution', () => {
     expect(resolved.cancelGraceMs).toBe(250);
     expect(resolved.retry).toEqual({ baseMs: 50, capMs: 400 });
     expect(resolved.sandbox).toEqual({
-      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000,
-      outputLimits: { stdioBytes: 1024, maxEvents: 50, maxEventBytes: 4096, maxResultBytes: 8192 },
+      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000, spareTimeoutMs: 300,
+      outputLimits: { stdioBytes: 1024, maxEvents: 50, maxEventBytes: 4096, maxResultBytes: 8192, maxHostCalls: 9, maxHandles: 7 },
     });
+    expect(resolved.stateLimits).toEqual({ maxConversations: 5, maxValueBytes: 100 });
     expect(resolved.approval).toBe('always');
     expect(resolved.tools[0]?.options).toEqual({ isolation: 'conversation', grant: { memoryMb: 32 } });
     expect(resolved.httpTools).toEqual([expect.objectContaining({

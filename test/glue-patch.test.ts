@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ComponentCache } from '../host/sandbox/component-cache.js';
 import { patchGlue } from '../host/sandbox/glue-patch.js';
+import { growerComponent } from './fixtures/wat/grower.js';
 import { example, freshCacheDir, hasCGuests } from './helpers.js';
 
 describe('the glue rewrite', () => {
@@ -29,7 +30,7 @@ describe('the glue rewrite', () => {
   });
 
   it('leaves glue without probes untouched', () => {
-    expect(patchGlue('export const x = 1;\n')).toEqual({ source: 'export const x = 1;\n', promisingCalls: 0, exposesState: false });
+    expect(patchGlue('export const x = 1;\n')).toEqual({ source: 'export const x = 1;\n', promisingCalls: 0, exposesState: false, capsHandles: false });
   });
 
   it.skipIf(!hasCGuests)('is applied to the glue the cache writes', async () => {
@@ -40,5 +41,14 @@ describe('the glue rewrite', () => {
     // The state digest a snapshot reset checks (worker/instance-snapshot.ts).
     expect(glue).toContain("Symbol.for('toolhost.glue-state')");
     expect(glue).not.toMatch(/WebAssembly\.promising\(/);
+  });
+
+  it('counts the handles an instance holds, in the glue of a component that is handed resources', async () => {
+    const cache = new ComponentCache(freshCacheDir());
+    const entry = await cache.prepare('hoarder', await growerComponent({ holders: 1, hoardPollables: 'keep' }), 'hoarder');
+    const glue = readFileSync(join(entry.dir, 'component.mjs'), 'utf8');
+    expect(glue).toContain('__toolhostHandles.held += 1;');
+    expect(glue).toContain('if (own && __toolhostHandles.held > 0) __toolhostHandles.held -= 1;');
+    expect(patchGlue(glue.replace('function rscTableCreateOwn(table, rep) {', 'function rscTableCreateOwn(table, rep, x) {')).capsHandles).toBe(false);
   });
 });

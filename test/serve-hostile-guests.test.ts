@@ -1,6 +1,6 @@
 /**
  * Issue 11's "Done when", end to end: the guests that took the host down
- * ("Found" 1-4, 9) run against `toolhost serve` itself (the built CLI,
+ * ("Found" 1-4, 9, and a guest that keeps opening handles) run against `toolhost serve` itself (the built CLI,
  * spawned) over gRPC and MCP HTTP, all at once, while honest calls run beside
  * them. The host stays up, each hostile call ends with exactly one terminal
  * (a structured error, or a result showing that its growth was refused),
@@ -53,10 +53,11 @@ describe.runIf(hasCGuests)('toolhost serve under hostile guests, with honest cal
       return file;
     };
     const spinnerBytes = await growerComponent({ holders: 1, spinWithoutEnv: true });
-    const [grower, spinner, pattern] = await Promise.all([
+    const [grower, spinner, pattern, hoarder] = await Promise.all([
       write('grower16.wasm', growerComponent({ holders: 16 })),
       write('spinner.wasm', Promise.resolve(spinnerBytes)),
       write('pattern.wasm', growerComponent({ holders: 1, schema: CATASTROPHIC })),
+      write('hoarder.wasm', growerComponent({ holders: 1, hoardPollables: 'keep' })),
     ]);
     // The spinner's describe() hangs too (no environment at load): seed the cache with its tools, as for a
     // component that was described before it started hanging (content-addressed, so the shared cache can hold it).
@@ -70,6 +71,7 @@ describe.runIf(hasCGuests)('toolhost serve under hostile guests, with honest cal
     max_heap_mb: 64
   guest_limits:
     host_calls_per_call: 300
+    handles_per_call: 5000
     state_value_bytes: 4096
     state_keys_per_conversation: 20
     state_bytes_per_conversation: 32768
@@ -83,6 +85,7 @@ tools:
   - path: ${spinner}
     grant: { privilege: ELEVATED, env_allow: [ARM], env: { ARM: "1" } }
   - path: ${pattern}
+  - path: ${hoarder}
 `);
     child = spawn(process.execPath, [cliPath, 'serve', '--config', config, '--port', '0', '--grpc-port', '0'], { cwd: root, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -139,7 +142,7 @@ tools:
       }
       return seen;
     })();
-    const [stateCalls, stateRefused, httpFlood, table, memory, pattern, spinner] = await Promise.all([
+    const [stateCalls, stateRefused, httpFlood, table, memory, handles, pattern, spinner] = await Promise.all([
       // "Found" 1: overwriting one key never hits a state limit, only the host-call limit.
       overGrpc('state_flood', { count: 1_000_000, bytes: 1000, distinct: 1 }),
       // State past its per-value limit: the guest's set-state is refused and it answers.
@@ -149,6 +152,8 @@ tools:
       // "Found" 3: a table grown in a loop, and 16 memories grown under memory_mb 64.
       overGrpc('grow_table', {}),
       overGrpc('grow_memory', {}, { memory_mb: 64 }),
+      // Handles opened and kept (WASI pollables).
+      overGrpc('hoarder.grow_memory', {}),
       // "Found" 9, for a guest's own schema: ^(a+)+$ against 40 a's and a "!".
       overMcp('pattern.grow_table', { s: `${'a'.repeat(40)}!` }),
       spinnerLoop,
@@ -157,7 +162,8 @@ tools:
     });
     await honestLoop;
 
-    for (const ended of [stateCalls, stateRefused, httpFlood, table, memory]) expect(ended.finals).toBe(1);
+    for (const ended of [stateCalls, stateRefused, httpFlood, table, memory, handles]) expect(ended.finals).toBe(1);
+    expect(handles.summary.error).toMatchObject({ code: 'OUTPUT_LIMIT_EXCEEDED', details: { reason: 'handles', max: 5000 } });
     expect(stateCalls.summary.error).toMatchObject({ code: 'OUTPUT_LIMIT_EXCEEDED', details: { reason: 'host-calls', max: 300 } });
     expect(stateRefused.data).toEqual({ set: 0, refused: expect.stringMatching(/^OUTPUT_LIMIT_EXCEEDED: .*\(state_value_bytes\)$/) });
     expect(httpFlood.summary.error).toMatchObject({ code: 'OUTPUT_LIMIT_EXCEEDED', details: { reason: 'host-calls' } });
@@ -186,5 +192,6 @@ tools:
     expect(metrics).toContain('toolhost_limit_hits_total{tool="state_flood",limit="host_calls_per_call"} 1');
     expect(metrics).toContain('toolhost_limit_hits_total{tool="state_flood",limit="state_value_bytes"} 1');
     expect(metrics).toContain('toolhost_limit_hits_total{tool="flood",limit="host_calls_per_call"} 1');
+    expect(metrics).toContain('toolhost_limit_hits_total{tool="hoarder.grow_memory",limit="handles_per_call"} 1');
   });
 });

@@ -154,6 +154,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   }
   const guest = host.guest_limits ?? {};
   if (guest.host_calls_per_call !== undefined) sandbox.outputLimits = { ...sandbox.outputLimits, maxHostCalls: guest.host_calls_per_call };
+  if (guest.handles_per_call !== undefined) sandbox.outputLimits = { ...sandbox.outputLimits, maxHandles: guest.handles_per_call };
   if (guest.table_elements !== undefined) sandbox.tableElements = guest.table_elements;
   if (guest.describe_ms !== undefined) sandbox.describeTimeoutMs = guest.describe_ms;
   if (guest.spare_ms !== undefined) sandbox.spareTimeoutMs = guest.spare_ms;

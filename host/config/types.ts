@@ -68,6 +68,7 @@ export interface HostSection {
     state_bytes_per_conversation?: number;
     state_conversations?: number;
     host_calls_per_call?: number;
+    handles_per_call?: number;
     table_elements?: number;
     describe_ms?: number;
     spare_ms?: number;

@@ -16,6 +16,9 @@
  * `WebAssembly.promising` when it exists, so the glue behaves the same on an
  * engine with JSPI; only the throw is gone.
  *
+ * A second rewrite caps the resource handles an instance holds (see
+ * `capOwnHandles`).
+ *
  * Changing a rewrite means bumping CACHE_FORMAT in component-cache.ts, so glue
  * cached by an older rewrite is not reused.
  */
@@ -29,6 +32,8 @@ export interface PatchedGlue {
   promisingCalls: number;
   /** Whether the glue exposes its state for snapshot-and-restore (see `exposeGlueState`). */
   exposesState: boolean;
+  /** Whether the glue counts the handles an instance holds against the cap (see `capOwnHandles`). */
+  capsHandles: boolean;
 }
 
 /** Where the patched glue puts its state digest on the exports object `instantiate` returns. */
@@ -42,8 +47,58 @@ export function patchGlue(source: string): PatchedGlue {
   });
   // Appended: the glue module has finished evaluating before anyone calls its `instantiate`.
   if (promisingCalls > 0) body += `\nconst ${HELPER} = typeof WebAssembly.promising === 'function' ? WebAssembly.promising : (fn) => fn;\n`;
-  const exposed = exposeGlueState(body);
-  return { source: exposed ?? body, promisingCalls, exposesState: exposed !== undefined };
+  const capped = capOwnHandles(body);
+  const exposed = exposeGlueState(capped ?? body);
+  return { source: exposed ?? capped ?? body, promisingCalls, exposesState: exposed !== undefined, capsHandles: capped !== undefined };
+}
+
+/**
+ * Every resource the host hands a guest (a WASI stream, pollable, descriptor,
+ * HTTP fields or body...) becomes an owned handle in one of the instance's
+ * handle tables (`rscTableCreateOwn`), and leaves it when the guest drops it
+ * or hands it back (`rscTableRemove` of an owned handle). Without a cap a
+ * guest could open handles in a loop and keep them, growing its worker's heap
+ * until the worker dies. The rewrite keeps a running count per instance; when
+ * it reaches the cap the worker names (worker/handle-cap.ts) it counts the
+ * owned handles in the tables exactly (so a count that drifted, e.g. tables
+ * put back by an instance reset, is corrected), and only if the guest really
+ * holds that many does the worker end the call (OUTPUT_LIMIT_EXCEEDED), or the
+ * glue trap when no call is being served.
+ *
+ * Written against jco 1.35's glue: applied only when both functions and every
+ * handle table look as expected; otherwise handles are not counted (the
+ * worker heap cap remains).
+ */
+const CREATE_OWN = 'function rscTableCreateOwn(table, rep) {';
+const REMOVE_RETURN = '    borrowTask?.removeBorrowedHandle();\n    return { rep, scope, own };';
+
+function capOwnHandles(source: string): string | undefined {
+  if (source.split(CREATE_OWN).length !== 2 || source.split(REMOVE_RETURN).length !== 2) return undefined;
+  const tables = [...source.matchAll(/^\s*const (handleTable\d+)\s*=\s*\[T_FLAG, 0\];/gm)].map((match) => match[1]!);
+  if ((source.match(/\b(?:const|let) handleTable\d+\b/g) ?? []).length !== tables.length) return undefined;
+  const hooks = "globalThis[Symbol.for('toolhost.handles')]";
+  const create = [
+    'const __toolhostHandles = { held: 0 };',
+    // Owned handles in use: a live entry's scope slot has no T_FLAG (a free one is a free-list link), its rep slot has it.
+    '  function __toolhostHeldExactly() {',
+    '    let held = 0;',
+    `    for (const table of [${tables.join(', ')}]) for (let i = 2; i < table.length; i += 2) if ((table[i] & T_FLAG) === 0 && (table[i + 1] & T_FLAG) !== 0) held += 1;`,
+    '    return held;',
+    '  }',
+    `  ${CREATE_OWN}`,
+    `    const __toolhostMax = ${hooks}?.max ?? Infinity;`,
+    '    if (__toolhostHandles.held >= __toolhostMax) {',
+    // (A table not declared yet, while the component instantiates, holds nothing: keep the running count.)
+    '      try { __toolhostHandles.held = __toolhostHeldExactly(); } catch {}',
+    '      if (__toolhostHandles.held >= __toolhostMax) {',
+    `        ${hooks}?.refused();`,
+    "        throw new WebAssembly.RuntimeError('the guest holds too many resource handles');",
+    '      }',
+    '    }',
+    '    __toolhostHandles.held += 1;',
+  ].join('\n');
+  const remove = '    borrowTask?.removeBorrowedHandle();\n    if (own && __toolhostHandles.held > 0) __toolhostHandles.held -= 1;\n    return { rep, scope, own };';
+  return source.replace(CREATE_OWN, () => create).replace(REMOVE_RETURN, () => remove);
 }
 
 /**

@@ -108,6 +108,13 @@ export interface GuestOutputLimits {
    * main thread) and the call ends with OUTPUT_LIMIT_EXCEEDED.
    */
   maxHostCalls: number;
+  /**
+   * Resource handles (WASI pollables, streams, descriptors, HTTP fields and
+   * bodies...) the instance serving the call may hold at once; opening one
+   * more ends the call with OUTPUT_LIMIT_EXCEEDED (counted in the glue, see
+   * glue-patch.ts: handles the guest dropped or handed back do not count).
+   */
+  maxHandles: number;
 }
 
 export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = {
@@ -116,6 +123,7 @@ export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = {
   maxEventBytes: 16 * 1024 * 1024,
   maxResultBytes: 16 * 1024 * 1024,
   maxHostCalls: 10_000,
+  maxHandles: 100_000,
 };
 
 /** Worker → main, while the guest runs. */
@@ -125,7 +133,7 @@ export type WorkerMessage =
   | { type: 'log'; level: LogLevel; message: string; source: 'guest' | 'stdout' | 'stderr' }
   | { type: 'rpc'; id: number; request: RpcRequest }
   /** Once per call, when the guest went past one of its limits in the worker (`limit`: the limit's config key). */
-  | { type: 'limit'; limit: string; message: string }
+  | { type: 'limit'; limit: string; message: string; max: number }
   /**
    * A describe task's guest code is about to run (its instantiation, then describe()): the load's
    * budget starts here, so time queued for a worker or spent starting one is not charged to the guest.

@@ -100,13 +100,13 @@ export class SandboxedTool implements Tool {
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
     const network = new GuestNetwork(ctx, events.hardSignal);
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
-    let overLimit: { limit: string; message: string } | undefined;
+    let overLimit: { limit: string; message: string; max: number } | undefined;
     const hostCalls = { count: 0 };
     // Past a limit the guest is stopped at once (its worker is replaced): it
     // may well go on looping over refusals otherwise.
     const limitStop = new AbortController();
     const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
-      details: { reason: 'host-calls', limit: overLimit!.limit, max: this.#limits.maxHostCalls },
+      details: { reason: overLimit!.limit === 'handles_per_call' ? 'handles' : 'host-calls', limit: overLimit!.limit, max: overLimit!.max },
       callId: ctx.callId,
     });
     // Compile (once per cap) on the main thread before a worker is involved; a
@@ -150,7 +150,7 @@ export class SandboxedTool implements Tool {
           else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
           else if (message.type === 'limit') {
             if (overLimit !== undefined) return;
-            overLimit = { limit: message.limit, message: message.message };
+            overLimit = { limit: message.limit, message: message.message, max: message.max };
             events.limit?.(message.limit);
             limitStop.abort(overLimitError());
           } else if (message.type === 'log') events.log(message.level, message.message, message.source);

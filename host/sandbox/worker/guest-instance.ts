@@ -8,6 +8,7 @@ import { LOG_LEVELS } from '../../core/events.js';
 import type { GuestCapabilities, GuestCallContext, GuestToolInfo } from '../protocol.js';
 import { createWasiImports, levelForStream, mountWorktree, type WorktreeMount } from '../wasi/capabilities.js';
 import type { GuestHttpResult } from '../wasi/http.js';
+import { handlesServe } from './handle-cap.js';
 import type { HostBridge } from './host-bridge.js';
 import { InstanceSnapshot, type RestoreRefusal } from './instance-snapshot.js';
 
@@ -176,12 +177,14 @@ export class GuestInstance {
 
   #bind(active: ActiveCall): void {
     this.#current = active;
+    handlesServe(active.bridge);
     const filesystem = active.capabilities.filesystem;
     if (filesystem) this.#worktree = mountWorktree(filesystem.root, filesystem.readOnly, () => this.#current === active);
   }
 
   #unbind(): void {
     this.#current = undefined;
+    handlesServe(undefined);
     this.#worktree?.dispose();
     this.#worktree = undefined;
   }

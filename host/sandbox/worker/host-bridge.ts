@@ -10,7 +10,7 @@
  * carries no port of its own, which kept ~30 µs off every call.
  */
 import { MessageChannel, parentPort, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
-import { CONTROL_CANCELLED, CONTROL_F64_CPU_START_MS, CONTROL_F64_STARTED_AT, CONTROL_RPC_DOORBELL, CONTROL_STARTED, CONTROL_TID, type GuestOutputLimits, type RpcReply, type RpcRequest, type WorkerMessage, type WorkerPost } from '../protocol.js';
+import { CONTROL_CANCELLED, CONTROL_F64_CPU_START_MS, DEFAULT_GUEST_OUTPUT_LIMITS, CONTROL_F64_STARTED_AT, CONTROL_RPC_DOORBELL, CONTROL_STARTED, CONTROL_TID, type GuestOutputLimits, type RpcReply, type RpcRequest, type WorkerMessage, type WorkerPost } from '../protocol.js';
 
 let replies: MessagePort | undefined;
 /** Host-call ids are unique in the worker, so a late reply to an earlier task's request is told apart. */
@@ -107,6 +107,22 @@ export class HostBridge {
     Atomics.store(this.#control, CONTROL_STARTED, 1);
   }
 
+  /** Resource handles the guest may hold during this call. */
+  get maxHandles(): number {
+    return this.#limits?.maxHandles ?? DEFAULT_GUEST_OUTPUT_LIMITS.maxHandles;
+  }
+
+  /** The guest tried to hold more handles than it may: the call ends with OUTPUT_LIMIT_EXCEEDED (thrown into the guest). */
+  handlesExceeded(): never {
+    const max = this.maxHandles;
+    const message = `the guest held more than ${max} resource handles (WASI streams, pollables, descriptors, HTTP resources) at once`;
+    if (this.exceeded === undefined) {
+      this.exceeded = message;
+      this.post({ type: 'limit', limit: 'handles_per_call', message, max });
+    }
+    throw new OutputLimitExceeded(message);
+  }
+
   /** Whether the caller asked the call to stop (one atomic load; no round trip). */
   cancelled(): boolean {
     return Atomics.load(this.#control, CONTROL_CANCELLED) !== 0;
@@ -126,7 +142,7 @@ export class HostBridge {
         const message = `the guest made more than ${this.#limits.maxHostCalls} host calls (state, HTTP) in one call`;
         if (!this.#hostCallsExceeded) {
           this.#hostCallsExceeded = true;
-          this.post({ type: 'limit', limit: 'host_calls_per_call', message });
+          this.post({ type: 'limit', limit: 'host_calls_per_call', message, max: this.#limits.maxHostCalls });
         }
         throw new Error(`OUTPUT_LIMIT_EXCEEDED: ${message}`);
       }
