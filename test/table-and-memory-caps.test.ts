@@ -89,16 +89,16 @@ describe('guest code at load runs under a budget', () => {
 
 describe('the load budget counts only the guest\'s own time', () => {
   it('loads a component whose describe waited for a busy worker longer than its budget', async () => {
-    const registry = makeRegistry({ sandbox: { cacheDir: freshCacheDir(), describeTimeoutMs: 1000, threads: 1 } });
+    const registry = makeRegistry({ sandbox: { cacheDir: freshCacheDir(), describeTimeoutMs: 400, threads: 1 } });
     try {
       await registry.registerWasmTools(fixture('hostile'));
-      // The only worker is busy for 1.5 s; the next load's describe waits for it, past its 1 s budget.
-      const busy = registry.execute('spin_for', { ms: 1500 });
+      // The only worker is busy for 0.8 s; the next load's describe waits for it, past its 0.4 s budget.
+      const busy = registry.execute('spin_for', { ms: 800 });
       await new Promise((resolve) => setTimeout(resolve, 100));
       const file = join(dir, 'grower-queued.wasm');
       await writeFile(file, await growerComponent({ holders: 2 }));
       await registry.registerWasmTools(file);
-      expect((await busy).structuredContent).toMatchObject({ spun_ms: 1500 });
+      expect((await busy).structuredContent).toMatchObject({ spun_ms: 800 });
       expect((await registry.execute('grow_table', {})).structuredContent).toEqual({ pages: 65536 });
     } finally {
       await registry.close();
