@@ -1,0 +1,136 @@
+/**
+ * The sandbox process (process containment): a SandboxPool of its own, run
+ * for the host over the IPC channel `child_process.fork` opened. Guest code
+ * runs in this process's worker threads, so a fatal error of V8 there (an
+ * abort, an out-of-memory inside V8 itself) ends this process, not the host;
+ * the host's supervisor (supervisor.ts) fails the calls that were running and
+ * starts another.
+ *
+ * Host calls (state, HTTP) go to the host; the components' core modules are
+ * compiled here, from bytes the host capped and checked, once per cap.
+ */
+import { ToolhostError } from '../../core/errors.js';
+import { SandboxPool } from '../pool.js';
+import type { CoreModules, RpcRequest } from '../protocol.js';
+import type { ChildPoolOptions, FromChild, ToChild } from './messages.js';
+
+if (process.send === undefined) {
+  process.stderr.write('toolhost: the sandbox process runs under a toolhost host (child_process.fork), not on its own\n');
+  process.exit(2);
+}
+
+const options = JSON.parse(process.argv[2] ?? '{}') as ChildPoolOptions;
+const pool = new SandboxPool(options);
+
+function send(message: FromChild): void {
+  // The channel is gone only when the host is: nothing is waiting for this then.
+  if (process.connected) process.send!(message);
+}
+
+pool.onWedged((componentId, threadId) => send({ type: 'wedged', componentId, threadId }));
+
+/** Tasks running here, by the host's id: how each is stopped, cancelled and answered. */
+const tasks = new Map<number, { stop: AbortController; cancel: AbortController; rpcs: Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }> }>();
+let nextRpcId = 1;
+
+/** Compiled modules per (component, cap), as the host's loader keeps them in thread containment. */
+const compiled = new Map<string, Promise<CoreModules>>();
+const moduleRequests = new Map<number, { resolve: (modules: CoreModules) => void; reject: (error: Error) => void }>();
+let nextModuleRequest = 1;
+
+function modulesFor(componentId: string, memoryMb: number): Promise<CoreModules> {
+  const key = `${componentId}\0${memoryMb}`;
+  let modules = compiled.get(key);
+  if (!modules) {
+    modules = new Promise<CoreModules>((resolve, reject) => {
+      const requestId = nextModuleRequest++;
+      moduleRequests.set(requestId, { resolve, reject });
+      send({ type: 'modules', requestId, componentId, memoryMb });
+    });
+    modules.catch(() => compiled.delete(key));
+    compiled.set(key, modules);
+  }
+  return modules;
+}
+
+function run(message: Extract<ToChild, { type: 'run' }>): void {
+  const { id } = message;
+  const task = { stop: new AbortController(), cancel: new AbortController(), rpcs: new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>() };
+  if (message.cancelled) task.cancel.abort();
+  tasks.set(id, task);
+  pool.run(message.input, {
+    signal: task.stop.signal,
+    cancelSignal: task.cancel.signal,
+    ...(message.cpuBudgetMs === undefined ? {} : { cpuBudgetMs: message.cpuBudgetMs }),
+    onMessage: (event) => send({ type: 'message', id, message: event }),
+    onStopped: (measured) => send({ type: 'stopped', id, measured }),
+    rpc: (request: RpcRequest) => {
+      if (request.op === 'modules') return modulesFor(request.componentId, request.memoryMb);
+      return new Promise((resolve, reject) => {
+        const rpcId = nextRpcId++;
+        task.rpcs.set(rpcId, { resolve, reject });
+        send({ type: 'rpc', id, rpcId, request });
+      });
+    },
+  }).then(
+    (outcome) => send({ type: 'outcome', id, outcome, utilization: pool.utilization }),
+    (error: unknown) => {
+      const failure = error instanceof ToolhostError ? error : new ToolhostError('INTERNAL', `the sandbox process failed a task: ${error instanceof Error ? error.message : String(error)}`);
+      send({ type: 'failed', id, error: failure.toData(), utilization: pool.utilization });
+    },
+  ).finally(() => tasks.delete(id));
+}
+
+function onMessage(message: ToChild): void {
+  switch (message.type) {
+    case 'run':
+      run(message);
+      break;
+    case 'abort':
+      tasks.get(message.id)?.stop.abort(message.reason === undefined ? undefined : ToolhostError.fromData(message.reason));
+      break;
+    case 'cancel':
+      tasks.get(message.id)?.cancel.abort();
+      break;
+    case 'rpc-reply': {
+      const pending = tasks.get(message.id)?.rpcs;
+      const waiting = pending?.get(message.rpcId);
+      if (!waiting) break;
+      pending!.delete(message.rpcId);
+      if (message.ok) waiting.resolve(message.value);
+      else waiting.reject(new Error(message.error));
+      break;
+    }
+    case 'modules-reply': {
+      const waiting = moduleRequests.get(message.requestId);
+      if (!waiting) break;
+      moduleRequests.delete(message.requestId);
+      if (!message.ok) {
+        waiting.reject(ToolhostError.fromData(message.error));
+        break;
+      }
+      Promise.all(message.modules.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => [name, await WebAssembly.compile(bytes)])).then(waiting.resolve, waiting.reject);
+      break;
+    }
+    case 'warm':
+      // A failure here is the first call's to report.
+      modulesFor(message.componentId, message.memoryMb).catch(() => {});
+      break;
+    case 'close':
+      void shutdown(0);
+      break;
+  }
+}
+
+let closing = false;
+async function shutdown(code: number): Promise<void> {
+  if (closing) return;
+  closing = true;
+  await pool.close().catch(() => {});
+  process.exit(code);
+}
+
+process.on('message', onMessage);
+// The host is gone (it exited, or was killed): nobody is left to serve.
+process.on('disconnect', () => void shutdown(0));
+send({ type: 'ready' });
