@@ -404,7 +404,7 @@ describe('resolution', () => {
       '  ceilings: { wall_ms: 60000, cpu_ms: 30000, memory_mb: 1024, max_retries: 2 }',
       '  cancel_grace_ms: 250',
       '  retry: { base_ms: 50, cap_ms: 400 }',
-      '  pool: { threads: 2, max_queue: 10, max_heap_mb: 128, idle_timeout_ms: 1000 }',
+      '  pool: { threads: 2, max_queue: 10, max_heap_mb: 128, idle_timeout_ms: 1000, containment: process }',
       '  output_limits: { stdio_bytes: 1024, max_events: 50, max_event_bytes: 4096, max_result_bytes: 8192 }',
       '  approval: always',
       'tools:',
@@ -438,7 +438,7 @@ describe('resolution', () => {
     expect(resolved.cancelGraceMs).toBe(250);
     expect(resolved.retry).toEqual({ baseMs: 50, capMs: 400 });
     expect(resolved.sandbox).toEqual({
-      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000,
+      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000, containment: 'process',
       outputLimits: { stdioBytes: 1024, maxEvents: 50, maxEventBytes: 4096, maxResultBytes: 8192 },
     });
     expect(resolved.approval).toBe('always');

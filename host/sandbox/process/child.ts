@@ -9,10 +9,10 @@
  * Host calls (state, HTTP) go to the host; the components' core modules are
  * compiled here, from bytes the host capped and checked, once per cap.
  */
-import { ToolhostError } from '../../core/errors.js';
+import { ToolhostError, type ToolErrorData } from '../../core/errors.js';
 import { SandboxPool } from '../pool.js';
 import type { CoreModules, RpcRequest } from '../protocol.js';
-import type { ChildPoolOptions, FromChild, ToChild } from './messages.js';
+import { STATS_INTERVAL_MS, type ChildPoolOptions, type FromChild, type ToChild } from './messages.js';
 
 if (process.send === undefined) {
   process.stderr.write('toolhost: the sandbox process runs under a toolhost host (child_process.fork), not on its own\n');
@@ -29,8 +29,12 @@ function send(message: FromChild): void {
 
 pool.onWedged((componentId, threadId) => send({ type: 'wedged', componentId, threadId }));
 
-/** Tasks running here, by the host's id: how each is stopped, cancelled and answered. */
-const tasks = new Map<number, { stop: AbortController; cancel: AbortController; rpcs: Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }> }>();
+type Rpcs = Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>;
+/** Tasks here, by the host's id: how each is stopped, cancelled and answered. */
+const tasks = new Map<number, { stop: AbortController; cancel: AbortController; rpcs: Rpcs }>();
+/** Tasks waiting for a worker, in order (at most `threads` are in the pool at a time, see messages.ts). */
+const waiting: Array<Extract<ToChild, { type: 'run' }>> = [];
+let inPool = 0;
 let nextRpcId = 1;
 
 /** Compiled modules per (component, cap), as the host's loader keeps them in thread containment. */
@@ -53,11 +57,22 @@ function modulesFor(componentId: string, memoryMb: number): Promise<CoreModules>
   return modules;
 }
 
-function run(message: Extract<ToChild, { type: 'run' }>): void {
-  const { id } = message;
-  const task = { stop: new AbortController(), cancel: new AbortController(), rpcs: new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>() };
+function accept(message: Extract<ToChild, { type: 'run' }>): void {
+  const task = { stop: new AbortController(), cancel: new AbortController(), rpcs: new Map() as Rpcs };
   if (message.cancelled) task.cancel.abort();
-  tasks.set(id, task);
+  tasks.set(message.id, task);
+  if (inPool < options.threads) {
+    start(message);
+    return;
+  }
+  waiting.push(message);
+  send({ type: 'queued', id: message.id });
+}
+
+function start(message: Extract<ToChild, { type: 'run' }>): void {
+  const { id } = message;
+  const task = tasks.get(id)!;
+  inPool += 1;
   pool.run(message.input, {
     signal: task.stop.signal,
     cancelSignal: task.cancel.signal,
@@ -73,21 +88,57 @@ function run(message: Extract<ToChild, { type: 'run' }>): void {
       });
     },
   }).then(
-    (outcome) => send({ type: 'outcome', id, outcome, utilization: pool.utilization }),
-    (error: unknown) => {
-      const failure = error instanceof ToolhostError ? error : new ToolhostError('INTERNAL', `the sandbox process failed a task: ${error instanceof Error ? error.message : String(error)}`);
-      send({ type: 'failed', id, error: failure.toData(), utilization: pool.utilization });
-    },
-  ).finally(() => tasks.delete(id));
+    (outcome) => finish({ type: 'outcome', id, outcome }),
+    (error: unknown) => finish({ type: 'failed', id, error: failureData(error) }),
+  );
 }
+
+/** A task ended: the next waiting one takes its worker, and the host learns both in one message. */
+function finish(message: Extract<FromChild, { type: 'outcome' | 'failed' }>): void {
+  tasks.delete(message.id);
+  inPool -= 1;
+  statsDue = true;
+  const next = waiting.shift();
+  if (next) {
+    start(next);
+    message.next = next.id;
+  }
+  send(message);
+}
+
+function failureData(error: unknown): ToolErrorData {
+  return (error instanceof ToolhostError ? error : new ToolhostError('INTERNAL', `the sandbox process failed a task: ${error instanceof Error ? error.message : String(error)}`)).toData();
+}
+
+/** Stop a task: one still waiting here leaves at once (it used nothing); a started one is stopped by the pool. */
+function abort(id: number, reason: ToolErrorData | undefined): void {
+  const task = tasks.get(id);
+  if (!task) return;
+  const at = waiting.findIndex((message) => message.id === id);
+  if (at === -1) {
+    task.stop.abort(reason === undefined ? undefined : ToolhostError.fromData(reason));
+    return;
+  }
+  waiting.splice(at, 1);
+  tasks.delete(id);
+  send({ type: 'failed', id, error: reason ?? new ToolhostError('CANCELLED', 'the call was aborted').toData() });
+}
+
+/** Whether a task finished since the pool's utilization was last reported (piscina computes it from a histogram summary). */
+let statsDue = false;
+setInterval(() => {
+  if (!statsDue) return;
+  statsDue = false;
+  send({ type: 'stats', utilization: pool.utilization });
+}, STATS_INTERVAL_MS).unref();
 
 function onMessage(message: ToChild): void {
   switch (message.type) {
     case 'run':
-      run(message);
+      accept(message);
       break;
     case 'abort':
-      tasks.get(message.id)?.stop.abort(message.reason === undefined ? undefined : ToolhostError.fromData(message.reason));
+      abort(message.id, message.reason);
       break;
     case 'cancel':
       tasks.get(message.id)?.cancel.abort();

@@ -9,11 +9,24 @@ import type { ToolErrorData } from '../../core/errors.js';
 import type { GuestEventMessage, SandboxPoolOptions, TaskInput } from '../pool.js';
 import type { RpcRequest, WorkerOutcome } from '../protocol.js';
 
+/** How often the child reports its pool's utilization while it runs tasks (ms). */
+export const STATS_INTERVAL_MS = 1_000;
+
 /** A component's core modules as bytes (capped and checked by the host), by the file name the glue asks for. */
 export type CoreModuleBytes = Array<[string, Uint8Array]>;
 
 /** The pool options the child starts its SandboxPool with (passed as its first argument, as JSON). */
 export type ChildPoolOptions = SandboxPoolOptions & { threads: number };
+
+/**
+ * Tasks the host hands the child beyond one per worker: they wait in the
+ * child, so a worker that finishes starts the next at once instead of after a
+ * round trip to the host. The child starts at most `threads` at a time; it
+ * says which wait (`queued`) and when one starts (`next`, on the message that
+ * ends the task whose worker it takes): those still waiting when it died run
+ * again. No message is spent on a task that starts at once.
+ */
+export const CHILD_LOOKAHEAD_PER_THREAD = 1;
 
 /** Host → child. */
 export type ToChild =
@@ -38,13 +51,17 @@ export type ToChild =
 export type FromChild =
   /** The child's pool is up. */
   | { type: 'ready' }
+  /** The task waits in the child (its workers are busy): a death of the child before it starts does not end it. */
+  | { type: 'queued'; id: number }
   | { type: 'message'; id: number; message: GuestEventMessage }
   /** A task's host call (state, HTTP), answered with an `rpc-reply`. */
   | { type: 'rpc'; id: number; rpcId: number; request: Exclude<RpcRequest, { op: 'modules' }> }
   | { type: 'stopped'; id: number; measured: { queuedMs?: number; cpuMs?: number } }
-  /** A task's end: its outcome, or the error its run rejected with. `utilization`: the pool's, now. */
-  | { type: 'outcome'; id: number; outcome: WorkerOutcome; utilization: number }
-  | { type: 'failed'; id: number; error: ToolErrorData; utilization: number }
+  /** A task's end: its outcome, or the error its run rejected with; `next`: the waiting task started in its place. */
+  | { type: 'outcome'; id: number; outcome: WorkerOutcome; next?: number }
+  | { type: 'failed'; id: number; error: ToolErrorData; next?: number }
+  /** The pool's utilization, sent at most once a STATS_INTERVAL_MS while tasks finish (reading it costs ~0.2 ms). */
+  | { type: 'stats'; utilization: number }
   /** The child needs a component's module bytes (it compiles them once per cap). */
   | { type: 'modules'; requestId: number; componentId: string; memoryMb: number }
   | { type: 'wedged'; componentId: string; threadId: number };

@@ -11,8 +11,9 @@
  *   again after a growing delay, and after MAX_IDLE_DEATHS such deaths in a row
  *   calls fail at once with a clear TOOL_CRASHED for CRASH_LOOP_COOLDOWN_MS.
  *
- * The child gets at most `threads` tasks at a time, so whatever it holds is
- * running (or about to): a task that never reached it is never lost with it.
+ * The child holds a few tasks beyond one per worker (so a worker never waits
+ * for a round trip to the host) and says which of them wait: only the others
+ * end with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -22,7 +23,7 @@ import { ToolhostError } from '../../core/errors.js';
 import type { SandboxPoolOptions, TaskHandlers, TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
-import type { ChildPoolOptions, CoreModuleBytes, FromChild, ToChild } from './messages.js';
+import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
 
 export interface ProcessPoolOptions extends SandboxPoolOptions {
   /** A component's core modules at a memory cap, as bytes (the loader caps and checks them; the child compiles). */
@@ -46,6 +47,8 @@ interface Job {
   reject(error: ToolhostError): void;
   /** The child it was handed to (undefined while it waits here). */
   child?: SandboxChild;
+  /** The child said it waits there (a death of the child then does not end it: it runs on the next). */
+  waiting?: boolean;
 }
 
 interface SandboxChild {
@@ -103,7 +106,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
     const maxQueue = pool.maxQueue ?? threads * 64;
     if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new TypeError('options.maxQueue must be a non-negative integer');
-    // The child's own queue never fills: it is given at most `threads` tasks at a time.
+    // The child's own queue never fills: it is given at most `threads` tasks (and the lookahead) at a time.
     this.#options = { ...pool, threads, maxQueue };
     this.#maxQueue = maxQueue;
     this.#moduleBytes = moduleBytes;
@@ -190,7 +193,7 @@ export class ProcessSandboxPool implements SandboxRunner {
   #dispatch(): void {
     const child = this.#child;
     if (!child?.ready) return;
-    while (child.jobs.size < this.#options.threads && this.#queue.length > 0) {
+    while (child.jobs.size < this.#options.threads * (1 + CHILD_LOOKAHEAD_PER_THREAD) && this.#queue.length > 0) {
       const job = this.#queue.shift()!;
       job.child = child;
       child.jobs.set(job.id, job);
@@ -218,7 +221,8 @@ export class ProcessSandboxPool implements SandboxRunner {
     const child: SandboxChild = { process: spawned, ready: false, finished: 0, jobs: new Map(), exited: false };
     this.#child = child;
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
-    spawned.on('exit', (code, signal) => this.#onExit(child, code, signal));
+    // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `queued`, a `next`) was read.
+    spawned.on('close', (code: number | null, signal: NodeJS.Signals | null) => this.#onExit(child, code, signal));
     // A child that could not be spawned emits 'error' (and maybe no 'exit').
     spawned.on('error', (error) => this.#onExit(child, null, null, error.message));
   }
@@ -239,6 +243,11 @@ export class ProcessSandboxPool implements SandboxRunner {
         for (const { componentId, memoryMb } of this.#warm.values()) this.#send(child, { type: 'warm', componentId, memoryMb });
         this.#dispatch();
         return;
+      case 'queued': {
+        const job = child.jobs.get(message.id);
+        if (job) job.waiting = true;
+        return;
+      }
       case 'message':
         child.jobs.get(message.id)?.handlers.onMessage(message.message);
         return;
@@ -255,12 +264,18 @@ export class ProcessSandboxPool implements SandboxRunner {
         );
         return;
       }
+      case 'stats':
+        this.#utilization = message.utilization;
+        return;
       case 'outcome':
       case 'failed': {
-        this.#utilization = message.utilization;
         const job = child.jobs.get(message.id);
         if (!job) return;
         child.jobs.delete(message.id);
+        if (message.next !== undefined) {
+          const next = child.jobs.get(message.next);
+          if (next) next.waiting = false;
+        }
         child.finished += 1;
         this.#idleDeaths = 0;
         if (message.type === 'outcome') job.resolve(message.outcome);
@@ -294,17 +309,28 @@ export class ProcessSandboxPool implements SandboxRunner {
     const how = spawnError !== undefined ? `could not be started: ${spawnError}` : signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
     const pid = child.process.pid;
     this.#lastDeath = how;
-    const ended = child.jobs.size;
+    let ended = 0;
+    const again: Job[] = [];
     for (const job of child.jobs.values()) {
-      job.handlers.onStopped?.({});
-      if (job.handlers.signal?.aborted) job.reject(abortFailure(job.handlers.signal));
-      else if (this.#closed) job.reject(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed while the call ran', { details: { reason: 'worker-exit' } }));
-      else {
+      if (job.handlers.signal?.aborted) {
+        job.handlers.onStopped?.({});
+        job.reject(abortFailure(job.handlers.signal));
+      } else if (this.#closed) {
+        job.reject(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed while the call ran', { details: { reason: 'worker-exit' } }));
+      } else if (job.waiting) {
+        // It never ran: it goes back to the front of the queue, in its order.
+        job.child = undefined;
+        job.waiting = false;
+        again.push(job);
+      } else {
+        ended += 1;
+        job.handlers.onStopped?.({});
         job.reject(new ToolhostError('TOOL_CRASHED', `the sandbox process (pid ${pid}) ${how} while the call ran; a new one is being started`, {
           details: { reason: 'sandbox-process-death', pid, ...(signal === null ? {} : { signal }), ...(code === null ? {} : { exitCode: code }) },
         }));
       }
     }
+    this.#queue.unshift(...again.sort((a, b) => a.id - b.id));
     child.jobs.clear();
     if (this.#closed) return;
     // A death that ended calls was paid for by them; one that ended none, in a child that finished nothing, is a loop.
@@ -339,7 +365,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     for (const job of this.#queue.splice(0)) job.reject(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the call ran', { details: { reason: 'worker-exit' } }));
     const child = this.#child;
     if (!child || child.exited) return;
-    const exited = new Promise<void>((resolve) => child.process.once('exit', () => resolve()));
+    const exited = new Promise<void>((resolve) => child.process.once('close', () => resolve()));
     this.#send(child, { type: 'close' });
     const timer = setTimeout(() => child.process.kill('SIGKILL'), CLOSE_GRACE_MS);
     await exited;
