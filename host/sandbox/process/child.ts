@@ -62,11 +62,11 @@ function accept(message: Extract<ToChild, { type: 'run' }>): void {
   if (message.cancelled) task.cancel.abort();
   tasks.set(message.id, task);
   if (inPool < options.threads) {
+    send({ type: 'started', id: message.id });
     start(message);
     return;
   }
   waiting.push(message);
-  send({ type: 'queued', id: message.id });
 }
 
 function start(message: Extract<ToChild, { type: 'run' }>): void {

@@ -21,10 +21,10 @@ export type ChildPoolOptions = SandboxPoolOptions & { threads: number };
 /**
  * Tasks the host hands the child beyond one per worker: they wait in the
  * child, so a worker that finishes starts the next at once instead of after a
- * round trip to the host. The child starts at most `threads` at a time; it
- * says which wait (`queued`) and when one starts (`next`, on the message that
- * ends the task whose worker it takes): those still waiting when it died run
- * again. No message is spent on a task that starts at once.
+ * round trip to the host. The child starts at most `threads` at a time and
+ * says which it started: `started` for one started on arrival, `next` on the
+ * message that ends the task whose worker a waiting one takes. Those not
+ * started when it died (waiting there, or still in the channel) run again.
  */
 export const CHILD_LOOKAHEAD_PER_THREAD = 1;
 
@@ -51,8 +51,8 @@ export type ToChild =
 export type FromChild =
   /** The child's pool is up. */
   | { type: 'ready' }
-  /** The task waits in the child (its workers are busy): a death of the child before it starts does not end it. */
-  | { type: 'queued'; id: number }
+  /** The child handed the task to its pool at once (from now on a death of the child ends it; before, it runs on the next). */
+  | { type: 'started'; id: number }
   | { type: 'message'; id: number; message: GuestEventMessage }
   /** A task's host call (state, HTTP), answered with an `rpc-reply`. */
   | { type: 'rpc'; id: number; rpcId: number; request: Exclude<RpcRequest, { op: 'modules' }> }

@@ -12,15 +12,14 @@
  *   calls fail at once with a clear TOOL_CRASHED for CRASH_LOOP_COOLDOWN_MS.
  *
  * The child holds a few tasks beyond one per worker (so a worker never waits
- * for a round trip to the host) and says which of them wait: only the others
- * end with it (see CHILD_LOOKAHEAD_PER_THREAD).
+ * for a round trip to the host) and says which it started: only those end
+ * with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ToolhostError } from '../../core/errors.js';
-import type { SandboxPoolOptions, TaskHandlers, TaskInput } from '../pool.js';
+import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
 import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
@@ -47,8 +46,8 @@ interface Job {
   reject(error: ToolhostError): void;
   /** The child it was handed to (undefined while it waits here). */
   child?: SandboxChild;
-  /** The child said it waits there (a death of the child then does not end it: it runs on the next). */
-  waiting?: boolean;
+  /** The child started it (a death of the child now ends it; before, it runs again on the next). */
+  started?: boolean;
 }
 
 interface SandboxChild {
@@ -102,13 +101,11 @@ export class ProcessSandboxPool implements SandboxRunner {
 
   constructor(options: ProcessPoolOptions) {
     const { moduleBytes, ...pool } = options;
-    const threads = pool.threads ?? availableParallelism();
-    if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
-    const maxQueue = pool.maxQueue ?? threads * 64;
-    if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new TypeError('options.maxQueue must be a non-negative integer');
+    // Checked here, where a bad option is a TypeError for the caller, not a child that cannot start.
+    const resolved = resolveOptions(pool);
     // The child's own queue never fills: it is given at most `threads` tasks (and the lookahead) at a time.
-    this.#options = { ...pool, threads, maxQueue };
-    this.#maxQueue = maxQueue;
+    this.#options = resolved;
+    this.#maxQueue = resolved.maxQueue;
     this.#moduleBytes = moduleBytes;
     this.#start();
   }
@@ -221,7 +218,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     const child: SandboxChild = { process: spawned, ready: false, finished: 0, jobs: new Map(), exited: false };
     this.#child = child;
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
-    // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `queued`, a `next`) was read.
+    // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `started`, a `next`) was read.
     spawned.on('close', (code: number | null, signal: NodeJS.Signals | null) => this.#onExit(child, code, signal));
     // A child that could not be spawned emits 'error' (and maybe no 'exit').
     spawned.on('error', (error) => this.#onExit(child, null, null, error.message));
@@ -243,9 +240,9 @@ export class ProcessSandboxPool implements SandboxRunner {
         for (const { componentId, memoryMb } of this.#warm.values()) this.#send(child, { type: 'warm', componentId, memoryMb });
         this.#dispatch();
         return;
-      case 'queued': {
+      case 'started': {
         const job = child.jobs.get(message.id);
-        if (job) job.waiting = true;
+        if (job) job.started = true;
         return;
       }
       case 'message':
@@ -274,7 +271,7 @@ export class ProcessSandboxPool implements SandboxRunner {
         child.jobs.delete(message.id);
         if (message.next !== undefined) {
           const next = child.jobs.get(message.next);
-          if (next) next.waiting = false;
+          if (next) next.started = true;
         }
         child.finished += 1;
         this.#idleDeaths = 0;
@@ -317,10 +314,9 @@ export class ProcessSandboxPool implements SandboxRunner {
         job.reject(abortFailure(job.handlers.signal));
       } else if (this.#closed) {
         job.reject(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed while the call ran', { details: { reason: 'worker-exit' } }));
-      } else if (job.waiting) {
+      } else if (!job.started) {
         // It never ran: it goes back to the front of the queue, in its order.
         job.child = undefined;
-        job.waiting = false;
         again.push(job);
       } else {
         ended += 1;
@@ -347,7 +343,7 @@ export class ProcessSandboxPool implements SandboxRunner {
       this.#restartTimer.unref();
       return;
     }
-    const delay = this.#idleDeaths === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** (this.#idleDeaths - 1));
+    const delay = this.#idleDeaths === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 50 * 2 ** (this.#idleDeaths - 1));
     if (delay === 0) this.#start();
     else this.#restartTimer = setTimeout(() => this.#start(), delay);
   }
