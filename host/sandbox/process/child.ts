@@ -182,6 +182,9 @@ async function shutdown(code: number): Promise<void> {
 }
 
 process.on('message', onMessage);
+// Signals meant for the host reach this process too (Ctrl-C goes to the terminal's process group, systemd signals
+// the whole cgroup): the host drains its calls first and then closes this process, or its exit disconnects it.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => {});
 // The host is gone (it exited, or was killed): nobody is left to serve.
 process.on('disconnect', () => void shutdown(0));
 send({ type: 'ready' });

@@ -275,6 +275,8 @@ export class ProcessSandboxPool implements SandboxRunner {
         }
         child.finished += 1;
         this.#idleDeaths = 0;
+        // Stopped before it started (it waited in the child): nothing was measured.
+        if (!job.started) job.handlers.onStopped?.({});
         if (message.type === 'outcome') job.resolve(message.outcome);
         // The host's own abort reason, not the copy that went through the child.
         else job.reject(job.handlers.signal?.aborted ? abortFailure(job.handlers.signal) : ToolhostError.fromData(message.error));
