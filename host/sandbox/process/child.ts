@@ -32,7 +32,7 @@ pool.onWedged((componentId, threadId) => send({ type: 'wedged', componentId, thr
 type Rpcs = Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>;
 /** Tasks here, by the host's id: how each is stopped, cancelled and answered. */
 const tasks = new Map<number, { stop: AbortController; cancel: AbortController; rpcs: Rpcs }>();
-/** Tasks waiting for a worker, in order (at most `threads` are in the pool at a time, see messages.ts). */
+/** Tasks waiting for a worker, in order (the host decides which start, see messages.ts). */
 const waiting: Array<Extract<ToChild, { type: 'run' }>> = [];
 let inPool = 0;
 let nextRpcId = 1;
@@ -61,12 +61,9 @@ function accept(message: Extract<ToChild, { type: 'run' }>): void {
   const task = { stop: new AbortController(), cancel: new AbortController(), rpcs: new Map() as Rpcs };
   if (message.cancelled) task.cancel.abort();
   tasks.set(message.id, task);
-  if (inPool < options.threads) {
-    send({ type: 'started', id: message.id });
-    start(message);
-    return;
-  }
-  waiting.push(message);
+  // The host says `start` only when it knows a worker is free (see messages.ts).
+  if (message.start) start(message);
+  else waiting.push(message);
 }
 
 function start(message: Extract<ToChild, { type: 'run' }>): void {
@@ -137,6 +134,11 @@ function onMessage(message: ToChild): void {
     case 'run':
       accept(message);
       break;
+    case 'start': {
+      const at = waiting.findIndex((task) => task.id === message.id);
+      if (at !== -1) start(waiting.splice(at, 1)[0]!);
+      break;
+    }
     case 'abort':
       abort(message.id, message.reason);
       break;

@@ -21,17 +21,24 @@ export type ChildPoolOptions = SandboxPoolOptions & { threads: number };
 /**
  * Tasks the host hands the child beyond one per worker: they wait in the
  * child, so a worker that finishes starts the next at once instead of after a
- * round trip to the host. The child starts at most `threads` at a time and
- * says which it started: `started` for one started on arrival, `next` on the
- * message that ends the task whose worker a waiting one takes. Those not
- * started when it died (waiting there, or still in the channel) run again.
+ * round trip to the host. Which tasks run is the host's to know exactly, with
+ * no message spent on it: the host says `start` when it knows a worker is free
+ * (the child can only have more free than the host has seen), or `start`s a
+ * waiting one later; the child starts a waiting one by itself only when a task
+ * ends, and says which in that task's `next`. Those not started when the child
+ * died (waiting there) run again on the next child.
  */
 export const CHILD_LOOKAHEAD_PER_THREAD = 1;
 
 /** Host → child. */
 export type ToChild =
-  /** Run a task; `cancelled`: its cooperative cancel was raised before it was sent. */
-  | { type: 'run'; id: number; input: TaskInput; cpuBudgetMs?: number; cancelled?: boolean }
+  /**
+   * A task: `start` it now (a worker is free), or keep it waiting for one. `cancelled`: its cooperative cancel was
+   * raised before it was sent.
+   */
+  | { type: 'run'; id: number; input: TaskInput; start: boolean; cpuBudgetMs?: number; cancelled?: boolean }
+  /** Start a waiting task now (a worker is free; the child ignores it when the task already started or left). */
+  | { type: 'start'; id: number }
   /** Stop the task now (its `signal` aborted), with the reason it aborted for when that is a ToolhostError. */
   | { type: 'abort'; id: number; reason?: ToolErrorData }
   /** Raise the task's cooperative cancel flag. */
@@ -51,8 +58,6 @@ export type ToChild =
 export type FromChild =
   /** The child's pool is up. */
   | { type: 'ready' }
-  /** The child handed the task to its pool at once (from now on a death of the child ends it; before, it runs on the next). */
-  | { type: 'started'; id: number }
   | { type: 'message'; id: number; message: GuestEventMessage }
   /** A task's host call (state, HTTP), answered with an `rpc-reply`. */
   | { type: 'rpc'; id: number; rpcId: number; request: Exclude<RpcRequest, { op: 'modules' }> }

@@ -12,8 +12,8 @@
  *   calls fail at once with a clear TOOL_CRASHED for CRASH_LOOP_COOLDOWN_MS.
  *
  * The child holds a few tasks beyond one per worker (so a worker never waits
- * for a round trip to the host) and says which it started: only those end
- * with it (see CHILD_LOOKAHEAD_PER_THREAD).
+ * for a round trip to the host); this side knows which of them started, and
+ * only those end with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -55,6 +55,8 @@ interface SandboxChild {
   ready: boolean;
   /** Tasks it finished (whatever their outcome): a child that finished any was not looping. */
   finished: number;
+  /** Tasks it started and has not finished, as far as this side knows (the child may have finished more). */
+  running: number;
   jobs: Map<number, Job>;
   exited: boolean;
 }
@@ -190,15 +192,30 @@ export class ProcessSandboxPool implements SandboxRunner {
   #dispatch(): void {
     const child = this.#child;
     if (!child?.ready) return;
-    while (child.jobs.size < this.#options.threads * (1 + CHILD_LOOKAHEAD_PER_THREAD) && this.#queue.length > 0) {
+    const { threads } = this.#options;
+    // Free workers first go to tasks already waiting in the child, oldest first (its order).
+    for (const job of child.jobs.values()) {
+      if (child.running >= threads) break;
+      if (job.started || job.handlers.signal?.aborted) continue;
+      job.started = true;
+      child.running += 1;
+      this.#send(child, { type: 'start', id: job.id });
+    }
+    while (child.jobs.size < threads * (1 + CHILD_LOOKAHEAD_PER_THREAD) && this.#queue.length > 0) {
       const job = this.#queue.shift()!;
       job.child = child;
       child.jobs.set(job.id, job);
+      const start = child.running < threads;
+      if (start) {
+        job.started = true;
+        child.running += 1;
+      }
       const { cpuBudgetMs, cancelSignal } = job.handlers;
       this.#send(child, {
         type: 'run',
         id: job.id,
         input: job.input,
+        start,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         ...(cancelSignal?.aborted ? { cancelled: true } : {}),
       });
@@ -215,10 +232,10 @@ export class ProcessSandboxPool implements SandboxRunner {
       // The child's stdout goes to the host's stderr: over MCP stdio, stdout carries the protocol and nothing else.
       stdio: ['ignore', 2, 'inherit', 'ipc'],
     });
-    const child: SandboxChild = { process: spawned, ready: false, finished: 0, jobs: new Map(), exited: false };
+    const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new Map(), exited: false };
     this.#child = child;
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
-    // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `started`, a `next`) was read.
+    // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `next`) was read.
     spawned.on('close', (code: number | null, signal: NodeJS.Signals | null) => this.#onExit(child, code, signal));
     // A child that could not be spawned emits 'error' (and maybe no 'exit').
     spawned.on('error', (error) => this.#onExit(child, null, null, error.message));
@@ -240,11 +257,6 @@ export class ProcessSandboxPool implements SandboxRunner {
         for (const { componentId, memoryMb } of this.#warm.values()) this.#send(child, { type: 'warm', componentId, memoryMb });
         this.#dispatch();
         return;
-      case 'started': {
-        const job = child.jobs.get(message.id);
-        if (job) job.started = true;
-        return;
-      }
       case 'message':
         child.jobs.get(message.id)?.handlers.onMessage(message.message);
         return;
@@ -269,9 +281,14 @@ export class ProcessSandboxPool implements SandboxRunner {
         const job = child.jobs.get(message.id);
         if (!job) return;
         child.jobs.delete(message.id);
+        if (job.started) child.running -= 1;
         if (message.next !== undefined) {
+          // Started by the child in this task's place (unless this side had already said `start` for it).
           const next = child.jobs.get(message.next);
-          if (next) next.started = true;
+          if (next && !next.started) {
+            next.started = true;
+            child.running += 1;
+          }
         }
         child.finished += 1;
         this.#idleDeaths = 0;
