@@ -7,8 +7,9 @@
  * network policy through the process are covered where those are tested (they
  * run under both containments: see CONTAINMENTS in helpers.ts).
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolEvent, ToolRegistry } from '../host/index.js';
 import { collect, fixture, hasCGuests, makeRegistry, terminalCount } from './helpers.js';
@@ -82,6 +83,18 @@ describe.runIf(hasCGuests)('the sandbox process', () => {
     });
   }
 
+  it('ends a call whose timeout fires while it waits for the worker, and the calls around it run normally', async () => {
+    const running = registry.execute('sleep_for', { ms: 600 });
+    // Waits (in the sandbox process, or in the host) behind the sleeper; its wall clock runs out there.
+    const waiting = await registry.execute('honest', { n: 2 }, { policy: { timeout: '0.1s' } });
+    expect(waiting.error).toMatchObject({ code: 'TOOL_TIMEOUT' });
+    expect((await running).structuredContent).toMatchObject({ slept_ms: 600 });
+    expect((await Promise.all([3, 4].map((n) => registry.execute('honest', { n })))).map((result) => result.structuredContent)).toEqual([
+      { ok: true, sum: 6 },
+      { ok: true, sum: 10 },
+    ]);
+  });
+
   it('keeps a guest\'s own crash inside its call: a trap is TOOL_CRASHED without a new process', async () => {
     const { restarts } = registry.sandboxStats()!.process!;
     const events = await collect(registry.stream('trap', {}));
@@ -101,9 +114,11 @@ describe.runIf(hasCGuests)('the sandbox process', () => {
 
 describe.runIf(hasCGuests)('a sandbox process that cannot start', () => {
   it('is started again with a growing delay, then calls fail at once with a clear TOOL_CRASHED instead of spinning', async () => {
-    // Every process this one forks now fails before it runs anything (node cannot preload the module).
+    // Every process this one forks now exits before it runs anything (a preloaded module ends it, quietly).
+    const exitAtStart = join(mkdtempSync(join(tmpdir(), 'toolhost-exit-')), 'exit-at-start.cjs');
+    writeFileSync(exitAtStart, 'process.exit(3);\n');
     const saved = process.env.NODE_OPTIONS;
-    process.env.NODE_OPTIONS = `${saved ?? ''} --require ${join(tmpdir(), 'toolhost-test-no-such-module.cjs')}`;
+    process.env.NODE_OPTIONS = `${saved ?? ''} --require ${exitAtStart}`;
     const broken = makeRegistry({ sandbox: { containment: 'process' } });
     try {
       // The description is cached: loading needs no sandbox process.
@@ -111,7 +126,7 @@ describe.runIf(hasCGuests)('a sandbox process that cannot start', () => {
       const waited = await broken.execute('honest', { n: 1 });
       expect(waited.error).toMatchObject({
         code: 'TOOL_CRASHED',
-        message: expect.stringMatching(/died 5 times in a row before it ran anything \(last: it exited with code \d+\)/),
+        message: expect.stringMatching(/died 5 times in a row before it ran anything \(last: it exited with code 3\)/),
         details: { reason: 'sandbox-process-crash-loop' },
       });
       expect(broken.sandboxStats()?.process).toMatchObject({ pid: undefined, restarts: 5 });
@@ -120,6 +135,7 @@ describe.runIf(hasCGuests)('a sandbox process that cannot start', () => {
       process.env.NODE_OPTIONS = saved;
       if (saved === undefined) delete process.env.NODE_OPTIONS;
       await broken.close();
+      rmSync(dirname(exitAtStart), { recursive: true, force: true });
     }
   });
 });
