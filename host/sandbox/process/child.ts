@@ -34,7 +34,6 @@ type Rpcs = Map<number, { resolve: (value: unknown) => void; reject: (error: Err
 const tasks = new Map<number, { stop: AbortController; cancel: AbortController; rpcs: Rpcs }>();
 /** Tasks waiting for a worker, in order (the host decides which start, see messages.ts). */
 const waiting: Array<Extract<ToChild, { type: 'run' }>> = [];
-let inPool = 0;
 let nextRpcId = 1;
 
 /** Compiled modules per (component, cap), as the host's loader keeps them in thread containment. */
@@ -69,7 +68,6 @@ function accept(message: Extract<ToChild, { type: 'run' }>): void {
 function start(message: Extract<ToChild, { type: 'run' }>): void {
   const { id } = message;
   const task = tasks.get(id)!;
-  inPool += 1;
   pool.run(message.input, {
     signal: task.stop.signal,
     cancelSignal: task.cancel.signal,
@@ -93,7 +91,6 @@ function start(message: Extract<ToChild, { type: 'run' }>): void {
 /** A task ended: the next waiting one takes its worker, and the host learns both in one message. */
 function finish(message: Extract<FromChild, { type: 'outcome' | 'failed' }>): void {
   tasks.delete(message.id);
-  inPool -= 1;
   statsDue = true;
   const next = waiting.shift();
   if (next) {
@@ -189,4 +186,5 @@ process.on('message', onMessage);
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => {});
 // The host is gone (it exited, or was killed): nobody is left to serve.
 process.on('disconnect', () => void shutdown(0));
+if (!process.connected) void shutdown(0);
 send({ type: 'ready' });

@@ -161,7 +161,7 @@ export class ProcessSandboxPool implements SandboxRunner {
           const at = this.#queue.indexOf(job);
           if (at !== -1) this.#queue.splice(at, 1);
           handlers.onStopped?.({});
-          reject(abortFailure(handlers.signal!));
+          job.reject(abortFailure(handlers.signal!));
         };
         const onCancel = (): void => {
           if (job.child) this.#send(job.child, { type: 'cancel', id: job.id });
@@ -381,7 +381,9 @@ export class ProcessSandboxPool implements SandboxRunner {
     const child = this.#child;
     if (!child || child.exited) return;
     const exited = new Promise<void>((resolve) => child.process.once('close', () => resolve()));
-    this.#send(child, { type: 'close' });
+    // One still starting may not listen yet (nothing runs there): it is killed. One that listens closes its pool first.
+    if (child.ready) this.#send(child, { type: 'close' });
+    else child.process.kill('SIGKILL');
     const timer = setTimeout(() => child.process.kill('SIGKILL'), CLOSE_GRACE_MS);
     await exited;
     clearTimeout(timer);
