@@ -1,15 +1,21 @@
 /**
- * Wall-clock, CPU and memory budgets against hostile guests (test/fixtures/guests/c/hostile.c).
+ * Wall-clock, CPU and memory budgets against hostile guests (test/fixtures/guests/c/hostile.c),
+ * under both containments (the sandbox in this process, and in a sandbox process).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { fixture, hasCGuests, makeRegistry } from './helpers.js';
+import { CONTAINMENTS, fixture, hasCGuests, makeRegistry } from './helpers.js';
 
-describe.runIf(hasCGuests)('budgets', () => {
+describe.runIf(hasCGuests).each(CONTAINMENTS)('budgets (%s containment)', (containment) => {
   let registry: ToolRegistry;
+  // Tests that need a registry of their own (other defaults, another grant) run once, in thread containment:
+  // what they check is decided before the sandbox.
+  const ownRegistry = (name: string, test: () => Promise<void>): void => {
+    if (containment === 'thread') it(name, test);
+  };
 
   beforeAll(async () => {
-    registry = makeRegistry({ defaults: { wallMs: 5_000, maxWallMs: 60_000 } });
+    registry = makeRegistry({ defaults: { wallMs: 5_000, maxWallMs: 60_000 }, sandbox: { containment } });
     await registry.registerWasmTools(fixture('hostile'));
   });
   afterAll(async () => {
@@ -30,7 +36,7 @@ describe.runIf(hasCGuests)('budgets', () => {
       expect(result.error).toMatchObject({ code: 'TOOL_TIMEOUT' });
     });
 
-    it('applies the host default when the policy is silent', async () => {
+    ownRegistry('applies the host default when the policy is silent', async () => {
       const quick = makeRegistry({ defaults: { wallMs: 200 } });
       try {
         await quick.registerWasmTools(fixture('hostile'));
@@ -83,7 +89,7 @@ describe.runIf(hasCGuests)('budgets', () => {
       expect(result.error).toMatchObject({ code: 'MEMORY_LIMIT_EXCEEDED' });
     });
 
-    it('applies the host default cap when the policy is silent', async () => {
+    ownRegistry('applies the host default cap when the policy is silent', async () => {
       const small = makeRegistry({ defaults: { memoryMb: 32 } });
       try {
         await small.registerWasmTools(fixture('hostile'));
@@ -100,7 +106,7 @@ describe.runIf(hasCGuests)('budgets', () => {
       expect(result.accounting?.peakMemoryBytes).toBeGreaterThanOrEqual(16 * 1024 * 1024);
     });
 
-    it('takes the smaller of the tool\'s grant and the call\'s request', async () => {
+    ownRegistry('takes the smaller of the tool\'s grant and the call\'s request', async () => {
       const granted = makeRegistry();
       try {
         await granted.registerWasmTools(fixture('hostile'), { memoryMb: 24 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolEvent, ToolRegistry } from '../host/index.js';
-import { collect, fixture, hasCGuests, makeRegistry, terminalCount } from './helpers.js';
+import { CONTAINMENTS, collect, fixture, hasCGuests, makeRegistry, terminalCount } from './helpers.js';
 
 async function firstEvent(iterator: AsyncIterator<ToolEvent>): Promise<ToolEvent> {
   const next = await iterator.next();
@@ -79,11 +79,11 @@ describe.runIf(hasCGuests)('cancelling calls', () => {
   });
 });
 
-describe.runIf(hasCGuests)('events of a running guest', () => {
+describe.runIf(hasCGuests).each(CONTAINMENTS)('events of a running guest (%s containment)', (containment) => {
   let registry: ToolRegistry;
 
   beforeAll(async () => {
-    registry = makeRegistry({ cancelGraceMs: 1000 });
+    registry = makeRegistry({ cancelGraceMs: 1000, sandbox: { containment } });
     await registry.registerWasmTools(fixture('counter'));
   });
   afterAll(async () => {
@@ -101,5 +101,7 @@ describe.runIf(hasCGuests)('events of a running guest', () => {
     expect(seen.map((event) => event.type)).toEqual(['start', 'delta', 'progress', 'error']);
     expect(seen[1]).toMatchObject({ data: { ready: true } });
     expect(seen.at(-1)).toMatchObject({ code: 'CANCELLED', details: { partial: true } });
+    // The guest saw cancelled() turn true and returned (its worker reported), well within the grace.
+    expect(seen.at(-1)).toMatchObject({ accounting: { cpuMs: expect.any(Number), instance: expect.any(String) } });
   });
 });

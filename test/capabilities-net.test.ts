@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { example, fixture, makeRegistry } from './helpers.js';
+import { CONTAINMENTS, example, fixture, makeRegistry } from './helpers.js';
 
 interface LocalServer {
   server: Server;
@@ -24,7 +24,7 @@ async function listen(handler: (req: IncomingMessage, res: ServerResponse) => vo
   return { server, port: (server.address() as AddressInfo).port, hits };
 }
 
-describe('outgoing HTTP under the network policy', () => {
+describe.each(CONTAINMENTS)('outgoing HTTP under the network policy (%s containment)', (containment) => {
   let allowed: LocalServer;
   let other: LocalServer;
   let registry: ToolRegistry;
@@ -40,7 +40,7 @@ describe('outgoing HTTP under the network policy', () => {
       }
     });
     other = await listen((_req, res) => res.writeHead(200).end('you should not see this'));
-    registry = makeRegistry({ approve: () => true });
+    registry = makeRegistry({ approve: () => true, sandbox: { containment } });
     const grant = { network: 'FULL_ACCESS' as const, egressAllow: [`127.0.0.1:${allowed.port}`] };
     await registry.registerWasmTools([example('net'), fixture('fetcher')], { grant });
   });

@@ -21,6 +21,9 @@ export const hasCGuests = existsSync(example('ctools')) && existsSync(fixture('c
  */
 export const sharedCacheDir = join(root, 'node_modules', '.cache', 'toolhost-test');
 
+/** Both places guest code can run: tests of behaviour that must not depend on it run under each. */
+export const CONTAINMENTS = ['thread', 'process'] as const;
+
 export function freshCacheDir(): string {
   return mkdtempSync(join(tmpdir(), 'toolhost-cache-'));
 }

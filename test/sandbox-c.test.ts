@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { collect, example, fixture, hasCGuests, makeRegistry, terminalCount, types } from './helpers.js';
+import { CONTAINMENTS, collect, example, fixture, hasCGuests, makeRegistry, terminalCount, types } from './helpers.js';
 
 describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
   let registry: ToolRegistry;
   let reuse: ToolRegistry;
+  /** The same tools with the workers in a sandbox process (the state tests run under both). */
+  let inProcess: ToolRegistry;
+  const containments = { thread: () => registry, process: () => inProcess };
 
   beforeAll(async () => {
     // Two workers: one test proves state is shared across them.
@@ -12,10 +15,13 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
     await registry.registerWasmTools([example('ctools'), fixture('counter')]);
     reuse = makeRegistry();
     await reuse.registerWasmTools(fixture('counter'), { isolation: 'worker' });
+    inProcess = makeRegistry({ sandbox: { threads: 2, containment: 'process' } });
+    await inProcess.registerWasmTools(fixture('counter'));
   });
   afterAll(async () => {
     await registry.close();
     await reuse.close();
+    await inProcess.close();
   });
 
   it('runs sha256 and echo through the pool', async () => {
@@ -56,7 +62,8 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
     expect(second.accounting).toMatchObject({ instance: 'reused', isolation: 'worker' });
   });
 
-  it('shares conversation state across workers and hides it from other conversations', async () => {
+  it.each(CONTAINMENTS)('shares conversation state across workers and hides it from other conversations (%s containment)', async (containment) => {
+    const registry = containments[containment]();
     const set = await registry.execute('state', { op: 'set', key: 'colour', value: '"teal"' }, { conversationId: 'conv-a' });
     expect(set.structuredContent).toEqual({ ok: true });
     // Two reads at once occupy both workers, so one of them runs on a worker the write did not.
@@ -68,8 +75,8 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
     expect(other.structuredContent).toEqual({ value: null });
   });
 
-  it('reports a refused set-state back to the guest as an error it can handle', async () => {
-    const result = await registry.execute('state', { op: 'set', key: 'k', value: 'not json' }, { conversationId: 'c' });
+  it.each(CONTAINMENTS)('reports a refused set-state back to the guest as an error it can handle (%s containment)', async (containment) => {
+    const result = await containments[containment]().execute('state', { op: 'set', key: 'k', value: 'not json' }, { conversationId: 'c' });
     expect(result.isError).toBe(true);
     expect(result.error).toMatchObject({ code: 'TOOL_ERROR', details: { code: 'STATE_ERROR' } });
     expect(result.error?.message).toContain('not JSON');

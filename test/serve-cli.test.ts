@@ -139,6 +139,25 @@ describe('toolhost serve --mcp http', () => {
     expect(metrics).toContain('toolhost_pool_queue_depth');
   });
 
+  it('runs its sandbox in a process of its own by default, and keeps serving when that process is killed', async () => {
+    const base = url.replace(/\/mcp$/, '');
+    const health = async () => (await (await fetch(`${base}/healthz`)).json()) as { pool: { containment: string; process?: { pid?: number; restarts: number } } };
+    const before = await health();
+    expect(before.pool).toMatchObject({ containment: 'process', process: { pid: expect.any(Number), restarts: 0 } });
+    expect(before.pool.process?.pid).not.toBe(child.pid);
+    process.kill(before.pool.process!.pid!, 'SIGKILL');
+    const client = new Client({ name: 'serve-http-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    try {
+      const result = (await client.callTool({ name: 'json_pointer', arguments: { document: { a: [1, 2] }, pointer: '/a/0' } })) as CallToolResult;
+      expect(result.structuredContent).toEqual({ found: true, value: 1 });
+    } finally {
+      await client.close();
+    }
+    expect((await health()).pool.process?.restarts).toBe(1);
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^toolhost_sandbox_process_restarts_total 1$/m);
+  });
+
   it('drains and exits 0 on SIGTERM', async () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');

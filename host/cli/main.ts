@@ -232,6 +232,7 @@ function program(): Command {
     .option('--redis <url>', 'join a fleet of hosts on this Redis (redis://host:port): shared state, cancel from any host, fleet-wide caps')
     .option('--grpc-max-receive-bytes <bytes>', 'largest gRPC request accepted (default: servers.grpc.max_receive_message_bytes, 4 MiB)', parseBytes)
     .option('--grpc-max-send-bytes <bytes>', 'largest gRPC message sent (default: servers.grpc.max_send_message_bytes, 4 MiB)', parseBytes)
+    .addOption(new Option('--containment <where>', 'where the sandbox workers run: process (a supervised child process, restarted if a fatal error ends it) or thread (the host process); default: host.pool.containment, else process').choices(['process', 'thread']))
     .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
       if (options.redis !== undefined) checkRedisUrl(options.redis);
       if (options.worktree !== undefined) checkWorktree(options.worktree);

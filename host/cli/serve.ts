@@ -36,7 +36,16 @@ export interface ServeOptions {
   drainMs?: number;
   /** Join a fleet on this Redis (`--redis`; over the config's `cluster.redis`). */
   redis?: string;
+  /** Where the sandbox workers run (`--containment`; over the config's `host.pool.containment`, default `process`). */
+  containment?: 'process' | 'thread';
 }
+
+/**
+ * A server runs its sandbox in a supervised process unless told otherwise: a
+ * fatal V8 error in a worker then costs the calls in flight, not the server
+ * (two IPC hops cost 0.1 to 0.3 ms a call; see the README's containment section).
+ */
+const SERVE_CONTAINMENT = 'process';
 
 const DEFAULT_DRAIN_MS = 10_000;
 
@@ -73,7 +82,9 @@ export async function serve(options: ServeOptions): Promise<number> {
   const hostOptions = { load: options.load, ...(options.config === undefined ? {} : { configPath: options.config }) };
   const loaded = await loadHostConfig(hostOptions);
   const { warnings, file } = loaded;
-  const config: ResolvedConfig = options.redis === undefined ? loaded.config : { ...loaded.config, cluster: { ...loaded.config.cluster, redis: options.redis } };
+  const fromFile: ResolvedConfig = options.redis === undefined ? loaded.config : { ...loaded.config, cluster: { ...loaded.config.cluster, redis: options.redis } };
+  const containment = options.containment ?? fromFile.sandbox.containment ?? SERVE_CONTAINMENT;
+  const config: ResolvedConfig = { ...fromFile, sandbox: { ...fromFile.sandbox, containment } };
   // Decide what to serve before anything is loaded or started.
   const chosen = chooseServers(options, config);
   // Over stdio, stdout carries the protocol and nothing else.

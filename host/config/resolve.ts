@@ -143,6 +143,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (pool.max_heap_mb !== undefined) sandbox.maxHeapMb = pool.max_heap_mb;
   if (pool.idle_timeout_ms !== undefined) sandbox.idleTimeoutMs = pool.idle_timeout_ms;
   if (pool.cache_dir !== undefined) sandbox.cacheDir = resolve(baseDir, pool.cache_dir);
+  if (pool.containment !== undefined) sandbox.containment = pool.containment;
   const limits = host.output_limits;
   if (limits) {
     const outputLimits: NonNullable<SandboxOptions['outputLimits']> = {};

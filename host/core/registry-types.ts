@@ -50,6 +50,10 @@ export interface SandboxStats {
   queueSize: number;
   /** Share of worker time spent running tasks (0..1). */
   utilization: number;
+  /** Where guest code runs: worker threads of the host process, or of a supervised sandbox process. */
+  containment?: 'thread' | 'process';
+  /** The sandbox process (process containment): its pid (none between a death and the next start) and its restarts so far. */
+  process?: { pid: number | undefined; restarts: number };
 }
 
 /** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */

@@ -15,6 +15,9 @@ import { ComponentCache, type CachedComponent } from './component-cache.js';
 import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
 import { SandboxPool, type SandboxPoolOptions } from './pool.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
+import type { CoreModuleBytes } from './process/messages.js';
+import { ProcessSandboxPool } from './process/supervisor.js';
+import type { Containment, SandboxRunner } from './sandbox-runner.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps, tableElementsForHeap } from './memory-cap.js';
@@ -27,6 +30,13 @@ import type { ToolGrant } from '../policy/grant.js';
 export const TOOL_EXPORT = 'toolhost:tool/tool@0.1.0';
 
 export interface SandboxOptions extends SandboxPoolOptions {
+  /**
+   * Where guest code runs (default `thread`): worker threads of this process,
+   * or (`process`) of a supervised child process, so that a fatal error of V8
+   * in a worker ends that process (restarted; its calls end with TOOL_CRASHED)
+   * and never this one.
+   */
+  containment?: Containment;
   /** Where transpiled components are cached (default: see `defaultCacheDir`). */
   cacheDir?: string;
   /** Caps on captured guest output. */
@@ -68,7 +78,9 @@ export class SandboxLoader implements WasmToolLoader {
   /** Spare instances of a component that hung, and the components quarantined for it. */
   readonly #strikes = new Map<string, number>();
   readonly #quarantined = new Set<string>();
-  #pool: SandboxPool | undefined;
+  /** Components compiled or being compiled, by id: where the sandbox process gets their module bytes. */
+  readonly #handles = new Map<string, ComponentHandle>();
+  #pool: SandboxRunner | undefined;
 
   constructor(options: SandboxOptions, logger: Logger) {
     this.#options = options;
@@ -85,13 +97,23 @@ export class SandboxLoader implements WasmToolLoader {
   /** The pool's state, once it has started. */
   stats(): SandboxStats | undefined {
     const pool = this.#pool;
-    return pool && { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization };
+    if (!pool) return undefined;
+    const stats: SandboxStats = { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization, containment: this.#containment };
+    if (pool.process) stats.process = { ...pool.process };
+    return stats;
   }
 
-  /** The worker pool, started on first use. */
-  get pool(): SandboxPool {
+  get #containment(): Containment {
+    return this.#options.containment ?? 'thread';
+  }
+
+  /** The worker pool (in this process, or in a sandbox process), started on first use. */
+  get pool(): SandboxRunner {
     if (!this.#pool) {
-      this.#pool = new SandboxPool(this.#options);
+      const { containment: _containment, cacheDir: _cacheDir, outputLimits: _outputLimits, tableElements: _tableElements, describeTimeoutMs: _describeTimeoutMs, ...poolOptions } = this.#options;
+      this.#pool = this.#containment === 'process'
+        ? new ProcessSandboxPool({ ...poolOptions, moduleBytes: (componentId, memoryMb) => this.#moduleBytes(componentId, memoryMb) })
+        : new SandboxPool(this.#options);
       this.#pool.onWedged((componentId) => this.#wedged(componentId));
     }
     return this.#pool;
@@ -108,6 +130,12 @@ export class SandboxLoader implements WasmToolLoader {
     this.#strikes.set(componentId, strikes);
     this.#logger.warn({ componentId, strikes }, 'a worker hung initializing a spare instance of a component and was replaced');
     if (strikes >= QUARANTINE_STRIKES) this.#quarantined.add(componentId);
+  }
+
+  #moduleBytes(componentId: string, memoryMb: number): Promise<CoreModuleBytes> {
+    const handle = this.#handles.get(componentId);
+    if (!handle) return Promise.reject(new ToolhostError('INTERNAL', `no component ${componentId} is loaded`));
+    return handle.bytesFor(memoryMb);
   }
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
@@ -161,26 +189,40 @@ export class SandboxLoader implements WasmToolLoader {
     if (unsupported.length > 0) {
       throw new ToolhostError('COMPONENT_INVALID', `${what} imports interfaces toolhost does not provide: ${unsupported.join(', ')}`);
     }
+    // A component's tables in all, within what a worker's heap can hold while they grow.
+    const variants = modulesPerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512)));
     const handle: ComponentHandle = {
       id: source.id,
       name: source.name,
       moduleUrl: cached.moduleUrl,
       cacheDir: this.#cache.root,
       quarantined: () => this.#quarantined.has(source.id),
-      // A component's tables in all, within what a worker's heap can hold while they grow.
-      modulesFor: compileOncePerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512))),
+      ...variants,
+      // With process containment the modules are compiled in the sandbox process: this process only caps and checks them.
+      prepare: this.#containment === 'process' ? variants.bytesFor : variants.modulesFor,
     };
+    this.#handles.set(source.id, handle);
+    try {
+      return await this.#describeOnce(handle, cached, what);
+    } catch (error) {
+      this.#handles.delete(source.id);
+      throw error;
+    }
+  }
+
+  async #describeOnce(handle: ComponentHandle, cached: CachedComponent, what: string): Promise<CompiledComponent> {
+    const { meta } = cached;
     let tools = meta.tools;
     if (tools) {
       // describe() ran on these very bytes before (the cache is keyed by their hash), so they compiled
       // then: compile on first use (or `warm()`), and `toolhost list` never pays for it.
       this.#cold.add(handle);
     } else {
-      // Compile the default variant now, so a broken module fails the load, not the first call.
-      await handle.modulesFor(DEFAULT_POLICY_DEFAULTS.memoryMb);
+      // Compile (or cap and check) the default variant now, so a broken module fails the load, not the first call.
+      await handle.prepare(DEFAULT_POLICY_DEFAULTS.memoryMb);
       tools = await this.#describe(handle, what);
       await this.#cache.saveTools(cached, tools).catch((error: unknown) => {
-        this.#logger.warn({ err: (error as Error).message, component: source.name }, 'could not cache describe() output');
+        this.#logger.warn({ err: (error as Error).message, component: handle.name }, 'could not cache describe() output');
       });
     }
     for (const info of tools) toolSpec(info, what);
@@ -231,7 +273,9 @@ export class SandboxLoader implements WasmToolLoader {
   async warm(): Promise<void> {
     const cold = [...this.#cold];
     this.#cold.clear();
-    await Promise.all(cold.map((handle) => handle.modulesFor(DEFAULT_POLICY_DEFAULTS.memoryMb)));
+    await Promise.all(cold.map((handle) => handle.prepare(DEFAULT_POLICY_DEFAULTS.memoryMb)));
+    const pool = this.pool;
+    if (pool instanceof ProcessSandboxPool) for (const handle of cold) pool.warm(handle.id, DEFAULT_POLICY_DEFAULTS.memoryMb);
   }
 
   async close(): Promise<void> {
@@ -241,54 +285,64 @@ export class SandboxLoader implements WasmToolLoader {
 }
 
 /**
- * The component's core modules compiled with their memories and tables
- * capped: compiled once per (component, cap) and kept, so no call compiles.
- * The memory cap is split over every memory the component's core instances
- * define (see `planMemoryCaps`), so it bounds the component's total.
+ * The component's core modules with their memories and tables capped, once
+ * per (component, cap) and kept, so no call compiles: compiled here
+ * (`modulesFor`, thread containment), or as checked bytes (`bytesFor`) that
+ * the sandbox process compiles (process containment). The memory cap is split
+ * over every memory the component's core instances define (see
+ * `planMemoryCaps`), so it bounds the component's total.
  */
-function compileOncePerCap(cached: CachedComponent, what: string, tableElements: number): (memoryMb: number) => Promise<CoreModules> {
-  const variants = new Map<number, Promise<CoreModules>>();
+function modulesPerCap(cached: CachedComponent, what: string, tableElements: number): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
   let sources: Promise<{ files: Array<[string, Uint8Array]>; instances: Map<string, number> }> | undefined;
-  return (memoryMb) => {
-    let variant = variants.get(memoryMb);
-    if (!variant) {
-      // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read.
-      const verified = async (file: string): Promise<Buffer> => {
-        const bytes = await readFile(join(cached.dir, file));
-        if (createHash('sha256').update(bytes).digest('hex') !== cached.meta.sha256[file]) {
-          throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
-        }
-        return bytes;
-      };
-      sources ??= (async () => ({
-        files: await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))])),
-        instances: coreInstantiations((await verified('component.mjs')).toString('utf8')),
-      }))();
-      variant = sources.then(({ files, instances }) => {
-        const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
-        const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
-        return Promise.all(files.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => {
-        const maxPages = caps.get(name) ?? 0;
-        const maxTable = tableCaps.get(name) ?? 0;
-        const capped = capModuleMemory(bytes, maxPages, maxTable);
-        if (capped.initialTableElements > maxTable) {
-          throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${capped.initialTableElements} table elements at start, over its share (${maxTable}) of the cap of ${tableElements}`, {
-            details: { tableElements, initialTableElements: capped.initialTableElements },
-          });
-        }
-        if (capped.initialPages > maxPages) {
-          throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${Math.ceil((capped.initialPages * 65536) / 1048576)} MiB of memory at start, over the cap of ${memoryMb} MiB`, {
-            details: { capMb: memoryMb, initialBytes: capped.initialPages * 65536 },
-          });
-        }
-        // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
-        return [name, await WebAssembly.compile(exposeSnapshotState(capped.bytes))];
-      }));
-      });
-      variant.catch(() => variants.delete(memoryMb));
-      variants.set(memoryMb, variant);
-    }
-    return variant;
+  const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
+    // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read.
+    const verified = async (file: string): Promise<Buffer> => {
+      const bytes = await readFile(join(cached.dir, file));
+      if (createHash('sha256').update(bytes).digest('hex') !== cached.meta.sha256[file]) {
+        throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
+      }
+      return bytes;
+    };
+    sources ??= (async () => ({
+      files: await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))])),
+      instances: coreInstantiations((await verified('component.mjs')).toString('utf8')),
+    }))();
+    const { files, instances } = await sources;
+    const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
+    const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
+    return files.map(([name, bytes]): [string, Uint8Array] => {
+      const maxPages = caps.get(name) ?? 0;
+      const maxTable = tableCaps.get(name) ?? 0;
+      const result = capModuleMemory(bytes, maxPages, maxTable);
+      if (result.initialTableElements > maxTable) {
+        throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${result.initialTableElements} table elements at start, over its share (${maxTable}) of the cap of ${tableElements}`, {
+          details: { tableElements, initialTableElements: result.initialTableElements },
+        });
+      }
+      if (result.initialPages > maxPages) {
+        throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${Math.ceil((result.initialPages * 65536) / 1048576)} MiB of memory at start, over the cap of ${memoryMb} MiB`, {
+          details: { capMb: memoryMb, initialBytes: result.initialPages * 65536 },
+        });
+      }
+      // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
+      return [name, exposeSnapshotState(result.bytes)];
+    });
+  };
+  const oncePerCap = <T>(make: (memoryMb: number) => Promise<T>): ((memoryMb: number) => Promise<T>) => {
+    const variants = new Map<number, Promise<T>>();
+    return (memoryMb) => {
+      let variant = variants.get(memoryMb);
+      if (!variant) {
+        variant = make(memoryMb);
+        variant.catch(() => variants.delete(memoryMb));
+        variants.set(memoryMb, variant);
+      }
+      return variant;
+    };
+  };
+  return {
+    bytesFor: oncePerCap(capped),
+    modulesFor: oncePerCap(async (memoryMb) => Promise.all((await capped(memoryMb)).map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => [name, await WebAssembly.compile(bytes)]))),
   };
 }
 

@@ -81,7 +81,7 @@ const DRAIN_TIMEOUT_MS = 2_000;
 /** The worker view piscina hands a load balancer (its type is not exported by name). */
 type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>>[1][number];
 
-function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
+export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
   const threads = options.threads ?? availableParallelism();
   if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
   const maxQueue = options.maxQueue ?? threads * 64;

@@ -5,7 +5,8 @@ import { conversationScope } from '../core/state.js';
 import type { RunnerSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
-import type { SandboxPool } from './pool.js';
+import type { CoreModuleBytes } from './process/messages.js';
+import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
 import { isInside } from './cache-location.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
@@ -17,6 +18,10 @@ export interface ComponentHandle {
   moduleUrl: string;
   /** The core modules compiled with their memory capped at `memoryMb` (once per cap). */
   modulesFor(memoryMb: number): Promise<CoreModules>;
+  /** The same modules capped and checked, as bytes (once per cap; a sandbox process compiles them). */
+  bytesFor(memoryMb: number): Promise<CoreModuleBytes>;
+  /** Whatever a call at this cap needs before it runs (`modulesFor`, or `bytesFor` with process containment); fails as they do. */
+  prepare(memoryMb: number): Promise<unknown>;
   /** The transpile cache's directory: a call whose writable worktree holds it is refused. */
   cacheDir?: string;
   /** Whether the component was quarantined (its instances hang while they initialize). */
@@ -57,10 +62,10 @@ export class SandboxedTool implements Tool {
   readonly isolation: Isolation;
   readonly #guestName: string;
   readonly #component: ComponentHandle;
-  readonly #pool: SandboxPool;
+  readonly #pool: SandboxRunner;
   readonly #limits: GuestOutputLimits;
 
-  constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: SandboxPool, isolation: Isolation, limits: GuestOutputLimits) {
+  constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: SandboxRunner, isolation: Isolation, limits: GuestOutputLimits) {
     this.name = spec.guestName;
     this.description = spec.description;
     this.inputSchema = spec.inputSchema;
@@ -109,9 +114,9 @@ export class SandboxedTool implements Tool {
       details: { reason: overLimit!.limit === 'handles_per_call' ? 'handles' : 'host-calls', limit: overLimit!.limit, max: overLimit!.max },
       callId: ctx.callId,
     });
-    // Compile (once per cap) on the main thread before a worker is involved; a
-    // component that needs more memory at start than the cap fails here.
-    await this.#component.modulesFor(memoryMb);
+    // Compile (or, for a sandbox process, cap and check) once per cap before a
+    // worker is involved; a component that needs more memory at start than the cap fails here.
+    await this.#component.prepare(memoryMb);
     const accountNetwork = (): void => {
       if (network.denied.length === 0) return;
       events.account({ networkDenied: network.denied, ...(network.deniedCount > network.denied.length ? { networkDeniedCount: network.deniedCount } : {}) });

@@ -82,6 +82,24 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
       this.set(registry.sandboxStats()?.queueSize ?? 0);
     },
   });
+  new Counter({
+    name: 'toolhost_sandbox_process_restarts_total',
+    help: 'Times the sandbox process (process containment) died and was started again.',
+    registers: [prometheus],
+    collect() {
+      // The count lives in the supervisor; a scrape reports it as it is.
+      this.reset();
+      this.inc(registry.sandboxStats()?.process?.restarts ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'toolhost_sandbox_process_up',
+    help: 'Whether the sandbox process (process containment) is running (1) or not (0: between a death and its restart, or thread containment).',
+    registers: [prometheus],
+    collect() {
+      this.set(registry.sandboxStats()?.process?.pid === undefined ? 0 : 1);
+    },
+  });
   new Gauge({
     name: 'toolhost_calls_in_flight',
     help: 'Calls accepted and not yet finished.',

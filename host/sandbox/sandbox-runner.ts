@@ -1,0 +1,24 @@
+/**
+ * What the loader and the sandboxed tools need from a pool of sandbox workers:
+ * the in-process `SandboxPool` (worker threads of this process) and the
+ * `ProcessSandboxPool` (the same pool inside a supervised child process) both
+ * give it, so the rest of the host does not know which one runs its calls.
+ */
+import type { TaskHandlers, TaskInput } from './pool.js';
+import type { WorkerOutcome } from './protocol.js';
+
+/** Where guest code runs: worker threads of the host process, or of a supervised child process. */
+export type Containment = 'thread' | 'process';
+
+export interface SandboxRunner {
+  readonly threads: number;
+  /** Tasks waiting for a worker. */
+  readonly queueSize: number;
+  /** Share of worker time spent running tasks (0..1). */
+  readonly utilization: number;
+  /** The sandbox process, with process containment (for tests and metrics). */
+  readonly process?: { readonly pid: number | undefined; readonly restarts: number };
+  run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome>;
+  onWedged(listener: (componentId: string, threadId: number) => void): () => void;
+  close(): Promise<void>;
+}
