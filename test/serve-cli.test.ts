@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cliEnv, cliPath, runCli } from './cli-runner.js';
 import { example, fixture, hasCGuests, root } from './helpers.js';
 
@@ -146,11 +146,13 @@ describe('toolhost serve --mcp http', () => {
     expect(before.pool).toMatchObject({ containment: 'process', process: { pid: expect.any(Number), restarts: 0 } });
     expect(before.pool.process?.pid).not.toBe(child.pid);
     process.kill(before.pool.process!.pid!, 'SIGKILL');
+    // A call sent before the host sees the death ends TOOL_CRASHED (at most once); wait for the restart.
+    await vi.waitFor(async () => expect((await health()).pool.process?.restarts).toBe(1), { timeout: 10_000, interval: 50 });
     const client = new Client({ name: 'serve-http-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     try {
       const result = (await client.callTool({ name: 'json_pointer', arguments: { document: { a: [1, 2] }, pointer: '/a/0' } })) as CallToolResult;
-      expect(result.structuredContent).toEqual({ found: true, value: 1 });
+      expect(result).toMatchObject({ structuredContent: { found: true, value: 1 } });
     } finally {
       await client.close();
     }
