@@ -16,12 +16,20 @@
  * `WebAssembly.promising` when it exists, so the glue behaves the same on an
  * engine with JSPI; only the throw is gone.
  *
+ * jco's `_debugLog` reads `process.env.JCO_DEBUG` on every call (tens of
+ * times per guest call: each is a lookup in the environment, which V8 cannot
+ * optimize away). The rewrite reads it once, when the glue module loads, so
+ * JCO_DEBUG still works when set before the process starts.
+ *
  * Changing a rewrite means bumping CACHE_FORMAT in component-cache.ts, so glue
  * cached by an older rewrite is not reused.
  */
 
 const PROMISING_CALL = /\bWebAssembly\.promising\(/g;
 const HELPER = '__toolhostPromising';
+/** jco's debug logger, as 1.35 writes it: the environment is read on every call. */
+const DEBUG_LOG_CHECK = /(const _debugLog = \(\.\.\.args\) => \{\s*)if \(!globalThis\?\.process\?\.env\?\.JCO_DEBUG\) \{ return; \}/;
+const DEBUG_FLAG = '__toolhostJcoDebug';
 
 export interface PatchedGlue {
   source: string;
@@ -29,6 +37,8 @@ export interface PatchedGlue {
   promisingCalls: number;
   /** Whether the glue exposes its state for snapshot-and-restore (see `exposeGlueState`). */
   exposesState: boolean;
+  /** Whether jco's `_debugLog` now reads JCO_DEBUG once instead of on every call. */
+  debugLogHoisted: boolean;
 }
 
 /** Where the patched glue puts its state digest on the exports object `instantiate` returns. */
@@ -42,8 +52,13 @@ export function patchGlue(source: string): PatchedGlue {
   });
   // Appended: the glue module has finished evaluating before anyone calls its `instantiate`.
   if (promisingCalls > 0) body += `\nconst ${HELPER} = typeof WebAssembly.promising === 'function' ? WebAssembly.promising : (fn) => fn;\n`;
+  const debugLogHoisted = DEBUG_LOG_CHECK.test(body);
+  if (debugLogHoisted) {
+    // Declared with var at the top: _debugLog may run while the module evaluates, before a later const would exist.
+    body = `var ${DEBUG_FLAG} = Boolean(globalThis?.process?.env?.JCO_DEBUG);\n${body.replace(DEBUG_LOG_CHECK, (_match, head: string) => `${head}if (!${DEBUG_FLAG}) { return; }`)}`;
+  }
   const exposed = exposeGlueState(body);
-  return { source: exposed ?? body, promisingCalls, exposesState: exposed !== undefined };
+  return { source: exposed ?? body, promisingCalls, exposesState: exposed !== undefined, debugLogHoisted };
 }
 
 /**

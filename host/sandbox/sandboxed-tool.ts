@@ -102,8 +102,14 @@ export class SandboxedTool implements Tool {
     let overLimit: { limit: string; message: string } | undefined;
     const hostCalls = { count: 0 };
     // Past a limit the guest is stopped at once (its worker is replaced): it
-    // may well go on looping over refusals otherwise.
-    const limitStop = new AbortController();
+    // may well go on looping over refusals otherwise. The call's hard stop is
+    // forwarded to the same controller, so the pool watches one signal (a
+    // listener costs far less than AbortSignal.any on every call).
+    const stop = new AbortController();
+    const hardSignal = events.hardSignal;
+    const onHardStop = (): void => stop.abort(hardSignal.reason);
+    if (hardSignal.aborted) onHardStop();
+    else hardSignal.addEventListener('abort', onHardStop, { once: true });
     const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
       details: { reason: 'host-calls', limit: overLimit!.limit, max: this.#limits.maxHostCalls },
       callId: ctx.callId,
@@ -133,7 +139,7 @@ export class SandboxedTool implements Tool {
         },
       },
       {
-        signal: AbortSignal.any([events.hardSignal, limitStop.signal]),
+        signal: stop.signal,
         cancelSignal: ctx.signal,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {
@@ -150,15 +156,22 @@ export class SandboxedTool implements Tool {
             if (overLimit !== undefined) return;
             overLimit = { limit: message.limit, message: message.message };
             events.limit?.(message.limit);
-            limitStop.abort(overLimitError());
+            stop.abort(overLimitError());
           } else events.log(message.level, message.message, message.source);
         },
         rpc: (request) => this.#answer(request, ctx, network, hostCalls),
       },
-    ).catch((error: unknown) => {
-      accountNetwork();
-      throw error;
-    });
+    ).then(
+      (value) => {
+        hardSignal.removeEventListener('abort', onHardStop);
+        return value;
+      },
+      (error: unknown) => {
+        hardSignal.removeEventListener('abort', onHardStop);
+        accountNetwork();
+        throw error;
+      },
+    );
     const { accounting } = outcome;
     events.account({
       queuedMs: round(accounting.queuedMs ?? 0),

@@ -9,7 +9,7 @@ import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
-import { HostBridge, OutputLimitExceeded, announceReady, helloMainThread } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded, helloMainThread, setPreparing } from './host-bridge.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
 const CONVERSATION_INSTANCES = 32;
@@ -67,9 +67,9 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
 }
 
 /**
- * Make the runtime's spare instance once the current task has answered, and
- * tell the main thread when it is done (it routes calls to other idle workers
- * meanwhile). Returns whether a spare will be made.
+ * Make the runtime's spare instance once the current task has answered; the
+ * worker's status block says it is busy until then (the pool routes calls to
+ * other idle workers meanwhile). Returns whether a spare will be made.
  *
  * With `used` (an instance that served a call in the default isolation), the
  * spare is that instance reset to the snapshot taken before its first call,
@@ -81,6 +81,7 @@ function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean 
   if (runtime.spare) return false;
   // A call may reach the worker before this runs: it then resets the instance itself (acquire).
   runtime.awaitingReset = used;
+  setPreparing(true);
   setImmediate(() => {
     try {
       resetAwaiting(runtime);
@@ -107,7 +108,7 @@ function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean 
     } catch {
       // The next call instantiates in the foreground and reports the failure.
     } finally {
-      announceReady();
+      setPreparing(false);
     }
   });
   return true;
