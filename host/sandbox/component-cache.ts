@@ -29,9 +29,10 @@ import { defaultCacheDir } from './cache-location.js';
  * 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance).
  * 3: meta.json records each file's sha256.
  * 5: the glue also exposes its state digest for snapshot-and-restore (4 was that alone, on a branch).
- * 6: jco's _debugLog reads JCO_DEBUG once per module, not on every call.
+ * 6: jco's _debugLog reads JCO_DEBUG once per module, not on every call (on a branch).
+ * 7: the glue also exposes its resource tables, so a reset can drop a call's stdio handles.
  */
-const CACHE_FORMAT = 6;
+const CACHE_FORMAT = 7;
 const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {
