@@ -49,6 +49,7 @@ export class PoolTask {
   readonly signal: AbortSignal | undefined;
   readonly #handlers: PoolTaskHandlers;
   readonly #replyPort: (threadId: number) => MessagePort | undefined;
+  readonly #stopWorker: (threadId: number) => void;
   #flags: Int32Array | undefined;
   #received = 0;
   #expected = Number.POSITIVE_INFINITY;
@@ -62,12 +63,17 @@ export class PoolTask {
   };
   readonly #forwardAbort = (): void => this.#budgetAbort!.abort(this.#handlers.signal!.reason);
 
-  constructor(taskId: number, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined) {
+  /**
+   * `replyPort` finds a worker's reply port (host calls are answered there);
+   * `stopWorker` terminates a worker (a guest past one of its limits is stopped at once).
+   */
+  constructor(taskId: number, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined, stopWorker: (threadId: number) => void) {
     this.taskId = taskId;
     this.control = new SharedArrayBuffer(CONTROL_BYTES);
     this.submittedAt = performance.timeOrigin + performance.now();
     this.#handlers = handlers;
     this.#replyPort = replyPort;
+    this.#stopWorker = stopWorker;
     const budget = handlers.cpuBudgetMs;
     if (budget !== undefined) {
       // The caller's signal is forwarded to the budget's controller: piscina watches one signal.
@@ -158,6 +164,8 @@ export class PoolTask {
       );
     } else {
       this.#handlers.onMessage(message);
+      // The guest went past a limit in the worker: it may well go on looping over refusals, so it is stopped now.
+      if (message.type === 'limit') this.#stopWorker(threadId);
     }
     if (this.#received >= this.#expected) this.#drained?.();
   }

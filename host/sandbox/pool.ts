@@ -59,6 +59,7 @@ export interface TaskHandlers {
   cancelSignal?: AbortSignal;
   /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
   cpuBudgetMs?: number;
+  /** A task's events; after a `limit` message (the guest went past a limit in the worker) the worker is stopped. */
   onMessage(message: GuestEventMessage): void;
   rpc(request: RpcRequest): Promise<unknown>;
   /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
@@ -191,8 +192,11 @@ export class SandboxPool {
     }
   }
 
+  readonly #replyPort = (threadId: number): MessagePort | undefined => this.#replies.get(threadId);
+  readonly #stopWorker = (threadId: number): void => this.#terminate(threadId);
+
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    const task = new PoolTask(this.#nextTaskId++, handlers, (threadId) => this.#replies.get(threadId));
+    const task = new PoolTask(this.#nextTaskId++, handlers, this.#replyPort, this.#stopWorker);
     const { taskId, signal } = task;
     this.#routes.set(taskId, task);
     try {

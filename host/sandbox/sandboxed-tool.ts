@@ -101,15 +101,9 @@ export class SandboxedTool implements Tool {
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
     let overLimit: { limit: string; message: string } | undefined;
     const hostCalls = { count: 0 };
-    // Past a limit the guest is stopped at once (its worker is replaced): it
-    // may well go on looping over refusals otherwise. The call's hard stop is
-    // forwarded to the same controller, so the pool watches one signal (a
-    // listener costs far less than AbortSignal.any on every call).
-    const stop = new AbortController();
-    const hardSignal = events.hardSignal;
-    const onHardStop = (): void => stop.abort(hardSignal.reason);
-    if (hardSignal.aborted) onHardStop();
-    else hardSignal.addEventListener('abort', onHardStop, { once: true });
+    // Past a limit the guest is stopped at once by the pool (its worker is
+    // replaced: it may well go on looping over refusals otherwise); the call
+    // then ends with OUTPUT_LIMIT_EXCEEDED, whatever the stop looked like.
     const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
       details: { reason: 'host-calls', limit: overLimit!.limit, max: this.#limits.maxHostCalls },
       callId: ctx.callId,
@@ -139,7 +133,7 @@ export class SandboxedTool implements Tool {
         },
       },
       {
-        signal: stop.signal,
+        signal: events.hardSignal,
         cancelSignal: ctx.signal,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {
@@ -156,22 +150,16 @@ export class SandboxedTool implements Tool {
             if (overLimit !== undefined) return;
             overLimit = { limit: message.limit, message: message.message };
             events.limit?.(message.limit);
-            stop.abort(overLimitError());
           } else events.log(message.level, message.message, message.source);
         },
         rpc: (request) => this.#answer(request, ctx, network, hostCalls),
       },
-    ).then(
-      (value) => {
-        hardSignal.removeEventListener('abort', onHardStop);
-        return value;
-      },
-      (error: unknown) => {
-        hardSignal.removeEventListener('abort', onHardStop);
-        accountNetwork();
-        throw error;
-      },
-    );
+    ).catch((error: unknown) => {
+      accountNetwork();
+      // The pool stopped the worker for the limit (or a hard stop came with it): the limit is why.
+      if (overLimit !== undefined && !events.hardSignal.aborted) throw overLimitError();
+      throw error;
+    });
     const { accounting } = outcome;
     events.account({
       queuedMs: round(accounting.queuedMs ?? 0),
