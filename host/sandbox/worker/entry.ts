@@ -54,8 +54,10 @@ const RETRY_SNAPSHOTS_EVERY = 16;
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
 
+const runtimeKey = (task: SandboxTask): string => `${task.componentId}/${task.memoryMb}`;
+
 async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<ComponentRuntime> {
-  const key = `${task.componentId}/${task.memoryMb}`;
+  const key = runtimeKey(task);
   const known = runtimes.get(key);
   if (known) return known;
   // Modules are compiled once on the main thread; this worker asks for them the first time only.
@@ -261,8 +263,8 @@ function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInsta
   return prepareSpare(runtime, task.isolation === 'call' ? instance : undefined);
 }
 
-async function call(task: CallTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {
-  const runtime = await runtimeFor(task, bridge);
+/** One call on a component this worker knows (synchronous: the guest runs to its end here). */
+function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, startedAt: number): WorkerOutcome {
   const active: ActiveCall = { bridge, context: task.context, capabilities: task.capabilities, stdioBudget: task.limits.stdioBytes, stdioTruncated: false };
   const { instance, source, instantiateMs } = acquire(runtime, task, active);
   const capBytes = task.memoryMb * 1024 * 1024;
@@ -298,17 +300,37 @@ async function call(task: CallTask, bridge: HostBridge, startedAt: number): Prom
     threadId,
   };
   if (preparing) accounting.preparing = true;
-  return { ...outcome, accounting };
+  return outcome.ok ? { ok: true, value: outcome.value, accounting } : { ok: false, error: outcome.error, accounting };
 }
 
-export default async function runTask(task: SandboxTask): Promise<WorkerOutcome> {
+function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: number, error: unknown): WorkerOutcome {
+  const message = error instanceof Error ? error.message : String(error);
+  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages, threadId };
+  return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
+}
+
+/**
+ * Run one task. A call on a component this worker already knows is answered
+ * synchronously (no promise and no microtask hops on the path of every call);
+ * the first one loads the component's glue and modules first.
+ */
+export default function runTask(task: SandboxTask): WorkerOutcome | Promise<WorkerOutcome> {
   const startedAt = now();
   const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
-  try {
-    return task.kind === 'describe' ? await describe(task, bridge, startedAt) : await call(task, bridge, startedAt);
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages, threadId };
-    return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
+  const known = task.kind === 'call' ? runtimes.get(runtimeKey(task)) : undefined;
+  if (known && task.kind === 'call') {
+    try {
+      return call(known, task, bridge, startedAt);
+    } catch (error) {
+      return instantiateFailure(task, bridge, startedAt, error);
+    }
   }
+  return (async (): Promise<WorkerOutcome> => {
+    try {
+      if (task.kind === 'describe') return await describe(task, bridge, startedAt);
+      return call(await runtimeFor(task, bridge), task, bridge, startedAt);
+    } catch (error) {
+      return instantiateFailure(task, bridge, startedAt, error);
+    }
+  })();
 }
