@@ -14,6 +14,7 @@ import { PoolTask } from './pool-task.js';
 import {
   STATUS_F64_PREPARING_SINCE,
   STATUS_PREPARING,
+  STATUS_PREPARING_TASK,
   type CallTask,
   type DescribeTask,
   type RpcRequest,
@@ -118,8 +119,12 @@ export class SandboxPool {
    * busy after answering (preparing a spare instance), and since when.
    */
   readonly #statuses = new Map<number, { flags: Int32Array; times: Float64Array }>();
-  /** The component whose spare each worker was last told to prepare (for `onWedged`). */
-  readonly #spareComponents = new Map<number, string>();
+  /**
+   * The components whose spares each worker announced, by the task whose
+   * answer announced them (its status block says which one it is making):
+   * a wedged worker is blamed on the right component. Pruned at every sweep.
+   */
+  readonly #spareComponents = new Map<number, Map<number, string>>();
   /** The spare watchdog's next look, while some worker may be preparing. */
   #spareSweep: NodeJS.Timeout | undefined;
   /** piscina's view of each worker, by thread id (seen by the load balancer): how a wedged one is terminated. */
@@ -226,7 +231,7 @@ export class SandboxPool {
       }
       const { accounting } = outcome;
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
-      if (accounting.preparing) this.#watchSpare(accounting.threadId, input.componentId);
+      if (accounting.preparing) this.#watchSpare(accounting.threadId, taskId, input.componentId);
       const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
       if (drained) await drained;
       return outcome;
@@ -265,8 +270,10 @@ export class SandboxPool {
    * preparing (a timer per call cost more than the spare it watched); a
    * worker is stopped at most a sweep interval past its budget.
    */
-  #watchSpare(threadId: number, componentId: string): void {
-    this.#spareComponents.set(threadId, componentId);
+  #watchSpare(threadId: number, taskId: number, componentId: string): void {
+    let announced = this.#spareComponents.get(threadId);
+    if (!announced) this.#spareComponents.set(threadId, (announced = new Map()));
+    announced.set(taskId, componentId);
     if (this.#spareSweep !== undefined) return;
     const interval = Math.max(5, Math.min(this.#options.spareTimeoutMs / 8, 250));
     const sweep = (): void => {
@@ -274,7 +281,14 @@ export class SandboxPool {
       const now = performance.timeOrigin + performance.now();
       let busy = false;
       for (const [id, status] of this.#statuses) {
-        if (Atomics.load(status.flags, STATUS_PREPARING) === 0) continue;
+        const announced = this.#spareComponents.get(id);
+        const current = Atomics.load(status.flags, STATUS_PREPARING_TASK);
+        if (Atomics.load(status.flags, STATUS_PREPARING) <= 0) {
+          announced?.clear();
+          continue;
+        }
+        // Announcements older than the preparation running now are done.
+        if (announced) for (const taskId of announced.keys()) if (taskId < current) announced.delete(taskId);
         if (now - status.times[STATUS_F64_PREPARING_SINCE]! < this.#options.spareTimeoutMs) {
           busy = true;
           continue;
@@ -283,7 +297,7 @@ export class SandboxPool {
         this.#statuses.delete(id);
         this.#spareKills += 1;
         this.#terminate(id);
-        const component = this.#spareComponents.get(id);
+        const component = announced?.get(current);
         if (component !== undefined) for (const listener of this.#wedgedListeners) listener(component, id);
       }
       if (busy) this.#spareSweep = setTimeout(sweep, interval).unref();

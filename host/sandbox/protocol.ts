@@ -35,9 +35,11 @@ export const CONTROL_F64_CPU_START_MS = 2;
 export const CONTROL_F64_STARTED_AT = 3;
 export const CONTROL_BYTES = 4 * Float64Array.BYTES_PER_ELEMENT;
 
-/** Int32 slot of a worker's status block: 1 while it prepares a spare instance after answering a task. */
+/** Int32 slot of a worker's status block: spare preparations announced and not finished (more than 0: busy). */
 export const STATUS_PREPARING = 0;
-/** Float64 slot: when the current preparation started (epoch ms), written before the flag is raised. */
+/** Int32 slot: the task whose answer announced the preparation running now (or last). */
+export const STATUS_PREPARING_TASK = 1;
+/** Float64 slot: when the preparation running now started (epoch ms). */
 export const STATUS_F64_PREPARING_SINCE = 1;
 export const STATUS_BYTES = 2 * Float64Array.BYTES_PER_ELEMENT;
 

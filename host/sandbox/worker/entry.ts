@@ -9,7 +9,7 @@ import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
 import { cpuAtGuestStart, cpuClockKind, markIdle, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
-import { HostBridge, OutputLimitExceeded, helloMainThread, setPreparing } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
 const CONVERSATION_INSTANCES = 32;
@@ -79,12 +79,13 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
  * memcpy instead of an instantiation. Otherwise it is dropped and a new
  * instance is made, as before.
  */
-function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean {
+function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: GuestInstance): boolean {
   if (runtime.spare) return false;
   // A call may reach the worker before this runs: it then resets the instance itself (acquire).
   runtime.awaitingReset = used;
-  setPreparing(true);
+  preparation.announce();
   setImmediate(() => {
+    preparation.start(taskId);
     try {
       resetAwaiting(runtime);
       if (!runtime.spare) {
@@ -111,7 +112,7 @@ function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean 
       // The next call instantiates in the foreground and reports the failure.
     } finally {
       markIdle();
-      setPreparing(false);
+      preparation.end();
     }
   });
   return true;
@@ -245,7 +246,7 @@ function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall):
 function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInstance): boolean {
   if (instance.boundTo !== undefined) {
     // Made for one call's capabilities: never kept; the spare (if any) is untouched.
-    return prepareSpare(runtime);
+    return prepareSpare(runtime, task.taskId);
   }
   const conversation = task.isolation === 'conversation' ? task.context.conversationId : undefined;
   if (task.isolation === 'worker') {
@@ -262,7 +263,7 @@ function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInsta
   }
   // Reused modes keep their instance: a spare serves only their first call, or one after a crash.
   if (task.isolation !== 'call' && !instance.poisoned) return false;
-  return prepareSpare(runtime, task.isolation === 'call' ? instance : undefined);
+  return prepareSpare(runtime, task.taskId, task.isolation === 'call' ? instance : undefined);
 }
 
 /** One call on a component this worker knows (synchronous: the guest runs to its end here). */

@@ -20,6 +20,7 @@ import {
   STATUS_BYTES,
   STATUS_F64_PREPARING_SINCE,
   STATUS_PREPARING,
+  STATUS_PREPARING_TASK,
   type GuestOutputLimits,
   type RpcReply,
   type RpcRequest,
@@ -35,14 +36,24 @@ const statusFlags = new Int32Array(statusBuffer);
 const statusTimes = new Float64Array(statusBuffer);
 
 /**
- * Say (in the status block the main thread reads) that this worker is
- * preparing a spare instance from now on, or that it is done. Raised before
- * the task's outcome is returned, so the pool never sees the outcome without it.
+ * The status block the main thread reads: a spare preparation is announced
+ * (before the task's outcome is returned, so the pool never sees the outcome
+ * without it), starts (which task announced it, and when: the spare
+ * watchdog's clock), and ends. Announced preparations are counted: a second
+ * task may be answered before the first one's spare is made.
  */
-export function setPreparing(preparing: boolean): void {
-  if (preparing) statusTimes[STATUS_F64_PREPARING_SINCE] = performance.timeOrigin + performance.now();
-  Atomics.store(statusFlags, STATUS_PREPARING, preparing ? 1 : 0);
-}
+export const preparation = {
+  announce(): void {
+    if (Atomics.add(statusFlags, STATUS_PREPARING, 1) === 0) statusTimes[STATUS_F64_PREPARING_SINCE] = performance.timeOrigin + performance.now();
+  },
+  start(taskId: number): void {
+    statusTimes[STATUS_F64_PREPARING_SINCE] = performance.timeOrigin + performance.now();
+    Atomics.store(statusFlags, STATUS_PREPARING_TASK, taskId);
+  },
+  end(): void {
+    Atomics.sub(statusFlags, STATUS_PREPARING, 1);
+  },
+};
 
 /** Send the main thread this worker's reply port and status block; once, when the worker starts. */
 export function helloMainThread(): void {
