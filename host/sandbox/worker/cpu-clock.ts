@@ -28,33 +28,6 @@ export const cpuClockKind: CpuClockKind = schedstatFd === undefined ? 'process' 
 /** This thread's kernel id, when the thread CPU clock is available. */
 export const threadTid: number | undefined = tid;
 
-/**
- * The thread's clock as it will read when the next task's guest starts,
- * taken when the worker finished its last piece of work (a task, or the
- * spare it prepared after one). The kernel brings a thread's schedstat up to
- * date only when the thread is switched out or at a scheduler tick, so a
- * reading at a guest's start almost always equals the one taken before the
- * worker went idle; taking it then keeps a file read off every call's path.
- * (Under load, when the next task follows without a pause, the reading also
- * counts that task's dispatch in the worker: microseconds, below the clock's
- * tick.) Thread clock only: the process clock also runs for other threads.
- */
-let nextStart: number | undefined;
-
-/** Read the clock now and keep the reading as the next guest's start. */
-export function markIdle(): number {
-  const now = cpuTimeMs();
-  if (schedstatFd !== undefined) nextStart = now;
-  return now;
-}
-
-/** The CPU clock at a guest's start: the reading kept by `markIdle` (once), or a fresh one. */
-export function cpuAtGuestStart(): number {
-  const kept = nextStart;
-  nextStart = undefined;
-  return kept ?? cpuTimeMs();
-}
-
 /** CPU time in milliseconds (thread time where available). */
 export function cpuTimeMs(): number {
   if (schedstatFd !== undefined) {

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
-import { cpuAtGuestStart, cpuClockKind, markIdle, threadTid } from './cpu-clock.js';
+import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
 
@@ -111,7 +111,6 @@ function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: GuestIns
     } catch {
       // The next call instantiates in the foreground and reports the failure.
     } finally {
-      markIdle();
       preparation.end();
     }
   });
@@ -207,7 +206,6 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
     runtime.spareRestored = false;
   }
   const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', messages: bridge.messages, threadId };
-  markIdle();
   return { ok: true, tools, accounting };
 }
 
@@ -272,7 +270,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   const { instance, source, instantiateMs } = acquire(runtime, task, active);
   const capBytes = task.memoryMb * 1024 * 1024;
 
-  const cpuBefore = cpuAtGuestStart();
+  const cpuBefore = cpuTimeMs();
   bridge.guestStarting(threadTid, cpuBefore, startedAt);
   let outcome: { ok: true; value: string } | { ok: false; error: ToolErrorData };
   try {
@@ -288,8 +286,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
     if (failure.poisoned) instance.poisoned = true;
     outcome = { ok: false, error: failure.error };
   }
-  // The reading at the end is the next guest's start too, unless a spare is prepared first (prepareSpare reads again).
-  const cpuMs = markIdle() - cpuBefore;
+  const cpuMs = cpuTimeMs() - cpuBefore;
   const peakMemoryBytes = instance.memoryBytes();
   const preparing = release(runtime, task, instance);
   const accounting: WorkerAccounting = {
@@ -308,7 +305,6 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
 }
 
 function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: number, error: unknown): WorkerOutcome {
-  markIdle();
   const message = error instanceof Error ? error.message : String(error);
   const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages, threadId };
   return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
