@@ -1,4 +1,4 @@
-/** The targets (P1-P5) read the right rows, and the text and HTML reports render any run. */
+/** The targets (P1-P5, M) read the right rows, and the text and HTML reports render any run. */
 import { describe, expect, it } from 'vitest';
 import { renderHtmlReport } from '../host/bench/report-html.js';
 import type { BenchReport, BenchRow } from '../host/bench/row.js';
@@ -51,13 +51,32 @@ function report(): BenchReport {
 describe('benchmark targets', () => {
   it('checks P1-P5 against the rows, and says which were not measured', () => {
     const byId = Object.fromEntries(checkTargets(report()).map((t) => [t.id, t.met]));
-    expect(byId).toEqual({ P1: true, P2: false, P3: undefined, P4: false, P5: true });
+    expect(byId).toEqual({ P1: true, P2: false, P3: undefined, P4: false, P5: true, M: undefined });
   });
 
   it('misses P1 when Extism is faster in the same run', () => {
     const r = report();
     r.rows.find((x) => x.id === 'extism:worker')!.p50Ms = 0.12;
     expect(checkTargets(r).find((t) => t.id === 'P1')!.met).toBe(false);
+  });
+
+  it('meets M when memory settles over the second half of 100,000 calls, and misses it when it keeps growing', () => {
+    const r = report();
+    const growth = (rssSlope: number, heapSlope: number): NonNullable<BenchReport['growth']>[number] => ({
+      label: 'C echo, isolation=call', calls: 100_000, concurrency: 8, errors: 0, gcForced: true,
+      rssBeforeMb: 100, rssHalfMb: 140, rssEndMb: 140 + rssSlope / 2, rssMaxMb: 141, rssGrowthMb: rssSlope / 2, rssSlopeMbPer100k: rssSlope,
+      heapGrowthMb: heapSlope / 2, heapSlopeMbPer100k: heapSlope, checkpoints: [],
+    });
+    r.growth = [growth(0.5, 0.02)];
+    r.kept = [{ label: 'C echo, isolation=conversation', conversations: 32, instances: 60, rssAddedMb: 6, rssPerInstanceMb: 0.1 }];
+    const met = checkTargets(r).find((t) => t.id === 'M')!;
+    expect(met.met).toBe(true);
+    expect(met.measured).toContain('0.10 MiB per kept instance');
+    expect(formatReport(r, checkTargets(r))).toMatch(/^no-growth check\s+calls/m);
+    r.growth = [growth(12, 0.02)];
+    expect(checkTargets(r).find((t) => t.id === 'M')!.met).toBe(false);
+    r.growth = [growth(0.5, 3)];
+    expect(checkTargets(r).find((t) => t.id === 'M')!.met).toBe(false);
   });
 
   it('misses P5 when the second start was not served from the cache', () => {

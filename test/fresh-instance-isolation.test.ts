@@ -9,9 +9,9 @@
  *
  * A used instance may be reset to the snapshot taken before its first call
  * instead of replaced (worker/instance-snapshot.ts): the plants that leave
- * memory its size and create no resource are reset (the probe then runs on a
- * `restored` instance and must still see nothing), and the plants a reset
- * cannot undo (grown memory, a stdout handle, a trap) are replaced.
+ * memory its size and keep no handle but stdout's are reset (the probe then
+ * runs on a `restored` instance and must still see nothing), and the plants a
+ * reset cannot undo (grown memory, a handle to stdin, a trap) are replaced.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolEvent, ToolRegistry } from '../host/index.js';
@@ -139,8 +139,8 @@ describe.runIf(hasCGuests)('a used instance reset to its snapshot', () => {
   });
 
   /**
-   * Probe without printing (a print makes a stdout handle, which a reset
-   * cannot undo); where each probe's instance came from. Four times: whether
+   * Probe without printing (so the probe itself changes nothing the tests
+   * look at); where each probe's instance came from. Four times: whether
    * the reset is done before the next call reaches the worker depends on
    * timing (a call that comes first gets a new instance), so the tests ask
    * that a reset served some of them, and that none saw anything.
@@ -189,9 +189,22 @@ describe.runIf(hasCGuests)('a used instance reset to its snapshot', () => {
     expect(JSON.stringify(events)).not.toContain('buffered-secret');
   });
 
-  it('replaces, not resets, an instance whose call made a resource (the stdout handle a written line needs)', async () => {
-    await probe(resetting);
-    const [first] = await expectNothingLeakedQuietly(resetting, 'no-secret');
+  it('resets an instance whose call wrote to stdout: the stdout handle its write made is dropped with the reset, and stdout still works', async () => {
+    const printed = await probe(resetting);
+    expect(JSON.stringify(printed.events)).toContain('probe');
+    expect(await expectNothingLeakedQuietly(resetting, 'no-secret')).toContain('restored');
+    // The restored instance asks for stdout again on its first write, and its lines come out.
+    for (let i = 0; i < 3; i += 1) {
+      const again = await probe(resetting);
+      expect(again.probe).toEqual(pristine);
+      expect(again.events.filter((event) => event.type === 'log' && event.message === 'probe')).toHaveLength(1);
+    }
+  });
+
+  it('replaces, not resets, an instance whose call kept a handle to a host object that is not stdout or stderr (stdin)', async () => {
+    const planted = await resetting.execute('plant', { secret: 'stdin-secret', grow: false, print: false, stdin: true });
+    expect(planted.isError).toBe(false);
+    const [first] = await expectNothingLeakedQuietly(resetting, 'stdin-secret');
     expect(first).not.toBe('restored');
   });
 });

@@ -30,7 +30,35 @@ describe('the glue rewrite', () => {
   });
 
   it('leaves glue without probes untouched', () => {
-    expect(patchGlue('export const x = 1;\n')).toEqual({ source: 'export const x = 1;\n', promisingCalls: 0, exposesState: false, capsHandles: false });
+    expect(patchGlue('export const x = 1;\n')).toEqual({ source: 'export const x = 1;\n', promisingCalls: 0, exposesState: false, capsHandles: false, debugLogHoisted: false });
+  });
+
+  it('reads JCO_DEBUG once, when the glue loads, instead of on every debug log call', async () => {
+    const source = [
+      'export function run(n) {',
+      '  const _debugLog = (...args) => {',
+      '    if (!globalThis?.process?.env?.JCO_DEBUG) { return; }',
+      '    console.debug(...args);',
+      '  };',
+      '  for (let i = 0; i < n; i += 1) _debugLog("step", i);',
+      '  return n;',
+      '}',
+    ].join('\n');
+    const patched = patchGlue(source);
+    expect(patched.debugLogHoisted).toBe(true);
+    expect(patched.source).not.toContain('process?.env?.JCO_DEBUG) { return; }');
+    const url = `data:text/javascript;base64,${Buffer.from(patched.source).toString('base64')}`;
+    const reads: string[] = [];
+    const env = process.env;
+    // Count the environment reads the patched module makes: one, while it loads.
+    process.env = new Proxy(env, { get: (target, key) => (key === 'JCO_DEBUG' && reads.push(String(key)), Reflect.get(target, key)) });
+    try {
+      const { run } = (await import(url)) as { run: (n: number) => number };
+      expect(run(50)).toBe(50);
+    } finally {
+      process.env = env;
+    }
+    expect(reads).toEqual(['JCO_DEBUG']);
   });
 
   it.skipIf(!hasCGuests)('is applied to the glue the cache writes', async () => {
@@ -41,6 +69,7 @@ describe('the glue rewrite', () => {
     // The state digest a snapshot reset checks (worker/instance-snapshot.ts).
     expect(glue).toContain("Symbol.for('toolhost.glue-state')");
     expect(glue).not.toMatch(/WebAssembly\.promising\(/);
+    expect(glue).toContain('__toolhostJcoDebug');
   });
 
   it('counts the handles an instance holds, in the glue of a component that is handed resources', async () => {

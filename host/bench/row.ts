@@ -88,6 +88,39 @@ export interface ColdStart {
   error?: string;
 }
 
+/** The no-growth check: memory read after a forced GC at every tenth of a long run (see growth.ts). */
+export interface GrowthCheck {
+  label: string;
+  calls: number;
+  concurrency: number;
+  errors: number;
+  firstError?: string;
+  /** Whether the main thread's heap could be collected before each reading (V8's --expose-gc, set at run time). */
+  gcForced: boolean;
+  /** Process RSS before the check's calls, at half of them, at the end, and its highest reading over the second half (MiB). */
+  rssBeforeMb: number;
+  rssHalfMb: number;
+  rssEndMb: number;
+  rssMaxMb: number;
+  /** End minus half (MiB), and the least-squares slope over the second half's checkpoints (MiB per 100,000 calls). */
+  rssGrowthMb: number;
+  rssSlopeMbPer100k: number;
+  /** The same for the main thread's used heap. */
+  heapGrowthMb: number;
+  heapSlopeMbPer100k: number;
+  /** Every reading (the first before any call of the check). */
+  checkpoints: Array<{ calls: number; rssMb: number; heapMb: number }>;
+}
+
+/** RSS that instances kept between calls cost (`conversation` isolation, one instance per conversation and worker). */
+export interface KeptInstances {
+  label: string;
+  conversations: number;
+  instances: number;
+  rssAddedMb: number;
+  rssPerInstanceMb: number;
+}
+
 export interface BenchMeta {
   date: string;
   node: string;
@@ -107,4 +140,7 @@ export interface BenchReport {
   rows: BenchRow[];
   budgets: BudgetRow[];
   coldStarts: ColdStart[];
+  /** The no-growth checks (standard suite, or `--growth-calls`). */
+  growth?: GrowthCheck[];
+  kept?: KeptInstances[];
 }

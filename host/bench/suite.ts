@@ -20,6 +20,7 @@ import type { WasmLoadOptions } from '../core/registry.js';
 import { defineNativeTool } from '../core/tool.js';
 import { measureEnforcement } from './budgets.js';
 import { measureColdStart } from './cold-start.js';
+import { measureGrowth, measureKeptInstances } from './growth.js';
 import { startFloor } from './floor.js';
 import { startPeers } from './peers.js';
 import { ALL_ISOLATIONS, DEFAULT_CONCURRENCY, type BenchMeta, type BenchReport, type BenchRow, type ColdStart, type Isolation } from './row.js';
@@ -51,6 +52,12 @@ export interface BenchOptions {
   coldStart?: boolean;
   /** Peer rows (default true in the standard suite). */
   peers?: boolean;
+  /**
+   * Calls of the no-growth check in the default isolation (memory read after a
+   * forced GC at every tenth; see growth.ts), with the RSS of kept instances:
+   * default 100,000 in the standard suite; with a TOOL, only when given. 0 leaves it out.
+   */
+  growthCalls?: number;
   /** Told what is about to run (the CLI writes it to stderr). */
   progress?: (message: string) => void;
 }
@@ -124,6 +131,36 @@ function outcomeOf(result: { isError: boolean; error?: { code: string; message: 
   if (result.accounting) outcome.accounting = result.accounting;
   if (result.error) outcome.error = `${result.error.code}: ${result.error.message}`;
   return outcome;
+}
+
+/**
+ * The no-growth check of a tool in the default isolation, then what a kept
+ * instance costs (`conversation` isolation), each in a registry of its own.
+ */
+async function measureMemory(run: Run, config: ResolvedConfig, target: SandboxedTarget, calls: number, conversations: number, report: BenchReport): Promise<void> {
+  const growth = (report.growth ??= []);
+  const kept = (report.kept ??= []);
+  const concurrency = Math.max(...run.concurrency);
+  const modes = [...(calls > 0 ? (['call'] as const) : []), 'conversation'] as const;
+  for (const isolation of modes) {
+    const registry = createRegistry(benchRegistryOptions(config, run));
+    try {
+      for (const source of target.sources) await registry.registerWasmTools(source.path, { ...source.options, isolation });
+      const call = async (conversationId?: string): Promise<CallOutcome> =>
+        outcomeOf(await registry.execute(target.tool, target.args, conversationId === undefined ? {} : { conversationId }));
+      // Warm every worker first: the check is about what calls add, not what starting adds.
+      for (let i = 0; i < 4 * run.threads; i += 1) await Promise.all(Array.from({ length: concurrency }, () => call()));
+      if (isolation === 'call') {
+        run.progress(`${target.label}: no-growth check, ${calls} calls in the default isolation (memory after a forced GC at every tenth)`);
+        growth.push(await measureGrowth(`${target.label}, isolation=call`, () => call(), calls, concurrency));
+      } else {
+        run.progress(`${target.label}: RSS of kept instances (isolation=conversation, ${conversations} conversations)`);
+        kept.push(await measureKeptInstances(`${target.label}, isolation=conversation`, call, conversations));
+      }
+    } finally {
+      await registry.close();
+    }
+  }
 }
 
 /** One registry per isolation mode, each closed before the next one starts. Returns the component that holds the tool. */
@@ -250,7 +287,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     const sources: ToolSource[] = load.length > 0 ? load.map((path) => ({ path, options: {} })) : config.tools.map((t) => ({ path: t.path, options: t.options }));
     if (sources.length === 0) throw new ToolhostError('INVALID_INPUT', 'no components to load: pass --load PATH (or a config that names some)');
     await measureFloor(run, calls, args);
-    const holder = await measureSandboxed(run, config, { tool: options.tool, label: options.tool, args, calls, sources }, isolations);
+    const target: SandboxedTarget = { tool: options.tool, label: options.tool, args, calls, sources };
+    const holder = await measureSandboxed(run, config, target, isolations);
+    if (options.growthCalls !== undefined && options.growthCalls > 0) await measureMemory(run, config, target, options.growthCalls, 16, report);
     if (options.coldStart !== false && holder !== undefined) report.coldStarts = await measureColdStarts(run, [{ component: holder, tool: options.tool, args }]);
     return report;
   }
@@ -264,13 +303,20 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   await measureNative(run, config, calls, STANDARD_PAYLOAD);
   const coldTargets: Array<{ component: string; tool: string; args: unknown }> = [];
   if (existsSync(ctools)) {
-    await measureSandboxed(run, config, { tool: 'echo', label: 'C echo', args: STANDARD_PAYLOAD, calls, sources: [{ path: ctools, options: {} }] }, isolations);
+    const target: SandboxedTarget = { tool: 'echo', label: 'C echo', args: STANDARD_PAYLOAD, calls, sources: [{ path: ctools, options: {} }] };
+    await measureSandboxed(run, config, target, isolations);
+    const growthCalls = options.growthCalls ?? 100_000;
+    if (growthCalls === 0) run.meta.notes.push('no-growth check skipped (--growth-calls 0)');
+    await measureMemory(run, config, target, growthCalls, 32, report);
     coldTargets.push({ component: ctools, tool: 'echo', args: STANDARD_PAYLOAD });
   } else {
     run.meta.notes.push(`C rows skipped: ${ctools} is missing (building it needs clang: node scripts/build-guests.mjs)`);
   }
   if (existsSync(text)) {
-    await measureSandboxed(run, config, { tool: 'js_echo', label: 'JS js_echo (componentize-js)', args: STANDARD_PAYLOAD, calls: jsCalls, sources: [{ path: text, options: {} }] }, isolations);
+    const target: SandboxedTarget = { tool: 'js_echo', label: 'JS js_echo (componentize-js)', args: STANDARD_PAYLOAD, calls: jsCalls, sources: [{ path: text, options: {} }] };
+    await measureSandboxed(run, config, target, isolations);
+    // Kept instances only: a componentize-js instance holds ~9 MiB, and 100,000 of its calls take minutes.
+    await measureMemory(run, config, target, 0, 8, report);
     coldTargets.push({ component: text, tool: 'js_echo', args: STANDARD_PAYLOAD });
   } else {
     run.meta.notes.push(`JS rows skipped: ${text} is missing (node scripts/build-guests.mjs)`);

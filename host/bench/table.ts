@@ -3,7 +3,7 @@
  * the floor, instances, memory), budget precision, cold starts and the
  * targets with their measured values. What `toolhost bench` prints.
  */
-import type { BenchReport, BenchRow, BudgetRow, ColdStart } from './row.js';
+import type { BenchReport, BenchRow, BudgetRow, ColdStart, GrowthCheck, KeptInstances } from './row.js';
 import type { TargetCheck } from './targets.js';
 
 const fixed = (value: number | undefined, digits = 3): string => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
@@ -61,6 +61,19 @@ export function formatColdStarts(starts: ColdStart[]): string {
   return layout(header, starts.map((s) => [`${s.tool} (${s.component})`, s.cache, fixed(s.processMs, 1), fixed(s.importMs, 1), fixed(s.loadMs, 1), fixed(s.firstCallMs, 1), s.ok ? 'yes' : `no: ${s.error ?? ''}`]));
 }
 
+export function formatGrowth(checks: GrowthCheck[], kept: KeptInstances[]): string {
+  const parts: string[] = [];
+  if (checks.length > 0) {
+    const header = ['no-growth check', 'calls', 'conc', 'err', 'RSS before MiB', 'at half MiB', 'at end MiB', '2nd half: growth MiB', 'MiB/100k', 'heap growth MiB', 'heap MiB/100k', 'GC forced'];
+    parts.push(layout(header, checks.map((c) => [c.label, String(c.calls), String(c.concurrency), String(c.errors), fixed(c.rssBeforeMb, 1), fixed(c.rssHalfMb, 1), fixed(c.rssEndMb, 1), fixed(c.rssGrowthMb, 1), fixed(c.rssSlopeMbPer100k, 2), fixed(c.heapGrowthMb, 2), fixed(c.heapSlopeMbPer100k, 2), c.gcForced ? 'yes' : 'no'])));
+  }
+  if (kept.length > 0) {
+    const header = ['kept instances', 'conversations', 'instances', 'RSS added MiB', 'RSS/instance MiB'];
+    parts.push(layout(header, kept.map((k) => [k.label, String(k.conversations), String(k.instances), fixed(k.rssAddedMb, 1), fixed(k.rssPerInstanceMb, 2)])));
+  }
+  return parts.join('\n\n');
+}
+
 export function formatTargets(targets: TargetCheck[]): string {
   return targets
     .map((t) => `${t.id}  ${t.met === undefined ? '   -   ' : t.met ? ' met   ' : ' MISSED'}  target: ${t.goal}\n${' '.repeat(13)}measured: ${t.measured}`)
@@ -96,6 +109,9 @@ export function formatReport(report: BenchReport, targets?: TargetCheck[]): stri
     out.push('', 'Enforcement precision (a guest spinning forever; wall: call time past budget_wall_ms; cpu: thread CPU time', 'past budget_cpu_ms when the watchdog stopped it).', '', formatBudgets(report.budgets));
   }
   if (report.coldStarts.length > 0) out.push('', formatColdStarts(report.coldStarts));
+  if ((report.growth?.length ?? 0) + (report.kept?.length ?? 0) > 0) {
+    out.push('', 'Memory over many calls: RSS and the main heap after a forced GC at every tenth of the run; growth and slope over', 'the second half (worker heaps, not collectable from here, settle in the first); RSS a kept instance adds', '(conversation isolation, one per conversation and worker).', '', formatGrowth(report.growth ?? [], report.kept ?? []));
+  }
   if (targets !== undefined) out.push('', 'Targets (issue 10)', '', formatTargets(targets));
   return out.join('\n');
 }

@@ -20,6 +20,7 @@ export interface BenchCommandOptions {
   isolation?: string;
   threads?: string;
   budgetSamples?: string;
+  growthCalls?: string;
   budgets: boolean;
   coldStart: boolean;
   peers: boolean;
@@ -57,6 +58,11 @@ export function benchOptions(tool: string | undefined, options: BenchCommandOpti
   if (options.jsCalls !== undefined) result.jsCalls = positiveInt(options.jsCalls, '--js-calls');
   if (options.threads !== undefined) result.threads = positiveInt(options.threads, '--threads');
   if (options.budgetSamples !== undefined) result.budgetSamples = positiveInt(options.budgetSamples, '--budget-samples');
+  if (options.growthCalls !== undefined) {
+    const value = Number(options.growthCalls);
+    if (!Number.isInteger(value) || value < 0) throw new UsageError(`--growth-calls must be a non-negative integer, not "${options.growthCalls}"`);
+    result.growthCalls = value;
+  }
   result.concurrency = options.concurrency === undefined ? [...DEFAULT_CONCURRENCY] : list(options.concurrency, '--concurrency').map((c) => positiveInt(c, '--concurrency'));
   if (options.isolation !== undefined) {
     result.isolation = list(options.isolation, '--isolation').map((mode) => {

@@ -29,10 +29,12 @@ import { defaultCacheDir } from './cache-location.js';
  * 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance).
  * 3: meta.json records each file's sha256.
  * 5: the glue also exposes its state digest for snapshot-and-restore (4 was that alone, on a branch).
- * 8: the glue also counts the resource handles an instance holds (the handles_per_call cap; 6 and 7 were
- *    taken on other branches sharing the test cache).
+ * 6: jco's _debugLog reads JCO_DEBUG once per module, not on every call.
+ * 7: the glue also exposes its resource tables, so a reset can drop a call's stdio handles.
+ * 8: the glue also counts the resource handles an instance holds (the handles_per_call cap).
+ * 9: 7 and 8 together (they were made on branches sharing the test cache).
  */
-const CACHE_FORMAT = 8;
+const CACHE_FORMAT = 9;
 const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {

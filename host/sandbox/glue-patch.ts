@@ -16,7 +16,12 @@
  * `WebAssembly.promising` when it exists, so the glue behaves the same on an
  * engine with JSPI; only the throw is gone.
  *
- * A second rewrite caps the resource handles an instance holds (see
+ * jco's `_debugLog` reads `process.env.JCO_DEBUG` on every call (tens of
+ * times per guest call: each is a lookup in the environment, which V8 cannot
+ * optimize away). The rewrite reads it once, when the glue module loads, so
+ * JCO_DEBUG still works when set before the process starts.
+ *
+ * Another rewrite caps the resource handles an instance holds (see
  * `capOwnHandles`).
  *
  * Changing a rewrite means bumping CACHE_FORMAT in component-cache.ts, so glue
@@ -25,6 +30,9 @@
 
 const PROMISING_CALL = /\bWebAssembly\.promising\(/g;
 const HELPER = '__toolhostPromising';
+/** jco's debug logger, as 1.35 writes it: the environment is read on every call. */
+const DEBUG_LOG_CHECK = /(const _debugLog = \(\.\.\.args\) => \{\s*)if \(!globalThis\?\.process\?\.env\?\.JCO_DEBUG\) \{ return; \}/;
+const DEBUG_FLAG = '__toolhostJcoDebug';
 
 export interface PatchedGlue {
   source: string;
@@ -34,10 +42,31 @@ export interface PatchedGlue {
   exposesState: boolean;
   /** Whether the glue counts the handles an instance holds against the cap (see `capOwnHandles`). */
   capsHandles: boolean;
+  /** Whether jco's `_debugLog` now reads JCO_DEBUG once instead of on every call. */
+  debugLogHoisted: boolean;
 }
 
 /** Where the patched glue puts its state digest on the exports object `instantiate` returns. */
 export const GLUE_STATE = Symbol.for('toolhost.glue-state');
+
+/**
+ * Where the patched glue puts its resource tables (see `GlueResources`), so a
+ * reset can put them back when a call only made handles to host objects that
+ * hold nothing of the call (the stdout stream a guest's first write asks for).
+ */
+export const GLUE_RESOURCES = Symbol.for('toolhost.glue-resources');
+
+/** A handle table of jco's glue: `[free-list head, (next, rep) pairs...]`, with the reps it ever created. */
+export type GlueHandleTable = unknown[] & { _createdReps?: Set<unknown> };
+
+/** The glue's resource state, reachable only through closures without this hook. */
+export interface GlueResources {
+  /** Each handle table with the capture table (rep → host object) of the same resource type, when it has one. */
+  tables(): Array<[GlueHandleTable, Map<unknown, unknown> | undefined]>;
+  /** The next-rep counters of the capture tables, in the order of `tables()` (undefined for a table without one). */
+  counters(): Array<number | undefined>;
+  setCounters(values: ReadonlyArray<number | undefined>): void;
+}
 
 export function patchGlue(source: string): PatchedGlue {
   let promisingCalls = 0;
@@ -47,9 +76,14 @@ export function patchGlue(source: string): PatchedGlue {
   });
   // Appended: the glue module has finished evaluating before anyone calls its `instantiate`.
   if (promisingCalls > 0) body += `\nconst ${HELPER} = typeof WebAssembly.promising === 'function' ? WebAssembly.promising : (fn) => fn;\n`;
+  const debugLogHoisted = DEBUG_LOG_CHECK.test(body);
+  if (debugLogHoisted) {
+    // Declared with var at the top: _debugLog may run while the module evaluates, before a later const would exist.
+    body = `var ${DEBUG_FLAG} = Boolean(globalThis?.process?.env?.JCO_DEBUG);\n${body.replace(DEBUG_LOG_CHECK, (_match, head: string) => `${head}if (!${DEBUG_FLAG}) { return; }`)}`;
+  }
   const capped = capOwnHandles(body);
   const exposed = exposeGlueState(capped ?? body);
-  return { source: exposed ?? capped ?? body, promisingCalls, exposesState: exposed !== undefined, capsHandles: capped !== undefined };
+  return { source: exposed ?? capped ?? body, promisingCalls, exposesState: exposed !== undefined, capsHandles: capped !== undefined, debugLogHoisted };
 }
 
 /**
@@ -138,8 +172,8 @@ function exposeGlueState(source: string): string | undefined {
   for (const name of present) {
     if (!new RegExp(`^\\s*(?:const|let) ${name}\\s*=`, 'm').test(source)) return undefined;
   }
-  const handleTables = [...source.matchAll(/^\s*const handleTable(\d+)\s*=\s*\[T_FLAG, 0\];/gm)].map((match) => match[1]);
-  const captureTables = [...source.matchAll(/^\s*const captureTable(\d+)\s*=\s*new Map\(\);/gm)].map((match) => match[1]);
+  const handleTables = [...source.matchAll(/^\s*const handleTable(\d+)\s*=\s*\[T_FLAG, 0\];/gm)].map((match) => match[1]!);
+  const captureTables = [...source.matchAll(/^\s*const captureTable(\d+)\s*=\s*new Map\(\);/gm)].map((match) => match[1]!);
   // Every resource table the glue declares is read, or there is no hook.
   const declared = (source.match(/\b(?:const|let) (?:handleTable|captureTable)\d+\b/g) ?? []).length;
   if (declared !== handleTables.length + captureTables.length) return undefined;
@@ -150,10 +184,35 @@ function exposeGlueState(source: string): string | undefined {
   ];
   const digest = [
     'let __toolhostGlueState;',
+    'let __toolhostGlueResources;',
     'const __toolhostTrapped = (state) => { try { state.throwIfTrapped(); return false; } catch { return true; } };',
     start,
     `__toolhostGlueState = () => JSON.stringify([${parts.join(', ')}]);`,
+    glueResources(source, handleTables, captureTables),
   ].join('\n');
-  const expose = `${end}\nif (maybeSyncReturn !== null && typeof maybeSyncReturn === 'object') Object.defineProperty(maybeSyncReturn, Symbol.for('toolhost.glue-state'), { value: __toolhostGlueState });`;
+  const expose = [
+    end,
+    "if (maybeSyncReturn !== null && typeof maybeSyncReturn === 'object') {",
+    "  Object.defineProperty(maybeSyncReturn, Symbol.for('toolhost.glue-state'), { value: __toolhostGlueState });",
+    "  if (__toolhostGlueResources) Object.defineProperty(maybeSyncReturn, Symbol.for('toolhost.glue-resources'), { value: __toolhostGlueResources });",
+    '}',
+  ].join('\n');
   return source.replace(start, () => digest).replace(end, () => expose);
+}
+
+/**
+ * The resource hook (`GlueResources`), as a statement inside the glue's
+ * generator, where its tables are in scope; functions, because the tables
+ * are declared further down. Empty (no hook: resets refuse on any resource
+ * change, as before) unless every capture table has its counter and belongs
+ * to a handle table.
+ */
+function glueResources(source: string, handleTables: readonly string[], captureTables: readonly string[]): string {
+  const counters = new Set([...source.matchAll(/^\s*let captureCnt(\d+)\s*=\s*0;/gm)].map((match) => match[1]!));
+  if (counters.size !== captureTables.length || !captureTables.every((n) => counters.has(n) && handleTables.includes(n))) return '';
+  const captured = new Set(captureTables);
+  const tables = handleTables.map((n) => `[handleTable${n}, ${captured.has(n) ? `captureTable${n}` : 'undefined'}]`);
+  const values = handleTables.map((n) => (captured.has(n) ? `captureCnt${n}` : 'undefined'));
+  const sets = handleTables.flatMap((n, i) => (captured.has(n) ? [`captureCnt${n} = values[${i}];`] : []));
+  return `__toolhostGlueResources = { tables: () => [${tables.join(', ')}], counters: () => [${values.join(', ')}], setCounters: (values) => { ${sets.join(' ')} } };`;
 }

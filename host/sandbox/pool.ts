@@ -1,11 +1,8 @@
 /**
  * The sandbox pool: piscina workers that run guest code, one task at a time
  * per worker, with a bounded queue. Each task gets an id and a shared control
- * block for its flags; its events and host calls travel on channels each
- * worker set up once (see protocol.ts).
- *
- * (Over 400 lines: the task lifecycle, the CPU watchdog and the spare-instance
- * watchdog share the per-worker bookkeeping kept here.)
+ * block for its flags (pool-task.ts); its events and host calls travel on
+ * channels each worker set up once (see protocol.ts).
  */
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -13,19 +10,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
-import { readThreadCpuMs } from './thread-cpu.js';
+import { PoolTask } from './pool-task.js';
 import {
-  CONTROL_BYTES,
-  CONTROL_CANCELLED,
-  CONTROL_F64_CPU_START_MS,
-  CONTROL_F64_STARTED_AT,
-  CONTROL_RPC_DOORBELL,
-  CONTROL_STARTED,
-  CONTROL_TID,
+  STATUS_F64_PREPARING_SINCE,
+  STATUS_PREPARING,
+  STATUS_PREPARING_TASK,
   type CallTask,
   type DescribeTask,
-  type RpcReply,
   type RpcRequest,
+  type SandboxTask,
   type WorkerMessage,
   type WorkerOutcome,
   type WorkerPost,
@@ -67,6 +60,7 @@ export interface TaskHandlers {
   cancelSignal?: AbortSignal;
   /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
   cpuBudgetMs?: number;
+  /** A task's events; after a `limit` message (the guest went past a limit in the worker) the worker is stopped. */
   onMessage(message: GuestEventMessage): void;
   rpc(request: RpcRequest): Promise<unknown>;
   /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
@@ -117,17 +111,22 @@ export class SandboxPool {
   #pending = 0;
   #nextTaskId = 1;
   /** Where each running task's messages go, by task id. */
-  readonly #routes = new Map<number, (message: WorkerMessage, threadId: number) => void>();
+  readonly #routes = new Map<number, PoolTask>();
   /** Each worker's reply port, by thread id (from its hello). */
   readonly #replies = new Map<number, MessagePort>();
   /**
-   * Workers busy after answering (preparing a spare instance), by thread id:
-   * +1 for each result that announced it, -1 for each `ready` (the two travel
-   * on different ports, so either may come first).
+   * Each worker's status block (from its hello), by thread id: whether it is
+   * busy after answering (preparing a spare instance), and since when.
    */
-  readonly #preparing = new Map<number, number>();
-  /** The spare each preparing worker is making: for which component, and its budget's timer. */
-  readonly #spares = new Map<number, { componentId: string; timer: NodeJS.Timeout }>();
+  readonly #statuses = new Map<number, { flags: Int32Array; times: Float64Array }>();
+  /**
+   * The components whose spares each worker announced, by the task whose
+   * answer announced them (its status block says which one it is making):
+   * a wedged worker is blamed on the right component. Pruned at every sweep.
+   */
+  readonly #spareComponents = new Map<number, Map<number, string>>();
+  /** The spare watchdog's next look, while some worker may be preparing. */
+  #spareSweep: NodeJS.Timeout | undefined;
   /** piscina's view of each worker, by thread id (seen by the load balancer): how a wedged one is terminated. */
   readonly #workers = new Map<number, PiscinaWorker>();
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
@@ -198,129 +197,46 @@ export class SandboxPool {
     }
   }
 
+  readonly #replyPort = (threadId: number): MessagePort | undefined => this.#replies.get(threadId);
+  readonly #stopWorker = (threadId: number): void => this.#terminate(threadId);
+
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    const taskId = this.#nextTaskId++;
-    const controlBuffer = new SharedArrayBuffer(CONTROL_BYTES);
-    const control = new Int32Array(controlBuffer);
-    const times = new Float64Array(controlBuffer);
-    let received = 0;
-    let expected = Number.POSITIVE_INFINITY;
-    let drained: (() => void) | undefined;
-    const submittedAt = performance.timeOrigin + performance.now();
-
-    /** The guest's start, once the worker has published it in the control block. */
-    const guestStart = (): { tid: number | undefined; cpuStartMs: number; startedAt: number } | undefined => {
-      if (Atomics.load(control, CONTROL_STARTED) === 0) return undefined;
-      const tid = Atomics.load(control, CONTROL_TID);
-      return { tid: tid === 0 ? undefined : tid, cpuStartMs: times[CONTROL_F64_CPU_START_MS]!, startedAt: times[CONTROL_F64_STARTED_AT]! };
-    };
-
-    // The CPU watchdog: once the guest starts, read its thread's CPU clock and
-    // stop the worker when the budget is spent. A thread's CPU time never runs
-    // ahead of wall time, so the first look can wait `budget` ms, and each
-    // later one the budget that remains: the overshoot is one timer's lateness.
-    // (A task still queued has used nothing: look again later.)
-    const budget = handlers.cpuBudgetMs;
-    const budgetAbort = budget === undefined ? undefined : new AbortController();
-    const signal = budgetAbort && handlers.signal ? AbortSignal.any([handlers.signal, budgetAbort.signal]) : (budgetAbort?.signal ?? handlers.signal);
-    let watchdog: NodeJS.Timeout | undefined;
-    /** The last reading, for when the thread is already gone (a stopped worker). */
-    let lastUsed: number | undefined;
-    const cpuUsed = (): number | undefined => {
-      const guest = guestStart();
-      if (!guest) return undefined;
-      if (guest.tid === undefined) return (lastUsed = performance.timeOrigin + performance.now() - guest.startedAt);
-      const now = readThreadCpuMs(guest.tid);
-      if (now !== undefined) lastUsed = now - guest.cpuStartMs;
-      return lastUsed;
-    };
-    const watch = (budgetMs: number): void => {
-      const used = cpuUsed();
-      if (used === undefined) {
-        watchdog = setTimeout(() => watch(budgetMs), Math.max(1, Math.min(budgetMs, 25)));
-        return;
-      }
-      if (used >= budgetMs) {
-        const clock = guestStart()?.tid === undefined ? 'wall time (no per-thread CPU clock here)' : 'CPU time';
-        budgetAbort!.abort(new ToolhostError('CPU_BUDGET_EXCEEDED', `the guest used ${Math.round(used)} ms of ${clock}, over its budget of ${budgetMs} ms`, {
-          details: { budgetMs, usedMs: Math.round(used * 1000) / 1000 },
-        }));
-        return;
-      }
-      watchdog = setTimeout(() => watch(budgetMs), Math.max(1, Math.min(budgetMs - used, 25)));
-    };
-    if (budget !== undefined) watchdog = setTimeout(() => watch(budget), Math.max(1, budget));
-
-    this.#routes.set(taskId, (message, threadId) => {
-      received += 1;
-      if (message.type === 'rpc') {
-        const answer = (reply: RpcReply): void => {
-          const port = this.#replies.get(threadId);
-          // No port: the worker is gone, and nobody waits for the answer.
-          if (!port) return;
-          port.postMessage(reply);
-          Atomics.store(control, CONTROL_RPC_DOORBELL, 1);
-          Atomics.notify(control, CONTROL_RPC_DOORBELL);
-        };
-        handlers.rpc(message.request).then(
-          (value) => answer({ id: message.id, ok: true, value }),
-          (error: unknown) => answer({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
-        );
-      } else {
-        handlers.onMessage(message);
-      }
-      if (received >= expected) drained?.();
-    });
-
-    const raiseCancel = (): void => {
-      Atomics.store(control, CONTROL_CANCELLED, 1);
-    };
-    if (handlers.cancelSignal?.aborted) raiseCancel();
-    handlers.cancelSignal?.addEventListener('abort', raiseCancel, { once: true });
-
+    const task = new PoolTask(this.#nextTaskId++, handlers, this.#replyPort, this.#stopWorker);
+    const { taskId, signal } = task;
+    this.#routes.set(taskId, task);
     try {
-      const task = { ...input, taskId, control: controlBuffer, submittedAt };
+      const message = { ...input, taskId, control: task.control, submittedAt: task.submittedAt } as SandboxTask;
+      const options = signal ? { signal } : {};
       let outcome: WorkerOutcome;
       try {
         const kills = this.#spareKills;
         try {
-          outcome = (await this.#piscina.run(task, signal ? { signal } : {})) as WorkerOutcome;
+          outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
         } catch (error) {
           // Handed to a worker that was then stopped for hanging on another
           // component's spare, before its own guest started: nothing of it ran, so run it again.
-          if (signal?.aborted || this.#spareKills === kills || Atomics.load(control, CONTROL_STARTED) !== 0) throw error;
-          outcome = (await this.#piscina.run(task, signal ? { signal } : {})) as WorkerOutcome;
+          if (signal?.aborted || this.#spareKills === kills || task.started) throw error;
+          outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
         }
       } catch (error) {
-        const used = cpuUsed();
-        const guest = guestStart();
+        const used = task.cpuUsed();
+        const guest = task.guestStart();
         handlers.onStopped?.({
-          ...(guest ? { queuedMs: Math.max(0, guest.startedAt - submittedAt) } : {}),
+          ...(guest ? { queuedMs: Math.max(0, guest.startedAt - task.submittedAt) } : {}),
           ...(used === undefined ? {} : { cpuMs: used }),
         });
         throw this.#taskFailure(error, signal);
       } finally {
-        clearTimeout(watchdog);
+        task.stopWatchdog();
       }
-      outcome.accounting.queuedMs = Math.max(0, outcome.accounting.startedAt - submittedAt);
-      if (outcome.accounting.preparing) {
-        this.#countPreparing(outcome.accounting.threadId, +1);
-        this.#watchSpare(outcome.accounting.threadId, input.componentId);
-      }
-      expected = outcome.accounting.messages;
-      if (received < expected) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
-          drained = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
+      const { accounting } = outcome;
+      accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
+      if (accounting.preparing) this.#watchSpare(accounting.threadId, taskId, input.componentId);
+      const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
+      if (drained) await drained;
       return outcome;
     } finally {
-      handlers.cancelSignal?.removeEventListener('abort', raiseCancel);
-      clearTimeout(watchdog);
+      task.dispose();
       this.#routes.delete(taskId);
     }
   }
@@ -332,46 +248,61 @@ export class SandboxPool {
    */
   #pickWorker(workers: PiscinaWorker[]): PiscinaWorker | null {
     let fallback: PiscinaWorker | null = null;
-    for (const worker of workers) this.#workers.set(worker.id, worker);
     for (const worker of workers) {
+      if (!this.#workers.has(worker.id)) this.#workers.set(worker.id, worker);
       if (worker.currentUsage !== 0) continue;
-      if ((this.#preparing.get(worker.id) ?? 0) <= 0) return worker;
+      if (!this.#isPreparing(worker.id)) return worker;
       fallback ??= worker;
     }
     return fallback;
   }
 
-  #countPreparing(threadId: number, delta: number): void {
-    const count = (this.#preparing.get(threadId) ?? 0) + delta;
-    if (count === 0) this.#preparing.delete(threadId);
-    else this.#preparing.set(threadId, count);
-    if (count <= 0) this.#forgetSpare(threadId);
+  #isPreparing(threadId: number): boolean {
+    const status = this.#statuses.get(threadId);
+    return status !== undefined && Atomics.load(status.flags, STATUS_PREPARING) !== 0;
   }
 
   /**
    * Guest code runs while a spare is made (the component's initialization),
    * so it gets a budget too: a worker still preparing after `spareTimeoutMs`
    * is terminated (piscina replaces it) and the component reported wedged.
+   * One sweep timer looks at every worker's status block while any may be
+   * preparing (a timer per call cost more than the spare it watched); a
+   * worker is stopped at most a sweep interval past its budget.
    */
-  #watchSpare(threadId: number, componentId: string): void {
-    if (this.#spares.has(threadId) || (this.#preparing.get(threadId) ?? 0) <= 0) return;
-    const timer = setTimeout(() => {
-      this.#spares.delete(threadId);
-      if ((this.#preparing.get(threadId) ?? 0) <= 0) return;
-      this.#preparing.delete(threadId);
-      this.#spareKills += 1;
-      this.#terminate(threadId);
-      for (const listener of this.#wedgedListeners) listener(componentId, threadId);
-    }, this.#options.spareTimeoutMs);
-    timer.unref();
-    this.#spares.set(threadId, { componentId, timer });
-  }
-
-  #forgetSpare(threadId: number): void {
-    const spare = this.#spares.get(threadId);
-    if (!spare) return;
-    clearTimeout(spare.timer);
-    this.#spares.delete(threadId);
+  #watchSpare(threadId: number, taskId: number, componentId: string): void {
+    let announced = this.#spareComponents.get(threadId);
+    if (!announced) this.#spareComponents.set(threadId, (announced = new Map()));
+    announced.set(taskId, componentId);
+    if (this.#spareSweep !== undefined) return;
+    const interval = Math.max(5, Math.min(this.#options.spareTimeoutMs / 8, 250));
+    const sweep = (): void => {
+      this.#spareSweep = undefined;
+      const now = performance.timeOrigin + performance.now();
+      let busy = false;
+      for (const [id, status] of this.#statuses) {
+        const announced = this.#spareComponents.get(id);
+        const current = Atomics.load(status.flags, STATUS_PREPARING_TASK);
+        if (Atomics.load(status.flags, STATUS_PREPARING) <= 0) {
+          announced?.clear();
+          continue;
+        }
+        // Announcements older than the preparation running now are done.
+        if (announced) for (const taskId of announced.keys()) if (taskId < current) announced.delete(taskId);
+        if (now - status.times[STATUS_F64_PREPARING_SINCE]! < this.#options.spareTimeoutMs) {
+          busy = true;
+          continue;
+        }
+        // Stopped once: the status block goes with the worker.
+        this.#statuses.delete(id);
+        this.#spareKills += 1;
+        this.#terminate(id);
+        const component = announced?.get(current);
+        if (component !== undefined) for (const listener of this.#wedgedListeners) listener(component, id);
+      }
+      if (busy) this.#spareSweep = setTimeout(sweep, interval).unref();
+    };
+    this.#spareSweep = setTimeout(sweep, interval).unref();
   }
 
   /** Terminate one worker (piscina sees it exit, fails its task if it had one, and starts a replacement). */
@@ -392,21 +323,20 @@ export class SandboxPool {
   #onWorkerPost(post: WorkerPost): void {
     if (typeof post !== 'object' || post === null) return;
     if (post.toolhost === 'hello') {
-      const { threadId, replies } = post;
+      const { threadId, replies, status } = post;
       this.#replies.set(threadId, replies);
+      this.#statuses.set(threadId, { flags: new Int32Array(status), times: new Float64Array(status) });
       // The port closes when its worker exits (stopped by a budget, or by the pool).
       replies.on('close', () => {
         if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
-        this.#preparing.delete(threadId);
-        this.#forgetSpare(threadId);
+        this.#statuses.delete(threadId);
+        this.#spareComponents.delete(threadId);
         this.#workers.delete(threadId);
       });
       replies.unref();
-    } else if (post.toolhost === 'ready') {
-      this.#countPreparing(post.threadId, -1);
     } else if (post.toolhost === 'task') {
       // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
-      this.#routes.get(post.taskId)?.(post.message, post.threadId);
+      this.#routes.get(post.taskId)?.receive(post.message, post.threadId);
     }
   }
 
@@ -426,8 +356,8 @@ export class SandboxPool {
   }
 
   async close(): Promise<void> {
-    for (const spare of this.#spares.values()) clearTimeout(spare.timer);
-    this.#spares.clear();
+    clearTimeout(this.#spareSweep);
+    this.#spareSweep = undefined;
     await this.#piscina.destroy();
   }
 }

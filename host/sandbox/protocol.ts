@@ -8,6 +8,10 @@
  *   not know to the pool's 'message' event); each message names its task.
  * - main → worker: a MessagePort the worker sends in its hello; the worker
  *   reads it synchronously, only while it waits for a host call's answer.
+ * Each worker also shares one status block with the main thread (sent in its
+ * hello): whether it is preparing a spare instance, and since when. The load
+ * balancer and the spare watchdog read it; nothing is posted when a spare is
+ * done (a message per call cost the main thread a wake-up per call).
  * The control block holds the cooperative cancel flag the guest reads with
  * `cancelled()`, the doorbell of the synchronous host bridge (a guest's
  * `get-state` blocks its worker until the main thread answers), and what the
@@ -30,6 +34,14 @@ export const CONTROL_TID = 3;
 export const CONTROL_F64_CPU_START_MS = 2;
 export const CONTROL_F64_STARTED_AT = 3;
 export const CONTROL_BYTES = 4 * Float64Array.BYTES_PER_ELEMENT;
+
+/** Int32 slot of a worker's status block: spare preparations announced and not finished (more than 0: busy). */
+export const STATUS_PREPARING = 0;
+/** Int32 slot: the task whose answer announced the preparation running now (or last). */
+export const STATUS_PREPARING_TASK = 1;
+/** Float64 slot: when the preparation running now started (epoch ms). */
+export const STATUS_F64_PREPARING_SINCE = 1;
+export const STATUS_BYTES = 2 * Float64Array.BYTES_PER_ELEMENT;
 
 /** The call identity the guest sees through `context()`. */
 export interface GuestCallContext {
@@ -142,11 +154,9 @@ export type WorkerMessage =
 
 /** What a worker posts on its `parentPort`. */
 export type WorkerPost =
-  /** Once, when the worker starts: where the main thread answers its host calls. */
-  | { toolhost: 'hello'; threadId: number; replies: MessagePort }
-  | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage }
-  /** The worker finished preparing what a task's `accounting.preparing` announced (a spare instance). */
-  | { toolhost: 'ready'; threadId: number };
+  /** Once, when the worker starts: where the main thread answers its host calls, and the worker's status block. */
+  | { toolhost: 'hello'; threadId: number; replies: MessagePort; status: SharedArrayBuffer }
+  | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage };
 
 export type RpcRequest =
   | { op: 'modules'; componentId: string; memoryMb: number }
@@ -176,8 +186,8 @@ export interface WorkerAccounting {
   /** The worker thread that ran the task. */
   threadId: number;
   /**
-   * The worker prepares the next call's instance after answering (it posts a
-   * `ready` when done): the pool sends calls to other idle workers meanwhile.
+   * The worker prepares the next call's instance after answering (its status
+   * block says so until it is done): the pool sends calls to other idle workers meanwhile.
    */
   preparing?: boolean;
   /** Time the task waited for a worker (filled in by the pool). */

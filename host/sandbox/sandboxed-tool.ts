@@ -107,9 +107,9 @@ export class SandboxedTool implements Tool {
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
     let overLimit: { limit: string; message: string; max: number } | undefined;
     const hostCalls = { count: 0 };
-    // Past a limit the guest is stopped at once (its worker is replaced): it
-    // may well go on looping over refusals otherwise.
-    const limitStop = new AbortController();
+    // Past a limit the guest is stopped at once by the pool (its worker is
+    // replaced: it may well go on looping over refusals otherwise); the call
+    // then ends with OUTPUT_LIMIT_EXCEEDED, whatever the stop looked like.
     const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
       details: { reason: overLimit!.limit === 'handles_per_call' ? 'handles' : 'host-calls', limit: overLimit!.limit, max: overLimit!.max },
       callId: ctx.callId,
@@ -140,7 +140,7 @@ export class SandboxedTool implements Tool {
         },
       },
       {
-        signal: AbortSignal.any([events.hardSignal, limitStop.signal]),
+        signal: events.hardSignal,
         cancelSignal: ctx.signal,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {
@@ -157,13 +157,14 @@ export class SandboxedTool implements Tool {
             if (overLimit !== undefined) return;
             overLimit = { limit: message.limit, message: message.message, max: message.max };
             events.limit?.(message.limit);
-            limitStop.abort(overLimitError());
           } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         },
         rpc: (request) => this.#answer(request, ctx, network, hostCalls),
       },
     ).catch((error: unknown) => {
       accountNetwork();
+      // The pool stopped the worker for the limit (or a hard stop came with it): the limit is why.
+      if (overLimit !== undefined && !events.hardSignal.aborted) throw overLimitError();
       throw error;
     });
     const { accounting } = outcome;

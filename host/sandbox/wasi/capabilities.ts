@@ -27,7 +27,7 @@ import type { LogLevel } from '../../core/events.js';
 import { WORKTREE_GUEST_PATH } from '../../policy/capabilities.js';
 import { SUPPORTED_WASI_IMPORTS } from '../supported-imports.js';
 import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult } from './http.js';
-import { replacePollableBlock, shimCli, shimClocks, shimFilesystem, shimIo, shimRandom, shimSockets, type CliStreamHandler, type ShimPollable } from './shim.js';
+import { cliOutputStreams, replacePollableBlock, shimCli, shimClocks, shimFilesystem, shimIo, shimRandom, shimSockets, type CliStreamHandler, type ShimPollable } from './shim.js';
 import { WorktreeAdapter } from './worktree-fs.js';
 
 /** The call an instance is serving, as its WASI imports see it. */
@@ -183,6 +183,19 @@ function capturedStream(stream: 'stdout' | 'stderr', output: GuestCallScope): Cl
 export interface WasiCapabilities {
   imports: Record<string, Namespace>;
   flushOutput(): void;
+  /**
+   * The host objects a guest's handles may point to that hold nothing of a
+   * call once its output is flushed: the stdout and stderr streams (one
+   * object each per instance). A reset may drop handles a call made to them
+   * (worker/instance-snapshot.ts); a handle to anything else means a new instance.
+   */
+  resettable: ReadonlySet<unknown>;
+  /**
+   * Put the stdout and stderr streams back as a new instance has them (no
+   * write permit left); false when that is impossible (the guest closed one:
+   * a new instance's are open).
+   */
+  resetStreams(): boolean;
 }
 
 /** Build one instance's WASI imports, reading the current call from `scope`. */
@@ -220,11 +233,19 @@ export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
     'wasi:http/outgoing-handler': http.outgoingHandler,
     ...socketImports(scope),
   };
+  const streams = cliOutputStreams(guestCli);
   return {
     imports,
     flushOutput() {
       stdout.endOfCall();
       stderr.endOfCall();
+    },
+    resettable: new Set<unknown>([streams.stdout, streams.stderr]),
+    resetStreams() {
+      if (!streams.stdout.open || !streams.stderr.open) return false;
+      streams.stdout.flush();
+      streams.stderr.flush();
+      return true;
     },
   };
 }

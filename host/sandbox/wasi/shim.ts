@@ -75,6 +75,10 @@ export interface ShimInputStream {
 export interface ShimOutputStream {
   checkWrite(): bigint;
   write(bytes: Uint8Array): void;
+  /** Ends the write permit `checkWrite` granted (the shim keeps it between calls otherwise). Throws once closed. */
+  flush(): void;
+  /** False once the guest dropped its handle (the shim then refuses every write). */
+  readonly open: boolean;
 }
 
 /** The host side of an input-stream: the shim calls these (with the stream as `this`). */
@@ -133,6 +137,13 @@ export interface CliStreamHandler {
 /** `dist/browser/cli.js`. */
 export interface ShimCli {
   createCli(config: { stdout: CliStreamHandler; stderr: CliStreamHandler; environment: Record<string, string>; arguments: string[] }): Record<string, Namespace>;
+}
+
+/** The stdout and stderr streams of one `createCli` (each is one object, handed out by every get-stdout / get-stderr). */
+export function cliOutputStreams(cli: Record<string, Namespace>): { stdout: ShimOutputStream; stderr: ShimOutputStream } {
+  const stdout = (cli['stdout'] as { getStdout(): ShimOutputStream }).getStdout();
+  const stderr = (cli['stderr'] as { getStderr(): ShimOutputStream }).getStderr();
+  return { stdout, stderr };
 }
 
 const shimEntry = import.meta.resolve('@bytecodealliance/preview2-shim');

@@ -12,8 +12,10 @@ import type runTaskType from './entry.js';
 
 type RunTask = typeof runTaskType;
 
-const entry: Promise<RunTask> = import('./entry.js').then((module) => module.default);
+let loaded: RunTask | undefined;
+const entry: Promise<RunTask> = import('./entry.js').then((module) => (loaded = module.default));
 
-module.exports = async function runTask(task: Parameters<RunTask>[0]): ReturnType<RunTask> {
-  return (await entry)(task);
+// Once the entry is loaded, a task goes straight to it (no promise of our own per task).
+module.exports = function runTask(task: Parameters<RunTask>[0]): ReturnType<RunTask> | Promise<Awaited<ReturnType<RunTask>>> {
+  return loaded ? loaded(task) : entry.then((run) => run(task));
 };

@@ -9,7 +9,7 @@ import type { ToolErrorData } from '../../core/errors.js';
 import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
-import { HostBridge, OutputLimitExceeded, announceReady, helloMainThread } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
 const CONVERSATION_INSTANCES = 32;
@@ -54,8 +54,10 @@ const RETRY_SNAPSHOTS_EVERY = 16;
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
 
+const runtimeKey = (task: SandboxTask): string => `${task.componentId}/${task.memoryMb}`;
+
 async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<ComponentRuntime> {
-  const key = `${task.componentId}/${task.memoryMb}`;
+  const key = runtimeKey(task);
   const known = runtimes.get(key);
   if (known) return known;
   // Modules are compiled once on the main thread; this worker asks for them the first time only.
@@ -67,9 +69,9 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
 }
 
 /**
- * Make the runtime's spare instance once the current task has answered, and
- * tell the main thread when it is done (it routes calls to other idle workers
- * meanwhile). Returns whether a spare will be made.
+ * Make the runtime's spare instance once the current task has answered; the
+ * worker's status block says it is busy until then (the pool routes calls to
+ * other idle workers meanwhile). Returns whether a spare will be made.
  *
  * With `used` (an instance that served a call in the default isolation), the
  * spare is that instance reset to the snapshot taken before its first call,
@@ -77,11 +79,13 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
  * memcpy instead of an instantiation. Otherwise it is dropped and a new
  * instance is made, as before.
  */
-function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean {
+function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: GuestInstance): boolean {
   if (runtime.spare) return false;
   // A call may reach the worker before this runs: it then resets the instance itself (acquire).
   runtime.awaitingReset = used;
+  preparation.announce();
   setImmediate(() => {
+    preparation.start(taskId);
     try {
       resetAwaiting(runtime);
       if (!runtime.spare) {
@@ -107,7 +111,7 @@ function prepareSpare(runtime: ComponentRuntime, used?: GuestInstance): boolean 
     } catch {
       // The next call instantiates in the foreground and reports the failure.
     } finally {
-      announceReady();
+      preparation.end();
     }
   });
   return true;
@@ -241,7 +245,7 @@ function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall):
 function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInstance): boolean {
   if (instance.boundTo !== undefined) {
     // Made for one call's capabilities: never kept; the spare (if any) is untouched.
-    return prepareSpare(runtime);
+    return prepareSpare(runtime, task.taskId);
   }
   const conversation = task.isolation === 'conversation' ? task.conversationKey : undefined;
   if (task.isolation === 'worker') {
@@ -258,11 +262,11 @@ function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInsta
   }
   // Reused modes keep their instance: a spare serves only their first call, or one after a crash.
   if (task.isolation !== 'call' && !instance.poisoned) return false;
-  return prepareSpare(runtime, task.isolation === 'call' ? instance : undefined);
+  return prepareSpare(runtime, task.taskId, task.isolation === 'call' ? instance : undefined);
 }
 
-async function call(task: CallTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {
-  const runtime = await runtimeFor(task, bridge);
+/** One call on a component this worker knows (synchronous: the guest runs to its end here). */
+function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, startedAt: number): WorkerOutcome {
   const active: ActiveCall = { bridge, context: task.context, capabilities: task.capabilities, stdioBudget: task.limits.stdioBytes, stdioTruncated: false };
   const { instance, source, instantiateMs } = acquire(runtime, task, active);
   const capBytes = task.memoryMb * 1024 * 1024;
@@ -298,17 +302,37 @@ async function call(task: CallTask, bridge: HostBridge, startedAt: number): Prom
     threadId,
   };
   if (preparing) accounting.preparing = true;
-  return { ...outcome, accounting };
+  return outcome.ok ? { ok: true, value: outcome.value, accounting } : { ok: false, error: outcome.error, accounting };
 }
 
-export default async function runTask(task: SandboxTask): Promise<WorkerOutcome> {
+function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: number, error: unknown): WorkerOutcome {
+  const message = error instanceof Error ? error.message : String(error);
+  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages, threadId };
+  return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
+}
+
+/**
+ * Run one task. A call on a component this worker already knows is answered
+ * synchronously (no promise and no microtask hops on the path of every call);
+ * the first one loads the component's glue and modules first.
+ */
+export default function runTask(task: SandboxTask): WorkerOutcome | Promise<WorkerOutcome> {
   const startedAt = now();
   const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
-  try {
-    return task.kind === 'describe' ? await describe(task, bridge, startedAt) : await call(task, bridge, startedAt);
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages, threadId };
-    return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
+  const known = task.kind === 'call' ? runtimes.get(runtimeKey(task)) : undefined;
+  if (known && task.kind === 'call') {
+    try {
+      return call(known, task, bridge, startedAt);
+    } catch (error) {
+      return instantiateFailure(task, bridge, startedAt, error);
+    }
   }
+  return (async (): Promise<WorkerOutcome> => {
+    try {
+      if (task.kind === 'describe') return await describe(task, bridge, startedAt);
+      return call(await runtimeFor(task, bridge), task, bridge, startedAt);
+    } catch (error) {
+      return instantiateFailure(task, bridge, startedAt, error);
+    }
+  })();
 }

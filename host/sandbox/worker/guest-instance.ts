@@ -10,7 +10,7 @@ import { createWasiImports, levelForStream, mountWorktree, type WorktreeMount } 
 import type { GuestHttpResult } from '../wasi/http.js';
 import { handlesServe } from './handle-cap.js';
 import type { HostBridge } from './host-bridge.js';
-import { InstanceSnapshot, type RestoreRefusal } from './instance-snapshot.js';
+import { InstanceSnapshot, type ResettableHost, type RestoreRefusal } from './instance-snapshot.js';
 
 /** jco's instantiation-mode entry point (sync mode). */
 export type InstantiateFn = (
@@ -39,6 +39,8 @@ const TOOL_INTERFACE = 'toolhost:tool/tool@0.1.0';
 export class GuestInstance {
   readonly #tool: ToolExports;
   readonly #flushOutput: () => void;
+  /** The instance's WASI layer: what a reset may leave behind of a call (its stdio streams). */
+  readonly #wasi: ResettableHost;
   /** The linear memories the component's core instances define. */
   readonly #memories: WebAssembly.Memory[] = [];
   /** The exports of every core instance the glue made (what a snapshot records). */
@@ -83,6 +85,7 @@ export class GuestInstance {
       socketsAllowed: () => this.#current?.capabilities.network === 'FULL_ACCESS',
     });
     this.#flushOutput = () => wasi.flushOutput();
+    this.#wasi = wasi;
     if (boundTo) this.#bind(boundTo);
     let exports: Record<string, unknown>;
     try {
@@ -108,7 +111,7 @@ export class GuestInstance {
   snapshot(): boolean {
     if (this.#snapshot) return true;
     if (this.boundTo !== undefined || this.poisoned || this.#callsSinceReset > 0) return false;
-    this.#snapshot = InstanceSnapshot.take(this.#coreExports, this.#componentExports);
+    this.#snapshot = InstanceSnapshot.take(this.#coreExports, this.#componentExports, this.#wasi);
     return this.#snapshot !== undefined;
   }
 

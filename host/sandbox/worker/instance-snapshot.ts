@@ -13,10 +13,15 @@
  *   borrow or task was left behind, the component is marked trapped;
  * - the snapshot could not see everything (a core instance without the
  *   snapshot exports, glue without the digest).
+ * One exception to the second rule: handles made to host objects that hold
+ * nothing of a call (the stdout and stderr streams a guest's first write asks
+ * for: `resettable`) are dropped by putting the glue's resource tables back
+ * as they were (`GlueResources`), together with the memory that names them;
+ * the glue's digest must then be what it was. Any other resource refuses.
  * Calls that trapped, exited, overflowed, went over an output limit or were
  * killed never get here: their instance is poisoned or their worker is gone.
  */
-import { GLUE_STATE } from '../glue-patch.js';
+import { GLUE_RESOURCES, GLUE_STATE, type GlueResources } from '../glue-patch.js';
 import { SNAPSHOT_EXPORT_PREFIX } from '../snapshot-exports.js';
 
 /** The parts of WasmGlobal and WasmTable used here (Node's typings do not declare them). */
@@ -48,6 +53,27 @@ interface SavedTable {
   entries: unknown[];
 }
 
+/** One of the glue's resource tables as it was: its handle array, the reps it had created, its capture table. */
+interface SavedResourceTable {
+  handles: unknown[];
+  created: unknown[] | undefined;
+  captures: Array<[unknown, unknown]> | undefined;
+}
+
+interface SavedResources {
+  glue: GlueResources;
+  tables: SavedResourceTable[];
+  counters: Array<number | undefined>;
+}
+
+/** What a reset may leave behind of a call besides memory, globals and tables (the stdio streams, see capabilities.ts). */
+export interface ResettableHost {
+  /** Host objects whose handles a reset may drop. */
+  resettable: ReadonlySet<unknown>;
+  /** Put those objects back as a new instance has them; false when impossible. */
+  resetStreams(): boolean;
+}
+
 /** Why an instance cannot be reset, or undefined when it can. */
 export type RestoreRefusal = 'no-snapshot' | 'memory-grew' | 'table-changed' | 'glue-state-changed';
 
@@ -57,13 +83,17 @@ export class InstanceSnapshot {
   readonly #tables: SavedTable[];
   readonly #glueState: () => string;
   readonly #glueDigest: string;
+  readonly #resources: SavedResources | undefined;
+  readonly #host: ResettableHost | undefined;
 
-  private constructor(memories: SavedMemory[], globals: SavedGlobal[], tables: SavedTable[], glueState: () => string) {
+  private constructor(memories: SavedMemory[], globals: SavedGlobal[], tables: SavedTable[], glueState: () => string, resources: SavedResources | undefined, host: ResettableHost | undefined) {
     this.#memories = memories;
     this.#globals = globals;
     this.#tables = tables;
     this.#glueState = glueState;
     this.#glueDigest = glueState();
+    this.#resources = resources;
+    this.#host = host;
   }
 
   /**
@@ -71,8 +101,9 @@ export class InstanceSnapshot {
    * instance the glue made; `componentExports` is what the glue returned.
    * Undefined when the instance cannot be snapshotted safely.
    */
-  static take(coreExports: readonly WebAssembly.Exports[], componentExports: Record<string, unknown>): InstanceSnapshot | undefined {
+  static take(coreExports: readonly WebAssembly.Exports[], componentExports: Record<string, unknown>, host?: ResettableHost): InstanceSnapshot | undefined {
     const glueState = (componentExports as Record<symbol, unknown>)[GLUE_STATE];
+    const glueResources = (componentExports as Record<symbol, unknown>)[GLUE_RESOURCES] as GlueResources | undefined;
     if (typeof glueState !== 'function') return undefined;
     const memories = new Set<WebAssembly.Memory>();
     const globals = new Set<WasmGlobal>();
@@ -95,6 +126,8 @@ export class InstanceSnapshot {
       [...globals].map((global) => ({ global, value: global.value })),
       [...tables].map((table) => ({ table, entries: Array.from({ length: table.length }, (_, i) => table.get(i)) })),
       glueState as () => string,
+      glueResources && host ? saveResources(glueResources) : undefined,
+      host,
     );
   }
 
@@ -111,10 +144,16 @@ export class InstanceSnapshot {
     return undefined;
   }
 
-  /** Put the instance back as it was; returns why it could not (and then changes nothing). */
+  /**
+   * Put the instance back as it was; returns why it could not. A refused
+   * restore may have put the glue's resource tables back already: the
+   * instance must then be dropped (as every refused one is).
+   */
   restore(): RestoreRefusal | undefined {
-    const refusal = this.check();
+    let refusal = this.check();
+    if (refusal === 'glue-state-changed' && this.#restoreResources()) refusal = this.check();
     if (refusal !== undefined) return refusal;
+    if (this.#host && !this.#host.resetStreams()) return 'glue-state-changed';
     for (const saved of this.#memories) new Uint8Array(saved.memory.buffer).set(saved.bytes);
     for (const saved of this.#globals) saved.global.value = saved.value;
     for (const saved of this.#tables) {
@@ -123,4 +162,62 @@ export class InstanceSnapshot {
     }
     return undefined;
   }
+
+  /**
+   * Put the glue's resource tables back as they were, when every host object
+   * a call captured since the snapshot is resettable (and a table without a
+   * capture table, the guest's own resources, did not change). Returns
+   * whether it did; the caller checks the digest again either way.
+   */
+  #restoreResources(): boolean {
+    const saved = this.#resources;
+    const host = this.#host;
+    if (!saved || !host) return false;
+    const now = saved.glue.tables();
+    if (now.length !== saved.tables.length) return false;
+    for (let i = 0; i < now.length; i += 1) {
+      const [handles, captures] = now[i]!;
+      const before = saved.tables[i]!;
+      if (sameItems(handles, before.handles) && (handles._createdReps?.size ?? 0) === (before.created?.length ?? 0)) continue;
+      if (!captures || !before.captures) return false;
+      const had = new Map(before.captures);
+      for (const [rep, object] of captures) {
+        if (had.get(rep) !== object && !host.resettable.has(object)) return false;
+      }
+    }
+    for (let i = 0; i < now.length; i += 1) {
+      const [handles, captures] = now[i]!;
+      const before = saved.tables[i]!;
+      handles.length = 0;
+      handles.push(...before.handles);
+      if (handles._createdReps && before.created) {
+        handles._createdReps.clear();
+        for (const rep of before.created) handles._createdReps.add(rep);
+      }
+      if (captures && before.captures) {
+        captures.clear();
+        for (const [rep, object] of before.captures) captures.set(rep, object);
+      }
+    }
+    saved.glue.setCounters(saved.counters);
+    return true;
+  }
+}
+
+function saveResources(glue: GlueResources): SavedResources {
+  return {
+    glue,
+    tables: glue.tables().map(([handles, captures]) => ({
+      handles: [...handles],
+      created: handles._createdReps ? [...handles._createdReps] : undefined,
+      captures: captures ? [...captures] : undefined,
+    })),
+    counters: glue.counters(),
+  };
+}
+
+function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -1,0 +1,142 @@
+/**
+ * Memory over many calls: the no-growth check (a long run in the default
+ * isolation, the process's RSS and the main thread's heap read after a forced
+ * garbage collection at every tenth of it) and what one kept instance costs
+ * (RSS added by the instances `conversation` isolation keeps, one per
+ * conversation and worker).
+ *
+ * The worker threads' heaps cannot be collected from here; V8 collects them
+ * on its own schedule and lets them grow to a steady size first (measured:
+ * C echo, RSS +30 MiB over the first 50,000 calls, then flat), so growth
+ * and slope are read over the second half of the run: a leak is a growth
+ * that goes on, a heap that settles is not.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { CallAccounting } from '../core/result.js';
+import type { GrowthCheck, KeptInstances } from './row.js';
+import { round3 } from './statistics.js';
+
+const MIB = 1024 * 1024;
+
+/** What one call told the check. */
+export interface GrowthCall {
+  (conversationId?: string): Promise<{ ok: boolean; error?: string; accounting?: CallAccounting }>;
+}
+
+/** A full garbage collection of the main thread, when V8 lets us ask for one. */
+let collect: (() => void) | undefined;
+function forcedGc(): (() => void) | undefined {
+  if (collect) return collect;
+  try {
+    setFlagsFromString('--expose-gc');
+    collect = runInNewContext('gc') as () => void;
+  } catch {
+    collect = undefined;
+  }
+  return collect;
+}
+
+function settle(): void {
+  const gc = forcedGc();
+  gc?.();
+  gc?.();
+}
+
+/** Least-squares slope of y over x. */
+function slope(points: ReadonlyArray<[number, number]>): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((sum, [x]) => sum + x, 0) / n;
+  const my = points.reduce((sum, [, y]) => sum + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const [x, y] of points) {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
+/**
+ * Run `calls` calls (`concurrency` in flight) and read memory at eleven
+ * checkpoints. Growth is the last checkpoint minus the one at half the run;
+ * the slope (MiB per 100,000 calls) is fitted over the second half.
+ */
+export async function measureGrowth(label: string, call: GrowthCall, calls: number, concurrency: number): Promise<GrowthCheck> {
+  const checkpoints: Array<{ calls: number; rssMb: number; heapMb: number }> = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  const read = (done: number): void => {
+    settle();
+    const usage = process.memoryUsage();
+    checkpoints.push({ calls: done, rssMb: usage.rss / MIB, heapMb: usage.heapUsed / MIB });
+  };
+  const chunk = Math.max(1, Math.floor(calls / 10));
+  let done = 0;
+  read(0);
+  while (done < calls) {
+    const target = Math.min(calls, done + chunk);
+    let next = done;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < target) {
+          next += 1;
+          const outcome = await call().catch((error: unknown) => ({ ok: false, error: error instanceof Error ? error.message : String(error) }));
+          if (!outcome.ok) {
+            errors += 1;
+            firstError ??= outcome.error ?? 'unknown error';
+          }
+        }
+      }),
+    );
+    done = target;
+    read(done);
+  }
+  const settled = checkpoints.slice(Math.floor(checkpoints.length / 2));
+  const first = settled[0]!;
+  const last = settled.at(-1)!;
+  const perHundredK = (values: Array<[number, number]>): number => slope(values) * 100_000;
+  const check: GrowthCheck = {
+    label,
+    calls,
+    concurrency,
+    errors,
+    gcForced: forcedGc() !== undefined,
+    rssBeforeMb: round3(checkpoints[0]!.rssMb),
+    rssHalfMb: round3(first.rssMb),
+    rssEndMb: round3(last.rssMb),
+    rssMaxMb: round3(Math.max(...settled.map((point) => point.rssMb))),
+    rssGrowthMb: round3(last.rssMb - first.rssMb),
+    rssSlopeMbPer100k: round3(perHundredK(settled.map((point) => [point.calls, point.rssMb]))),
+    heapGrowthMb: round3(last.heapMb - first.heapMb),
+    heapSlopeMbPer100k: round3(perHundredK(settled.map((point) => [point.calls, point.heapMb]))),
+    checkpoints: checkpoints.map((point) => ({ calls: point.calls, rssMb: round3(point.rssMb), heapMb: round3(point.heapMb) })),
+  };
+  if (firstError !== undefined) check.firstError = firstError;
+  return check;
+}
+
+/**
+ * RSS one kept instance costs: call `conversations` conversations (each
+ * several times, so every worker serves most of them) and divide the RSS
+ * they added by the instances kept, one per conversation and worker (from
+ * `accounting.workerThreadId`).
+ */
+export async function measureKeptInstances(label: string, call: GrowthCall, conversations: number, rounds = 4): Promise<KeptInstances> {
+  settle();
+  const before = process.memoryUsage.rss();
+  const kept = new Set<string>();
+  for (let round = 0; round < rounds; round += 1) {
+    await Promise.all(
+      Array.from({ length: conversations }, async (_, index) => {
+        const outcome = await call(`bench-kept-${index}`);
+        const thread = outcome.accounting?.workerThreadId;
+        if (outcome.ok && thread !== undefined) kept.add(`${thread}/${index}`);
+      }),
+    );
+  }
+  settle();
+  const addedMb = (process.memoryUsage.rss() - before) / MIB;
+  return { label, conversations, instances: kept.size, rssAddedMb: round3(addedMb), rssPerInstanceMb: kept.size === 0 ? 0 : round3(addedMb / kept.size) };
+}

@@ -1,0 +1,195 @@
+/**
+ * One task of the sandbox pool on the main thread: its control block (cancel
+ * flag, host-call doorbell, the guest's start as the worker publishes it),
+ * its CPU watchdog, and the routing of its messages (events to the caller,
+ * host calls answered on the worker's reply port).
+ *
+ * A class rather than closures made per task: most calls use none of it
+ * beyond the control block (no budget, no events, no host calls), and every
+ * closure and typed-array view made per call was paid by every call.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { ToolhostError } from '../core/errors.js';
+import { readThreadCpuMs } from './thread-cpu.js';
+import {
+  CONTROL_BYTES,
+  CONTROL_CANCELLED,
+  CONTROL_F64_CPU_START_MS,
+  CONTROL_F64_STARTED_AT,
+  CONTROL_RPC_DOORBELL,
+  CONTROL_STARTED,
+  CONTROL_TID,
+  type RpcReply,
+  type RpcRequest,
+  type WorkerMessage,
+} from './protocol.js';
+
+/** How a task's messages are answered (the pool's TaskHandlers, as far as a task reads them). */
+export interface PoolTaskHandlers {
+  signal?: AbortSignal;
+  cancelSignal?: AbortSignal;
+  cpuBudgetMs?: number;
+  onMessage(message: Exclude<WorkerMessage, { type: 'rpc' }>): void;
+  rpc(request: RpcRequest): Promise<unknown>;
+}
+
+/** The guest's start, as the worker published it in the control block. */
+export interface GuestStart {
+  tid: number | undefined;
+  cpuStartMs: number;
+  startedAt: number;
+}
+
+export class PoolTask {
+  readonly taskId: number;
+  readonly control: SharedArrayBuffer;
+  /** When the main thread submitted the task (epoch ms, sub-ms precision). */
+  readonly submittedAt: number;
+  /** What piscina watches: aborting it stops the task (the caller's signal, or the budget's controller). */
+  readonly signal: AbortSignal | undefined;
+  readonly #handlers: PoolTaskHandlers;
+  readonly #replyPort: (threadId: number) => MessagePort | undefined;
+  readonly #stopWorker: (threadId: number) => void;
+  #flags: Int32Array | undefined;
+  #received = 0;
+  #expected = Number.POSITIVE_INFINITY;
+  #drained: (() => void) | undefined;
+  #budgetAbort: AbortController | undefined;
+  #watchdog: NodeJS.Timeout | undefined;
+  /** The last CPU reading, for when the thread is already gone (a stopped worker). */
+  #lastUsed: number | undefined;
+  readonly #raiseCancel = (): void => {
+    Atomics.store(this.#flagsView(), CONTROL_CANCELLED, 1);
+  };
+  readonly #forwardAbort = (): void => this.#budgetAbort!.abort(this.#handlers.signal!.reason);
+
+  /**
+   * `replyPort` finds a worker's reply port (host calls are answered there);
+   * `stopWorker` terminates a worker (a guest past one of its limits is stopped at once).
+   */
+  constructor(taskId: number, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined, stopWorker: (threadId: number) => void) {
+    this.taskId = taskId;
+    this.control = new SharedArrayBuffer(CONTROL_BYTES);
+    this.submittedAt = performance.timeOrigin + performance.now();
+    this.#handlers = handlers;
+    this.#replyPort = replyPort;
+    this.#stopWorker = stopWorker;
+    const budget = handlers.cpuBudgetMs;
+    if (budget !== undefined) {
+      // The caller's signal is forwarded to the budget's controller: piscina watches one signal.
+      this.#budgetAbort = new AbortController();
+      if (handlers.signal?.aborted) this.#forwardAbort();
+      else handlers.signal?.addEventListener('abort', this.#forwardAbort, { once: true });
+      this.#watchdog = setTimeout(() => this.#watch(budget), Math.max(1, budget));
+    }
+    this.signal = this.#budgetAbort?.signal ?? handlers.signal;
+    const cancel = handlers.cancelSignal;
+    if (cancel?.aborted) this.#raiseCancel();
+    else cancel?.addEventListener('abort', this.#raiseCancel, { once: true });
+  }
+
+  #flagsView(): Int32Array {
+    return (this.#flags ??= new Int32Array(this.control));
+  }
+
+  /** Whether the worker has started the guest (it publishes that in the control block). */
+  get started(): boolean {
+    return Atomics.load(this.#flagsView(), CONTROL_STARTED) !== 0;
+  }
+
+  /** The guest's start, once the worker has published it. */
+  guestStart(): GuestStart | undefined {
+    const flags = this.#flagsView();
+    if (Atomics.load(flags, CONTROL_STARTED) === 0) return undefined;
+    const tid = Atomics.load(flags, CONTROL_TID);
+    const times = new Float64Array(this.control);
+    return { tid: tid === 0 ? undefined : tid, cpuStartMs: times[CONTROL_F64_CPU_START_MS]!, startedAt: times[CONTROL_F64_STARTED_AT]! };
+  }
+
+  /** CPU time the guest has used so far (wall time without a per-thread clock); undefined before it starts. */
+  cpuUsed(): number | undefined {
+    const guest = this.guestStart();
+    if (!guest) return undefined;
+    if (guest.tid === undefined) return (this.#lastUsed = performance.timeOrigin + performance.now() - guest.startedAt);
+    const now = readThreadCpuMs(guest.tid);
+    if (now !== undefined) this.#lastUsed = now - guest.cpuStartMs;
+    return this.#lastUsed;
+  }
+
+  /**
+   * The CPU watchdog: once the guest starts, read its thread's CPU clock and
+   * stop the worker when the budget is spent. A thread's CPU time never runs
+   * ahead of wall time, so the first look can wait `budget` ms, and each
+   * later one the budget that remains: the overshoot is one timer's lateness.
+   * (A task still queued has used nothing: look again later.)
+   */
+  #watch(budgetMs: number): void {
+    const used = this.cpuUsed();
+    if (used === undefined) {
+      this.#watchdog = setTimeout(() => this.#watch(budgetMs), Math.max(1, Math.min(budgetMs, 25)));
+      return;
+    }
+    if (used >= budgetMs) {
+      const clock = this.guestStart()?.tid === undefined ? 'wall time (no per-thread CPU clock here)' : 'CPU time';
+      this.#budgetAbort!.abort(new ToolhostError('CPU_BUDGET_EXCEEDED', `the guest used ${Math.round(used)} ms of ${clock}, over its budget of ${budgetMs} ms`, {
+        details: { budgetMs, usedMs: Math.round(used * 1000) / 1000 },
+      }));
+      return;
+    }
+    this.#watchdog = setTimeout(() => this.#watch(budgetMs), Math.max(1, Math.min(budgetMs - used, 25)));
+  }
+
+  /** Stop watching the CPU clock (the task's worker answered or is gone). */
+  stopWatchdog(): void {
+    clearTimeout(this.#watchdog);
+    this.#watchdog = undefined;
+  }
+
+  /** One of the task's messages, posted by worker `threadId`. */
+  receive(message: WorkerMessage, threadId: number): void {
+    this.#received += 1;
+    if (message.type === 'rpc') {
+      const answer = (reply: RpcReply): void => {
+        const port = this.#replyPort(threadId);
+        // No port: the worker is gone, and nobody waits for the answer.
+        if (!port) return;
+        port.postMessage(reply);
+        const flags = this.#flagsView();
+        Atomics.store(flags, CONTROL_RPC_DOORBELL, 1);
+        Atomics.notify(flags, CONTROL_RPC_DOORBELL);
+      };
+      this.#handlers.rpc(message.request).then(
+        (value) => answer({ id: message.id, ok: true, value }),
+        (error: unknown) => answer({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
+      );
+    } else {
+      this.#handlers.onMessage(message);
+      // The guest went past a limit in the worker: it may well go on looping over refusals, so it is stopped now.
+      if (message.type === 'limit') this.#stopWorker(threadId);
+    }
+    if (this.#received >= this.#expected) this.#drained?.();
+  }
+
+  /**
+   * Wait until the worker's `messages` messages have all been handled (they
+   * were posted before its result, so they are already in flight), or `timeoutMs`.
+   */
+  drain(messages: number, timeoutMs: number): Promise<void> | undefined {
+    this.#expected = messages;
+    if (this.#received >= messages) return undefined;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#drained = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** Release what the task listens to. */
+  dispose(): void {
+    this.stopWatchdog();
+    this.#handlers.cancelSignal?.removeEventListener('abort', this.#raiseCancel);
+    if (this.#budgetAbort) this.#handlers.signal?.removeEventListener('abort', this.#forwardAbort);
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * InstanceSnapshot on its own (worker/instance-snapshot.ts), with a real core
+ * instance whose memory, mutable global and funcref table carry the snapshot
+ * exports: what a reset puts back (memory, globals beyond the stack pointer,
+ * changed table slots, the glue's resource tables when only stdio handles
+ * were made) and when it refuses (a table or memory that changed size, glue
+ * state that differs, a handle to any other host object). The end-to-end
+ * version, with hostile guests, is fresh-instance-isolation.test.ts.
+ */
+import { parse } from '@bytecodealliance/jco';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { GLUE_RESOURCES, GLUE_STATE, type GlueHandleTable, type GlueResources } from '../host/sandbox/glue-patch.js';
+import { SNAPSHOT_EXPORT_PREFIX } from '../host/sandbox/snapshot-exports.js';
+import { InstanceSnapshot, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
+
+const P = SNAPSHOT_EXPORT_PREFIX;
+const WAT = `(module
+  (memory (export "${P}memory") 1 4)
+  (global $g (export "${P}global") (mut i32) (i32.const 7))
+  (global $h (export "${P}global-f64") (mut f64) (f64.const 1.5))
+  (table $t (export "${P}table") 2 10 funcref)
+  (elem (i32.const 0) $one $two)
+  (func $one (result i32) (i32.const 1))
+  (func $two (result i32) (i32.const 2))
+  (func (export "poke") (param $v i32)
+    (i32.store8 (i32.const 100) (local.get $v))
+    (global.set $g (local.get $v))
+    (global.set $h (f64.convert_i32_s (local.get $v))))
+  (func (export "swap") (table.set $t (i32.const 0) (ref.func $two)))
+  (func (export "first") (result i32) (call_indirect $t (result i32) (i32.const 0)))
+  (func (export "grow_table") (drop (table.grow $t (ref.null func) (i32.const 1))))
+  (func (export "grow_memory") (drop (memory.grow (i32.const 1))))
+)`;
+
+interface Probe {
+  poke(value: number): void;
+  swap(): void;
+  first(): number;
+  grow_table(): void;
+  grow_memory(): void;
+}
+
+let module: WebAssembly.Module;
+
+/** A glue whose state digest is whatever `glue.state` says, and (optionally) resource tables. */
+interface FakeGlue {
+  state: string;
+  resources?: GlueResources;
+}
+
+function instance(glue: FakeGlue = { state: 'pristine' }, host?: ResettableHost) {
+  const core = new WebAssembly.Instance(module, {});
+  const exports = core.exports as unknown as Probe & Record<string, unknown>;
+  const component: Record<string | symbol, unknown> = { [GLUE_STATE]: () => glue.state };
+  if (glue.resources) component[GLUE_RESOURCES] = glue.resources;
+  const snapshot = InstanceSnapshot.take([core.exports], component as Record<string, unknown>, host);
+  if (!snapshot) throw new Error('no snapshot');
+  const memory = exports[`${P}memory`] as WebAssembly.Memory;
+  const global = (name: string): number => (exports[`${P}${name}`] as { value: number }).value;
+  return { exports, snapshot, memory, global };
+}
+
+beforeAll(async () => {
+  module = new WebAssembly.Module(await parse(WAT));
+});
+
+describe('a snapshot reset', () => {
+  it('puts back every mutable global, not only the stack pointer, and the memory', () => {
+    const { exports, snapshot, memory, global } = instance();
+    exports.poke(42);
+    expect(global('global')).toBe(42);
+    expect(global('global-f64')).toBe(42);
+    expect(new Uint8Array(memory.buffer)[100]).toBe(42);
+    expect(snapshot.restore()).toBeUndefined();
+    expect(global('global')).toBe(7);
+    expect(global('global-f64')).toBe(1.5);
+    expect(new Uint8Array(memory.buffer)[100]).toBe(0);
+  });
+
+  it('puts back a table slot the call changed (an indirect call reaches the original function again)', () => {
+    const { exports, snapshot } = instance();
+    expect(exports.first()).toBe(1);
+    exports.swap();
+    expect(exports.first()).toBe(2);
+    expect(snapshot.restore()).toBeUndefined();
+    expect(exports.first()).toBe(1);
+  });
+
+  it('refuses with table-changed when a table grew, and leaves the instance as the call left it', () => {
+    const { exports, snapshot, global } = instance();
+    exports.poke(9);
+    exports.grow_table();
+    expect(snapshot.check()).toBe('table-changed');
+    expect(snapshot.restore()).toBe('table-changed');
+    // Nothing was copied back: the instance is to be dropped, not half reset.
+    expect(global('global')).toBe(9);
+  });
+
+  it('refuses with memory-grew when a memory grew', () => {
+    const { exports, snapshot } = instance();
+    exports.grow_memory();
+    expect(snapshot.restore()).toBe('memory-grew');
+  });
+
+  it('refuses with glue-state-changed when the glue digest differs and no resource table explains it', () => {
+    const glue: FakeGlue = { state: 'pristine' };
+    const { snapshot } = instance(glue);
+    glue.state = 'a borrow left behind';
+    expect(snapshot.restore()).toBe('glue-state-changed');
+  });
+});
+
+describe('the glue resource tables on reset', () => {
+  const T_FLAG = 1 << 30;
+
+  /** One handle table with its capture table, as jco lays them out, and a digest over both. */
+  function glueWithOneTable() {
+    const handles: GlueHandleTable = [T_FLAG, 0];
+    handles._createdReps = new Set();
+    const captures = new Map<unknown, unknown>();
+    let counter = 0;
+    const resources: GlueResources = {
+      tables: () => [[handles, captures]],
+      counters: () => [counter],
+      setCounters: (values) => {
+        counter = values[0]!;
+      },
+    };
+    const glue = {
+      get state() {
+        return JSON.stringify([handles, handles._createdReps?.size, captures.size, counter]);
+      },
+      resources,
+    };
+    /** What the glue does when the guest asks for a handle to `object` (rscTableCreateOwn). */
+    const capture = (object: unknown): number => {
+      const rep = ++counter;
+      captures.set(rep, object);
+      handles._createdReps!.add(rep);
+      handles.push(0, rep | T_FLAG);
+      return (handles.length >> 1) - 1;
+    };
+    return { glue, handles, captures, capture, counter: () => counter };
+  }
+
+  const streams = (): ResettableHost & { stdout: object; closed: boolean; flushed: number } => {
+    const host = {
+      stdout: {},
+      closed: false,
+      flushed: 0,
+      resettable: new Set<unknown>(),
+      resetStreams: () => {
+        if (host.closed) return false;
+        host.flushed += 1;
+        return true;
+      },
+    };
+    host.resettable = new Set([host.stdout]);
+    return host;
+  };
+
+  it('drops the handles a call made to a resettable host object (stdout), with the memory that named them', () => {
+    const host = streams();
+    const { glue, handles, captures, capture, counter } = glueWithOneTable();
+    const { exports, snapshot, memory } = instance(glue, host);
+    const handle = capture(host.stdout);
+    exports.poke(handle);
+    expect(snapshot.restore()).toBeUndefined();
+    expect([...handles]).toEqual([T_FLAG, 0]);
+    expect(handles._createdReps?.size).toBe(0);
+    expect(captures.size).toBe(0);
+    // The next handle gets the number a new instance would give it.
+    expect(counter()).toBe(0);
+    expect(new Uint8Array(memory.buffer)[100]).toBe(0);
+    expect(host.flushed).toBe(1);
+  });
+
+  it('refuses when a call kept a handle to any other host object', () => {
+    const host = streams();
+    const { glue, capture } = glueWithOneTable();
+    const { snapshot } = instance(glue, host);
+    capture(host.stdout);
+    capture({ stdin: true });
+    expect(snapshot.restore()).toBe('glue-state-changed');
+  });
+
+  it('refuses when the stdio streams cannot be put back (the guest closed one)', () => {
+    const host = streams();
+    const { glue, capture } = glueWithOneTable();
+    const { snapshot } = instance(glue, host);
+    capture(host.stdout);
+    host.closed = true;
+    expect(snapshot.restore()).toBe('glue-state-changed');
+  });
+
+  it('refuses when the glue state still differs once the tables are back (a task left behind)', () => {
+    const host = streams();
+    const { glue, capture } = glueWithOneTable();
+    let task = 0;
+    const withTasks = {
+      get state() {
+        return `${glue.state}/${task}`;
+      },
+      resources: glue.resources,
+    };
+    const { snapshot } = instance(withTasks, host);
+    capture(host.stdout);
+    task = 1;
+    expect(snapshot.restore()).toBe('glue-state-changed');
+  });
+});
