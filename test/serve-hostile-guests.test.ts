@@ -76,7 +76,7 @@ describe.runIf(hasCGuests)('toolhost serve under hostile guests, with honest cal
     state_keys_per_conversation: 20
     state_bytes_per_conversation: 32768
     table_elements: 1000000
-    spare_ms: 300
+    spare_ms: 500
 tools:
   - path: ${fixture('flood')}
   - path: ${fixture('http_flood')}
@@ -129,7 +129,7 @@ tools:
     const honestLoop = (async () => {
       while (!hostileDone || honest.length < 4) honest.push(await overMcp('honest'));
     })();
-    // The spinner: an armed call works, the spare made after it hangs (300 ms), the worker is replaced;
+    // The spinner: an armed call works, the spare made after it hangs (500 ms), the worker is replaced;
     // the second hang quarantines the component. Bounded attempts, each followed by an honest call.
     const spinnerLoop = (async () => {
       const armed = { 'toolhost/policy': { privilege_level: 'ELEVATED' } };

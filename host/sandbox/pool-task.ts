@@ -50,6 +50,8 @@ export class PoolTask {
   readonly #handlers: PoolTaskHandlers;
   readonly #replyPort: (threadId: number) => MessagePort | undefined;
   readonly #stopWorker: (threadId: number) => void;
+  /** The worker's result arrived: the worker is free and may already run another task, so it is never stopped for this one. */
+  #finished = false;
   #flags: Int32Array | undefined;
   #received = 0;
   #expected = Number.POSITIVE_INFINITY;
@@ -165,7 +167,8 @@ export class PoolTask {
     } else {
       this.#handlers.onMessage(message);
       // The guest went past a limit in the worker: it may well go on looping over refusals, so it is stopped now.
-      if (message.type === 'limit') this.#stopWorker(threadId);
+      // (Its messages can be handled after its result: then the guest is done and the worker may serve another call.)
+      if (message.type === 'limit' && !this.#finished) this.#stopWorker(threadId);
     }
     if (this.#received >= this.#expected) this.#drained?.();
   }
@@ -175,6 +178,7 @@ export class PoolTask {
    * were posted before its result, so they are already in flight), or `timeoutMs`.
    */
   drain(messages: number, timeoutMs: number): Promise<void> | undefined {
+    this.#finished = true;
     this.#expected = messages;
     if (this.#received >= messages) return undefined;
     return new Promise<void>((resolve) => {
