@@ -11,9 +11,7 @@
  * the cache already skips its warm-up (a `toolhost list` process, ~0.6 s of CPU).
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -52,15 +50,25 @@ function runNode(args: string[]): Promise<void> {
   });
 }
 
-interface DescribedCheck {
-  hasDescribed(id: string): Promise<boolean>;
-}
-
-/** Whether every component in `dir` has a cache entry with its tools (then there is nothing to warm). */
-async function allDescribed(cache: DescribedCheck, dir: string): Promise<boolean> {
-  const files = readdirSync(dir).filter((name) => name.endsWith('.wasm'));
-  const found = await Promise.all(files.map(async (name) => cache.hasDescribed(createHash('sha256').update(await readFile(join(dir, name))).digest('hex'))));
-  return found.every(Boolean);
+/**
+ * Whether every component in `dir` has a cache entry with its tools (then there is nothing to warm). Asked
+ * in a node process of its own: the setup runs in vite's module runner, which cannot import dist/ (it has
+ * no `import.meta.resolve`).
+ */
+async function allDescribed(root: string, cacheDir: string, dir: string): Promise<boolean> {
+  const check = `
+    import { createHash } from 'node:crypto';
+    import { readdirSync, readFileSync } from 'node:fs';
+    import { join } from 'node:path';
+    const [cacheModule, cacheDir, dir] = process.argv.slice(1);
+    const { ComponentCache } = await import(cacheModule);
+    const cache = new ComponentCache(cacheDir);
+    const files = readdirSync(dir).filter((name) => name.endsWith('.wasm'));
+    const found = await Promise.all(files.map((name) => cache.hasDescribed(createHash('sha256').update(readFileSync(join(dir, name))).digest('hex'))));
+    process.stdout.write(found.every(Boolean) ? 'yes' : 'no');`;
+  const cacheModule = pathToFileURL(join(root, 'dist', 'host', 'sandbox', 'component-cache.js')).href;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', check, cacheModule, cacheDir, join(root, dir)]).catch(() => ({ stdout: 'no' }));
+  return stdout === 'yes';
 }
 
 export default async function setup(): Promise<void> {
@@ -72,15 +80,10 @@ export default async function setup(): Promise<void> {
   }
   const script = fileURLToPath(new URL('../scripts/build-guests.mjs', import.meta.url));
   const cacheDir = join(root, 'node_modules', '.cache', 'toolhost-test');
-  const { ComponentCache } = (await import(pathToFileURL(join(root, 'dist', 'host', 'sandbox', 'component-cache.js')).href)) as {
-    ComponentCache: new (dir: string) => DescribedCheck;
-  };
-  const cache = new ComponentCache(cacheDir);
-
   const cli = join(root, 'dist', 'host', 'cli', 'main.js');
   const env = { ...process.env, TOOLHOST_CACHE_DIR: cacheDir, TOOLHOST_LOG: 'silent' };
   const warm = async (dir: string): Promise<void> => {
-    if (await allDescribed(cache, join(root, dir))) return;
+    if (await allDescribed(root, cacheDir, dir)) return;
     await promisify(execFile)(process.execPath, [cli, 'list', '--load', join(root, dir)], { cwd: root, env }).catch((error: Error) => {
       // Best effort: a component that fails here fails again, with its own message, in the test that loads it.
       process.stderr.write(`global setup: warming the transpile cache with ${dir} failed: ${error.message.split('\n')[0]}\n`);
