@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { ImportCostFirstSequencer } from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -14,6 +15,8 @@ export default defineConfig({
     maxWorkers: 2,
     // Test files in one worker share the host's modules instead of re-importing them (~0.5 s a file).
     isolate: false,
+    // Files that work at import start first instead of last (see test/sequencer.ts).
+    sequence: { sequencer: ImportCostFirstSequencer },
     // Sandbox workers run the worker the global setup just built from these sources, instead of booting
     // tsx in every worker thread (~300 ms of CPU each; the suite starts hundreds of workers).
     env: { TOOLHOST_DEV_WORKER: fileURLToPath(new URL('./dist/host/sandbox/worker/bootstrap.cjs', import.meta.url)) },

@@ -172,10 +172,12 @@ describe('toolhost serve on a port already in use', () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const { port } = blocker.address() as AddressInfo;
+    // No components: what is loaded does not matter here, and loading and compiling the examples cost ~1 s of CPU a process.
+    const config = writeConfig('admin_tools: true\n');
     try {
       const [mcp, grpc] = await Promise.all([
-        runCli(['serve', '--port', String(port), '--no-grpc']),
-        runCli(['serve', '--mcp', 'none', '--grpc-port', String(port)]),
+        runCli(['serve', '--port', String(port), '--no-grpc', '--config', config]),
+        runCli(['serve', '--mcp', 'none', '--grpc-port', String(port), '--config', config]),
       ]);
       for (const [run, setting] of [[mcp, '--port'], [grpc, '--grpc-port']] as const) {
         expect(run.code, run.stderr).toBe(1);

@@ -155,6 +155,19 @@ export class ComponentCache {
     return { dir, glueFile: join(dir, GLUE_FILE), moduleUrl: pathToFileURL(join(dir, GLUE_FILE)).href, meta, cache: 'miss' };
   }
 
+  /**
+   * Whether the cache holds an entry for `id` with its `describe()` output, read from `meta.json`
+   * alone (its files are verified when the entry is used, not here): what a warm-up can skip.
+   */
+  async hasDescribed(id: string): Promise<boolean> {
+    try {
+      const meta = JSON.parse(await readFile(join(this.#entryDir(id), 'meta.json'), 'utf8')) as Partial<CacheMeta>;
+      return meta.format === CACHE_FORMAT && meta.transpiler === this.#transpiler && Array.isArray(meta.tools);
+    } catch {
+      return false;
+    }
+  }
+
   /** Remember a component's `describe()` output next to its glue. */
   async saveTools(entry: CachedComponent, tools: GuestToolInfo[]): Promise<void> {
     entry.meta.tools = tools;
