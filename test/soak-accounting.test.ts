@@ -17,7 +17,7 @@ describe('the soak ledger', () => {
   it('counts accepted calls, terminals and refusals, and finds lost calls and duplicated terminals', () => {
     const ledger = new CallLedger(10);
     ledger.accepted('soak-0');
-    ledger.terminal('soak-0');
+    ledger.terminal('soak-0', 'echo', 'ok');
     ledger.accepted('soak-1'); // lost: no terminal
     ledger.accepted('soak-2');
     ledger.terminal('soak-2');
@@ -30,6 +30,7 @@ describe('the soak ledger', () => {
     expect(totals).toMatchObject({ accepted: 5, terminals: 5, refused: 1, open: 2, duplicated: 1, acceptedTwice: 0, foreign: 2 });
     expect(totals.examples.open).toEqual(['soak-1', 'soak-42']);
     expect(totals.examples.duplicated).toEqual(['soak-2']);
+    expect(totals.byTool).toEqual({ echo: { ok: 1 } });
   });
 });
 

@@ -55,7 +55,7 @@ async function main(): Promise<void> {
 
   const ledger = new CallLedger(args.calls);
   registry.onCallAccepted((_tool, callId) => ledger.accepted(callId));
-  registry.onCallFinished((_tool, event) => ledger.terminal(event.callId));
+  registry.onCallFinished((tool, event) => ledger.terminal(event.callId, tool, event.type === 'result' ? 'ok' : event.code));
 
   const metrics = createMetrics(registry);
   const mcp = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, metrics, limitMetrics: metrics.limits });

@@ -33,12 +33,15 @@ export interface LedgerTotals {
   foreign: number;
   /** Up to 10 ids of each problem, for the report. */
   examples: { open: string[]; duplicated: string[]; acceptedTwice: string[] };
+  /** Terminal events by tool and outcome ('ok' or the code), as the host ended them (whatever a client saw). */
+  byTool: Record<string, Record<string, number>>;
 }
 
 export class CallLedger {
   readonly #accepted: Uint8Array;
   readonly #terminals: Uint8Array;
   readonly #other = new Map<string, { accepted: number; terminals: number }>();
+  readonly #byTool = new Map<string, Map<string, number>>();
   #acceptedCount = 0;
   #terminalCount = 0;
 
@@ -56,8 +59,17 @@ export class CallLedger {
     else this.#accepted[index] = Math.min(CAP, this.#accepted[index]! + 1);
   }
 
-  terminal(callId: string): void {
+  /** A terminal event; `tool` and `outcome` ('ok' or the error code) feed the per-tool counts. */
+  terminal(callId: string, tool?: string, outcome?: string): void {
     this.#terminalCount += 1;
+    if (tool !== undefined && outcome !== undefined) {
+      let codes = this.#byTool.get(tool);
+      if (codes === undefined) {
+        codes = new Map();
+        this.#byTool.set(tool, codes);
+      }
+      codes.set(outcome, (codes.get(outcome) ?? 0) + 1);
+    }
     const index = this.#index(callId);
     if (index === undefined) this.#entry(callId).terminals += 1;
     else this.#terminals[index] = Math.min(CAP, this.#terminals[index]! + 1);
@@ -73,6 +85,7 @@ export class CallLedger {
       acceptedTwice: 0,
       foreign: this.#other.size,
       examples: { open: [], duplicated: [], acceptedTwice: [] },
+      byTool: Object.fromEntries([...this.#byTool].sort(([a], [b]) => a.localeCompare(b)).map(([tool, codes]) => [tool, Object.fromEntries(codes)])),
     };
     const count = (id: string, accepted: number, terminals: number): void => {
       if (accepted === 0 && terminals === 0) return;

@@ -1,7 +1,7 @@
 /** The soak's report: what it ran, the two ledgers (host and clients), the host's samples, and the verdict. */
 import type { LedgerTotals } from './ledger.js';
 import type { ClientTotals } from './outcome.js';
-import { CHANNELS } from './plan.js';
+import { CHANNELS, NATIVE_WAIT } from './plan.js';
 import type { HostSample } from './protocol.js';
 
 export interface SoakReport {
@@ -28,6 +28,25 @@ export interface PeakFigures {
   handles: number;
   fds: number;
   inFlight: number;
+}
+
+/** What deserves a look without failing the soak: resources that grew over the run, outcomes nobody planned for. */
+export function warnings(report: Omit<SoakReport, 'failures'>): string[] {
+  const found: string[] = [];
+  const { start, end } = report.samples;
+  if (start !== undefined && end !== undefined && report.inFlightAtEnd === 0) {
+    // Growth that stays once nothing is in flight is held by the host for good (30: session and pool noise).
+    if (end.fds - start.fds > 30) found.push(`open fds grew from ${start.fds} to ${end.fds} with no call in flight`);
+    if (end.handles - start.handles > 30) found.push(`active handles grew from ${start.handles} to ${end.handles} with no call in flight (${Object.entries(end.handleTypes).map(([type, count]) => `${type} ${count}`).join(', ')})`);
+  }
+  // Every planned call of these tools is cancelled or stopped by its wall clock: one that ended ok ran its whole 10 s,
+  // i.e. a cancel that never reached it.
+  for (const tool of [NATIVE_WAIT, 'sleep_for']) {
+    const ran = report.ledger?.byTool[tool]?.ok ?? 0;
+    if (ran > 0) found.push(`${ran} ${tool} calls ran to their end (10 s) although their client cancelled them: the cancel did not reach the call`);
+  }
+  if (report.client.unexpected > 0) found.push(`${report.client.unexpected} outcomes outside their kind's expected codes (see the kinds table and the examples)`);
+  return found;
 }
 
 /** Why the soak failed (empty: it passed). */
@@ -87,6 +106,12 @@ export function formatReport(report: SoakReport): string {
   if (ledger !== undefined) {
     lines.push(`host ledger: ${ledger.accepted} accepted, ${ledger.refused} refused before acceptance, ${ledger.terminals} terminal events; lost ${ledger.open}, duplicated terminals ${ledger.duplicated}, ids accepted twice ${ledger.acceptedTwice}, foreign ids ${ledger.foreign}; in flight at the end ${report.inFlightAtEnd}`);
   }
+  if (ledger !== undefined) {
+    lines.push('host outcomes by tool (as the host ended each call, whatever its client saw):');
+    for (const [tool, codes] of Object.entries(ledger.byTool)) {
+      lines.push(`  ${tool}: ${Object.entries(codes).sort(([, a], [, b]) => b - a).map(([code, count]) => `${code} ${count}`).join(', ')}`);
+    }
+  }
   lines.push(`clients: ${client.issued} requests, ${client.answered} answered, no answer ${client.missing}, duplicated answers ${client.duplicated}, honest failures ${client.honestFailed}, wrong answers ${client.wrongAnswers}, unexpected outcomes ${client.unexpected}`);
   lines.push('');
   const row = (name: string, sample: HostSample | undefined): string[] => sample === undefined
@@ -107,6 +132,12 @@ export function formatReport(report: SoakReport): string {
     lines.push('');
     lines.push('examples:');
     for (const example of client.examples) lines.push(`  ${example}`);
+  }
+  const noticed = warnings(report);
+  if (noticed.length > 0) {
+    lines.push('');
+    lines.push('warnings:');
+    for (const warning of noticed) lines.push(`  ${warning}`);
   }
   lines.push('');
   lines.push(report.failures.length === 0 ? 'PASS: no call lost, no terminal duplicated, every honest call answered right, the host kept serving' : `FAIL:\n${report.failures.map((failure) => `  ${failure}`).join('\n')}`);
