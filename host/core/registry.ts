@@ -41,6 +41,7 @@ export class ToolRegistry {
   #closed = false;
   #modelNameCache: Map<string, string> | undefined;
   readonly #listeners = new Set<(names: string[]) => void>();
+  readonly #acceptedListeners = new Set<(tool: string, callId: string) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
   readonly #limitListeners = new Set<(tool: string, limit: string) => void>();
 
@@ -92,6 +93,16 @@ export class ToolRegistry {
   onToolsChanged(listener: (names: string[]) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Be told about every call that was accepted (admitted and tracked under its id), before it runs. With
+   * `onCallFinished` it lets a caller check that each accepted call ended exactly once (`npm run soak` does).
+   * Returns an unsubscribe function.
+   */
+  onCallAccepted(listener: (tool: string, callId: string) => void): () => void {
+    this.#acceptedListeners.add(listener);
+    return () => this.#acceptedListeners.delete(listener);
   }
 
   /** Be told about every call's terminal event (after it was delivered): for metrics. Returns an unsubscribe function. */
@@ -255,6 +266,9 @@ export class ToolRegistry {
     if (!admission.admitted) return reject(admission.error, admission.audit);
     const call = new Call(this.#deps, admission.call);
     if (!call.track()) return reject(new ToolhostError('INVALID_INPUT', `call id "${callId}" is already in flight`));
+    for (const listener of this.#acceptedListeners) {
+      try { listener(name, callId); } catch { /* an observer must not change a call */ }
+    }
     const stream = call.stream();
     this.#run(call)
       .then(
