@@ -31,6 +31,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { closeCancelledStreams } from './mcp-cancellations.js';
 import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
 import type { ServerLimitMetrics } from './metrics.js';
@@ -212,6 +213,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     pending.add(session);
     try {
       await session.server.connect(session.transport);
+      closeCancelledStreams(session.transport);
       await session.transport.handleRequest(req, res, body);
     } finally {
       sessions.release();
