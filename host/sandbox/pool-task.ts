@@ -49,9 +49,6 @@ export class PoolTask {
   readonly signal: AbortSignal | undefined;
   readonly #handlers: PoolTaskHandlers;
   readonly #replyPort: (threadId: number) => MessagePort | undefined;
-  readonly #stopWorker: (threadId: number) => void;
-  /** The worker's result arrived: the worker is free and may already run another task, so it is never stopped for this one. */
-  #finished = false;
   #flags: Int32Array | undefined;
   #received = 0;
   #expected = Number.POSITIVE_INFINITY;
@@ -65,17 +62,13 @@ export class PoolTask {
   };
   readonly #forwardAbort = (): void => this.#budgetAbort!.abort(this.#handlers.signal!.reason);
 
-  /**
-   * `replyPort` finds a worker's reply port (host calls are answered there);
-   * `stopWorker` terminates a worker (a guest past one of its limits is stopped at once).
-   */
-  constructor(taskId: number, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined, stopWorker: (threadId: number) => void) {
+  /** `replyPort` finds a worker's reply port (host calls are answered there). */
+  constructor(taskId: number, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined) {
     this.taskId = taskId;
     this.control = new SharedArrayBuffer(CONTROL_BYTES);
     this.submittedAt = performance.timeOrigin + performance.now();
     this.#handlers = handlers;
     this.#replyPort = replyPort;
-    this.#stopWorker = stopWorker;
     const budget = handlers.cpuBudgetMs;
     if (budget !== undefined) {
       // The caller's signal is forwarded to the budget's controller: piscina watches one signal.
@@ -166,9 +159,6 @@ export class PoolTask {
       );
     } else {
       this.#handlers.onMessage(message);
-      // The guest went past a limit in the worker: it may well go on looping over refusals, so it is stopped now.
-      // (Its messages can be handled after its result: then the guest is done and the worker may serve another call.)
-      if (message.type === 'limit' && !this.#finished) this.#stopWorker(threadId);
     }
     if (this.#received >= this.#expected) this.#drained?.();
   }
@@ -178,7 +168,6 @@ export class PoolTask {
    * were posted before its result, so they are already in flight), or `timeoutMs`.
    */
   drain(messages: number, timeoutMs: number): Promise<void> | undefined {
-    this.#finished = true;
     this.#expected = messages;
     if (this.#received >= messages) return undefined;
     return new Promise<void>((resolve) => {

@@ -60,7 +60,7 @@ export interface TaskHandlers {
   cancelSignal?: AbortSignal;
   /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
   cpuBudgetMs?: number;
-  /** A task's events; after a `limit` message (the guest went past a limit in the worker) the worker is stopped. */
+  /** A task's events (after a `limit` message the caller stops the task through `signal`). */
   onMessage(message: GuestEventMessage): void;
   rpc(request: RpcRequest): Promise<unknown>;
   /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
@@ -129,9 +129,15 @@ export class SandboxPool {
   #spareSweep: NodeJS.Timeout | undefined;
   /** piscina's view of each worker, by thread id (seen by the load balancer): how a wedged one is terminated. */
   readonly #workers = new Map<number, PiscinaWorker>();
+  /**
+   * Workers the pool is terminating: given no task. A worker stopped for its
+   * call may have posted that call's result already; piscina would then hand
+   * it the next task, which the termination would kill.
+   */
+  readonly #dying = new Set<number>();
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
-  /** Workers stopped for a hung spare so far (a task failed by one of those stops is run again). */
-  #spareKills = 0;
+  /** Workers the pool stopped so far for a hung spare (a task failed by such a stop before its guest started is run again). */
+  #kills = 0;
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
@@ -198,10 +204,9 @@ export class SandboxPool {
   }
 
   readonly #replyPort = (threadId: number): MessagePort | undefined => this.#replies.get(threadId);
-  readonly #stopWorker = (threadId: number): void => this.#terminate(threadId);
 
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    const task = new PoolTask(this.#nextTaskId++, handlers, this.#replyPort, this.#stopWorker);
+    const task = new PoolTask(this.#nextTaskId++, handlers, this.#replyPort);
     const { taskId, signal } = task;
     this.#routes.set(taskId, task);
     try {
@@ -209,13 +214,13 @@ export class SandboxPool {
       const options = signal ? { signal } : {};
       let outcome: WorkerOutcome;
       try {
-        const kills = this.#spareKills;
+        const kills = this.#kills;
         try {
           outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
         } catch (error) {
-          // Handed to a worker that was then stopped for hanging on another
+          // Handed to a worker that the pool then stopped for hanging on another
           // component's spare, before its own guest started: nothing of it ran, so run it again.
-          if (signal?.aborted || this.#spareKills === kills || task.started) throw error;
+          if (signal?.aborted || this.#kills === kills || task.started) throw error;
           outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
         }
       } catch (error) {
@@ -250,7 +255,7 @@ export class SandboxPool {
     let fallback: PiscinaWorker | null = null;
     for (const worker of workers) {
       if (!this.#workers.has(worker.id)) this.#workers.set(worker.id, worker);
-      if (worker.currentUsage !== 0) continue;
+      if (worker.currentUsage !== 0 || this.#dying.has(worker.id)) continue;
       if (!this.#isPreparing(worker.id)) return worker;
       fallback ??= worker;
     }
@@ -295,7 +300,6 @@ export class SandboxPool {
         }
         // Stopped once: the status block goes with the worker.
         this.#statuses.delete(id);
-        this.#spareKills += 1;
         this.#terminate(id);
         const component = announced?.get(current);
         if (component !== undefined) for (const listener of this.#wedgedListeners) listener(component, id);
@@ -309,6 +313,8 @@ export class SandboxPool {
   #terminate(threadId: number): void {
     const handle = this.#workers.get(threadId);
     if (!handle) return;
+    this.#dying.add(threadId);
+    this.#kills += 1;
     // piscina keeps its Worker behind a symbol on the handle its balancer sees (5.x: kWorkerData).
     for (const symbol of Object.getOwnPropertySymbols(handle)) {
       const info = (handle as unknown as Record<symbol, unknown>)[symbol] as { worker?: { terminate?: () => Promise<number> } } | undefined;
@@ -332,6 +338,7 @@ export class SandboxPool {
         this.#statuses.delete(threadId);
         this.#spareComponents.delete(threadId);
         this.#workers.delete(threadId);
+        this.#dying.delete(threadId);
       });
       replies.unref();
     } else if (post.toolhost === 'task') {

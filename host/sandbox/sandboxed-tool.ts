@@ -107,9 +107,17 @@ export class SandboxedTool implements Tool {
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
     let overLimit: { limit: string; message: string; max: number } | undefined;
     const hostCalls = { count: 0 };
-    // Past a limit the guest is stopped at once by the pool (its worker is
-    // replaced: it may well go on looping over refusals otherwise); the call
-    // then ends with OUTPUT_LIMIT_EXCEEDED, whatever the stop looked like.
+    // Past a limit the guest is stopped at once (its worker is replaced: it
+    // may well go on looping over refusals otherwise), through the signal the
+    // pool hands piscina, so piscina itself retires the worker. (Terminating the
+    // worker behind piscina's back let piscina hand it the next call, which
+    // then died with it: found by the soak.) The call's hard stop is forwarded
+    // to the same controller, so the pool watches one signal.
+    const stop = new AbortController();
+    const hardSignal = events.hardSignal;
+    const onHardStop = (): void => stop.abort(hardSignal.reason);
+    if (hardSignal.aborted) onHardStop();
+    else hardSignal.addEventListener('abort', onHardStop, { once: true });
     const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
       details: { reason: overLimit!.limit === 'handles_per_call' ? 'handles' : 'host-calls', limit: overLimit!.limit, max: overLimit!.max },
       callId: ctx.callId,
@@ -140,7 +148,7 @@ export class SandboxedTool implements Tool {
         },
       },
       {
-        signal: events.hardSignal,
+        signal: stop.signal,
         cancelSignal: ctx.signal,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {
@@ -157,16 +165,24 @@ export class SandboxedTool implements Tool {
             if (overLimit !== undefined) return;
             overLimit = { limit: message.limit, message: message.message, max: message.max };
             events.limit?.(message.limit);
+            stop.abort(overLimitError());
           } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         },
         rpc: (request) => this.#answer(request, ctx, network, hostCalls),
       },
-    ).catch((error: unknown) => {
-      accountNetwork();
-      // The pool stopped the worker for the limit (or a hard stop came with it): the limit is why.
-      if (overLimit !== undefined && !events.hardSignal.aborted) throw overLimitError();
-      throw error;
-    });
+    ).then(
+      (value) => {
+        hardSignal.removeEventListener('abort', onHardStop);
+        return value;
+      },
+      (error: unknown) => {
+        hardSignal.removeEventListener('abort', onHardStop);
+        accountNetwork();
+        // Stopped for the limit (unless a hard stop came first): the limit is why.
+        if (overLimit !== undefined && !hardSignal.aborted) throw overLimitError();
+        throw error;
+      },
+    );
     const { accounting } = outcome;
     events.account({
       queuedMs: round(accounting.queuedMs ?? 0),

@@ -15,6 +15,7 @@ export async function libraryCall(registry: ToolRegistry, call: PlannedCall): Pr
   let answers = 0;
   let code = 'NO_ANSWER';
   let value: unknown;
+  let detail: string | undefined;
   let timer: NodeJS.Timeout | undefined;
   try {
     const stream = registry.stream(kind.tool, kind.args(n), {
@@ -37,6 +38,7 @@ export async function libraryCall(registry: ToolRegistry, call: PlannedCall): Pr
       } else if (event.type === 'error') {
         answers += 1;
         code = event.code;
+        detail = `${String((event.details as { reason?: unknown } | undefined)?.reason ?? '')} ${event.message}`.trim().slice(0, 160);
       }
     }
   } catch (error) {
@@ -46,5 +48,5 @@ export async function libraryCall(registry: ToolRegistry, call: PlannedCall): Pr
     clearTimeout(timer);
   }
   const wrong = judge(kind, n, code, value);
-  return { n, channel: 'library', kind: kind.name, code, answers, ...(wrong === undefined ? {} : { wrong }), ms: performance.now() - startedAt };
+  return { n, channel: 'library', kind: kind.name, code, answers, ...(wrong === undefined ? {} : { wrong }), ...(detail === undefined ? {} : { detail }), ms: performance.now() - startedAt };
 }

@@ -20,6 +20,8 @@ export interface CallOutcome {
   answers: number;
   /** An honest call whose value was not the expected one: what came instead (shortened). */
   wrong?: string;
+  /** For an error the host answered: its reason and message, shortened (shown in the report's examples). */
+  detail?: string;
   ms: number;
 }
 
@@ -110,11 +112,11 @@ export class ClientTally {
     const fine = kind.expect.includes(outcome.code) || (kind.cancelAfterMs !== undefined && outcome.code === CLIENT_ABORTED);
     if (kind.category === 'honest' && (outcome.code !== 'ok' || outcome.wrong !== undefined)) {
       totals.honestFailed += 1;
-      this.#example(`soak-${outcome.n} (${outcome.channel}, ${kind.name}): honest call ended ${outcome.code}`);
+      this.#example(`soak-${outcome.n} (${outcome.channel}, ${kind.name}): honest call ended ${outcome.code}${outcome.detail === undefined ? '' : ` (${outcome.detail})`}`);
     } else if (!fine) {
       tally.unexpected += 1;
       totals.unexpected += 1;
-      this.#example(`soak-${outcome.n} (${outcome.channel}, ${kind.name}): unexpected ${outcome.code}`);
+      this.#example(`soak-${outcome.n} (${outcome.channel}, ${kind.name}): unexpected ${outcome.code}${outcome.detail === undefined ? '' : ` (${outcome.detail})`}`);
     }
   }
 
