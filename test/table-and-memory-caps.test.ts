@@ -163,7 +163,7 @@ describe('a component whose spare instances hang', () => {
       // The second hang is seen when its spare's clock runs out, which may come after the next call or two:
       // keep calling (a bounded number of times) until the component is quarantined.
       let quarantined: Awaited<ReturnType<typeof registry.execute>> | undefined;
-      for (let attempt = 0; attempt < 8 && quarantined === undefined; attempt += 1) {
+      for (let attempt = 0; attempt < 16 && quarantined === undefined; attempt += 1) {
         const next = await registry.execute('grow_table', {}, armed);
         if (next.error?.code === 'COMPONENT_INVALID') quarantined = next;
         else expect(next.error ?? next.structuredContent).toEqual({ pages: 65536 });
