@@ -45,6 +45,7 @@ export class McpDriver {
     let answers = 1;
     let code: string;
     let value: unknown;
+    let detail: string | undefined;
     try {
       const result = (await client.callTool({ name: kind.tool, arguments: kind.args(n) as Record<string, unknown>, _meta: meta }, undefined, {
         signal: controller.signal,
@@ -52,8 +53,9 @@ export class McpDriver {
         ...(wantsProgress ? { onprogress: () => undefined } : {}),
       })) as CallToolResult;
       if (result.isError === true) {
-        const error = result._meta?.['toolhost/error'] as { code?: unknown } | undefined;
+        const error = result._meta?.['toolhost/error'] as { code?: unknown; message?: unknown; details?: { reason?: unknown } } | undefined;
         code = typeof error?.code === 'string' ? error.code : 'MCP_ERROR_RESULT';
+        detail = `${String(error?.details?.reason ?? '')} ${String(error?.message ?? '')}`.trim().slice(0, 160);
       } else {
         code = 'ok';
         value = result.structuredContent;
@@ -74,7 +76,7 @@ export class McpDriver {
       clearTimeout(timer);
     }
     const wrong = judge(kind, n, code, value);
-    return { n, channel: 'mcp', kind: kind.name, code, answers, ...(wrong === undefined ? {} : { wrong }), ms: performance.now() - startedAt };
+    return { n, channel: 'mcp', kind: kind.name, code, answers, ...(wrong === undefined ? {} : { wrong }), ...(detail === undefined ? {} : { detail }), ms: performance.now() - startedAt };
   }
 
   get sessions(): number {
