@@ -73,9 +73,9 @@ export class GrpcDriver {
     if (kind.conversation !== undefined) metadata.set('toolhost-conversation-id', kind.conversation(n));
     const options: grpc.CallOptions = { deadline: Date.now() + DEADLINE_MS };
     const startedAt = performance.now();
-    const done = (code: string, answers: number, value?: unknown): CallOutcome => {
+    const done = (code: string, answers: number, value?: unknown, detail?: string): CallOutcome => {
       const wrong = judge(kind, n, code, value);
-      return { n, channel: 'grpc', kind: kind.name, code, answers, ...(wrong === undefined ? {} : { wrong }), ms: performance.now() - startedAt };
+      return { n, channel: 'grpc', kind: kind.name, code, answers, ...(wrong === undefined ? {} : { wrong }), ...(detail === undefined ? {} : { detail }), ms: performance.now() - startedAt };
     };
     if (call.variant === 0) {
       return new Promise((resolve) => {
@@ -131,11 +131,13 @@ export class GrpcDriver {
 }
 
 /** The call's code from its final frame's summary (`status: ok`, or the error's code), and the result's value. */
-function finalOutcome(frame: ToolFrame, answers: number, done: (code: string, answers: number, value?: unknown) => CallOutcome): CallOutcome {
+function finalOutcome(frame: ToolFrame, answers: number, done: (code: string, answers: number, value?: unknown, detail?: string) => CallOutcome): CallOutcome {
   try {
-    const summary = JSON.parse(frame.summary.toString('utf8')) as { status?: string; error?: { code?: string } };
+    const summary = JSON.parse(frame.summary.toString('utf8')) as { status?: string; error?: { code?: string; message?: string; details?: { reason?: unknown } } };
     if (summary.status === 'ok') return done('ok', answers, JSON.parse(frame.data.toString('utf8')) as unknown);
-    return done(summary.error?.code ?? 'grpc:final frame without a code', answers);
+    const error = summary.error;
+    const detail = `${String(error?.details?.reason ?? '')} ${error?.message ?? ''}`.trim().slice(0, 160);
+    return done(error?.code ?? 'grpc:final frame without a code', answers, undefined, detail);
   } catch {
     return done('grpc:undecodable final frame', answers);
   }
