@@ -24,11 +24,15 @@ import {
   type WorkerMessage,
 } from './protocol.js';
 
-/** How a task's messages are answered (the pool's TaskHandlers, as far as a task reads them). */
+/** How a task's messages are answered (what a task reads of the pool's `TaskHandlers`). */
 export interface PoolTaskHandlers {
+  /** Aborting it stops the task now: a queued task leaves the queue, a running one loses its worker. */
   signal?: AbortSignal;
+  /** Aborting it raises the guest's cooperative `cancelled()` flag. */
   cancelSignal?: AbortSignal;
+  /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
   cpuBudgetMs?: number;
+  /** A task's events (after a `limit` message the caller stops the task through `signal`). */
   onMessage(message: Exclude<WorkerMessage, { type: 'rpc' }>): void;
   rpc(request: RpcRequest): Promise<unknown>;
 }

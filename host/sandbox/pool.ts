@@ -10,14 +10,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
-import { PoolTask } from './pool-task.js';
+import { PoolTask, type PoolTaskHandlers } from './pool-task.js';
 import {
   STATUS_F64_PREPARING_SINCE,
   STATUS_PREPARING,
   STATUS_PREPARING_TASK,
   type CallTask,
   type DescribeTask,
-  type RpcRequest,
   type SandboxTask,
   type WorkerMessage,
   type WorkerOutcome,
@@ -53,16 +52,7 @@ interface ResolvedPoolOptions {
 export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' }>;
 
 /** How a task's messages are answered. */
-export interface TaskHandlers {
-  /** Aborting it stops the task now: a queued task leaves the queue, a running one loses its worker. */
-  signal?: AbortSignal;
-  /** Aborting it raises the guest's cooperative `cancelled()` flag. */
-  cancelSignal?: AbortSignal;
-  /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
-  cpuBudgetMs?: number;
-  /** A task's events (after a `limit` message the caller stops the task through `signal`). */
-  onMessage(message: GuestEventMessage): void;
-  rpc(request: RpcRequest): Promise<unknown>;
+export interface TaskHandlers extends PoolTaskHandlers {
   /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
   onStopped?(measured: { queuedMs?: number; cpuMs?: number }): void;
 }
@@ -130,9 +120,8 @@ export class SandboxPool {
   /** piscina's view of each worker, by thread id (seen by the load balancer): how a wedged one is terminated. */
   readonly #workers = new Map<number, PiscinaWorker>();
   /**
-   * Workers the pool is terminating: given no task. A worker stopped for its
-   * call may have posted that call's result already; piscina would then hand
-   * it the next task, which the termination would kill.
+   * Workers the pool is terminating (for a hung spare): given no task, since
+   * piscina counts a worker live until its exit event and would hand it one.
    */
   readonly #dying = new Set<number>();
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();

@@ -6,32 +6,13 @@
  * answer is its final frame, or the RPC's error status; frames after a final
  * one, or two finals, count as duplicated terminals.
  */
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import { toolProtoPath, type ToolCallMessage as ToolCall, type ToolErrorMessage as ToolError, type ToolFrameMessage as ToolFrame } from '../../host/servers/grpc/proto.js';
 import { CLIENT_ABORTED, NO_ANSWER, judge, type CallOutcome } from './outcome.js';
 import type { PlannedCall } from './plan.js';
 
-interface ToolCall {
-  call_id: string;
-  tool_name: string;
-  args?: Buffer;
-  content_type?: string;
-  policy?: { budget_wall_ms?: number; budget_cpu_ms?: number };
-  stream?: boolean;
-}
-interface ToolFrame {
-  call_id: string;
-  frame_no: number;
-  final: boolean;
-  data: Buffer;
-  summary: Buffer;
-}
-interface ToolError {
-  call_id: string;
-  error_code: string;
-}
 type Callback<T> = (error: grpc.ServiceError | null, value?: T) => void;
 interface ToolServiceClient extends grpc.Client {
   Call(request: ToolCall, metadata: grpc.Metadata, options: grpc.CallOptions, callback: Callback<ToolFrame>): grpc.ClientUnaryCall;
@@ -49,8 +30,8 @@ export class GrpcDriver {
     this.#clients = clients;
   }
 
-  static connect(root: string, address: string, channels: number): GrpcDriver {
-    const definition = loadSync(join(root, 'proto', 'sw4rm', 'tool.proto'), { keepCase: true, longs: Number, defaults: true });
+  static connect(address: string, channels: number): GrpcDriver {
+    const definition = loadSync(toolProtoPath(), { keepCase: true, longs: Number, defaults: true });
     const loaded = grpc.loadPackageDefinition(definition) as unknown as { sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor } } };
     const Service = loaded.sw4rm.tool.ToolService;
     // Distinct channels (not grpc-js's shared subchannel): each its own HTTP/2 connection.

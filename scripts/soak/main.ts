@@ -135,7 +135,7 @@ async function run(): Promise<SoakReport> {
   const ready = await Promise.race([next('ready'), startFailed]);
   say(`host pid ${ready.pid}: ${ready.tools} tools; MCP ${ready.mcpUrl}, gRPC ${ready.grpcAddress}`);
   const mcp = await McpDriver.connect(ready.mcpUrl, options.mcpSessions);
-  const grpc = GrpcDriver.connect(root, ready.grpcAddress, options.grpcChannels);
+  const grpc = GrpcDriver.connect(ready.grpcAddress, options.grpcChannels);
 
   const sample = async (label: string, gc: boolean): Promise<HostSample | undefined> => {
     ask({ type: 'sample', label, gc });
