@@ -147,7 +147,9 @@ describe.runIf(hasCGuests)('a used instance reset to its snapshot', () => {
    */
   const expectNothingLeakedQuietly = async (on: ToolRegistry, secret: string): Promise<InstanceSource[]> => {
     const sources: InstanceSource[] = [];
-    for (let i = 0; i < 4; i += 1) {
+    // Until one probe is served by a reset instance (bounded; a busy machine can make the reset late).
+    for (let i = 0; i < 20 && (i < 4 || !sources.includes('restored')); i += 1) {
+      if (i >= 4) await new Promise((resolve) => setTimeout(resolve, 50));
       const { probe: seen, events, instance } = await probe(on, { print: false });
       expect(seen).toEqual(pristine);
       expect(JSON.stringify(events)).not.toContain(secret);
@@ -252,9 +254,11 @@ describe('a JS guest in the default isolation', () => {
   it('resets the instance after a plant in module state, globalThis, a closure, a prototype, a Map and the heap, and the reset leaks nothing', async () => {
     expect((await jsProbe(registry)).seen).toEqual(nothing);
     expect((await registry.execute('plant', { secret: 'js-secret' })).isError).toBe(false);
-    // Four probes: a call that reaches the worker before the reset is done gets a new instance (see above).
+    // Probes until one is served by a reset instance (bounded): a call that reaches the worker before the
+    // reset is done gets a new instance (see above), and on a busy machine the reset may take a while.
     const sources: InstanceSource[] = [];
-    for (let i = 0; i < 4; i += 1) {
+    for (let i = 0; i < 20 && !sources.includes('restored'); i += 1) {
+      if (i >= 4) await new Promise((resolve) => setTimeout(resolve, 50));
       const { seen, instance } = await jsProbe(registry);
       expect(seen).toEqual(nothing);
       sources.push(instance);
