@@ -80,7 +80,7 @@ export type { AuditEntry, AuditLog } from './policy/audit.js';
 export { createDefaultLogger, silentLogger } from './core/logger.js';
 export type { Logger } from './core/logger.js';
 export { ConfigError, embeddedConfig, findConfig, loadConfig } from './config/index.js';
-export type { LoadedConfig, ResolvedConfig } from './config/index.js';
+export type { ConfigFile, LoadedConfig, ResolvedConfig } from './config/index.js';
 
 // Authoring: build a tool project into a component, start a new one.
 export { exampleToolsDir, cSdkDir, jsToolkitPath, worldWitPath } from './build/paths.js';

@@ -9,8 +9,9 @@
  */
 import { embeddedConfig } from '../config/defaults.js';
 import { findConfig } from '../config/find.js';
-import { loadConfig, type LoadedConfig } from '../config/load.js';
+import { configFromObject, loadConfig, type LoadedConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/resolve.js';
+import type { ConfigFile } from '../config/types.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { McpImport } from '../servers/mcp-import.js';
 import { createDefaultLogger } from '../core/logger.js';
@@ -44,16 +45,23 @@ export interface CreateHostOptions {
 }
 
 /**
- * Build a host from a resolved config (default: the embedded defaults, i.e.
- * the example tools).
+ * Build a host from a config (default: the embedded defaults, i.e. the
+ * example tools). The config is either resolved ({@link loadHostConfig},
+ * `loadConfig`) or an object of `toolhost.yaml`'s shape, which is checked
+ * exactly as a file would be (relative paths start at `process.cwd()`).
  *
  * ```ts
  * const host = await createHost();
  * const result = await host.registry.execute('sha256', { text: 'abc' });
  * await host.close();
+ *
+ * const mine = await createHost({ tools: [{ path: './my-tool.wasm', grant: { memory_mb: 32 } }] });
  * ```
+ *
+ * @throws ConfigError (INVALID_INPUT) for a config object the schema or the checks refuse
  */
-export async function createHost(config: ResolvedConfig = embeddedConfig().resolved, options: CreateHostOptions = {}): Promise<Host> {
+export async function createHost(given: ResolvedConfig | ConfigFile = embeddedConfig().resolved, options: CreateHostOptions = {}): Promise<Host> {
+  const config = isResolved(given) ? given : (await configFromObject(given, options.env === undefined ? {} : { env: options.env })).resolved;
   const base = registryOptions(config, options.overrides);
   // A fleet: state and calls in Redis, unless an embedder passed its own state store.
   // The Redis client loads only for a host in a fleet.
@@ -83,6 +91,11 @@ export async function createHost(config: ResolvedConfig = embeddedConfig().resol
     throw error;
   }
   return host;
+}
+
+/** A resolved config has what only resolving adds (the file's shape has neither key). */
+function isResolved(config: ResolvedConfig | ConfigFile): config is ResolvedConfig {
+  return typeof config === 'object' && config !== null && 'sandbox' in config && 'baseDir' in config;
 }
 
 export interface OpenHostOptions extends CreateHostOptions {
