@@ -104,6 +104,16 @@ describe.runIf(hasRedis)('two hosts on one Redis', () => {
     expect(await b.registry.cancelAnywhere('no-such-call')).toBe('NOT_FOUND');
   });
 
+  it('cancel from B reaches only the canceller\'s own calls on A: another principal\'s call is NOT_FOUND and keeps running', async () => {
+    const stream = a.registry.stream('wait', {}, { callId: 'fleet-owned-1', principal: 'alice' });
+    const ended = terminal(stream);
+    await until(async () => (await a.fleet.link.command<number>(['EXISTS', 'test:call:fleet-owned-1'])) === 1, 2000, 'the call to be registered');
+    expect(await b.registry.cancelAnywhere('fleet-owned-1', 'mallory')).toBe('NOT_FOUND');
+    expect(a.registry.callState('fleet-owned-1')).toBe('in_flight');
+    expect(await b.registry.cancelAnywhere('fleet-owned-1', 'alice')).toBe('CANCELLED');
+    expect(await ended).toMatchObject({ type: 'error', code: 'CANCELLED' });
+  });
+
   it('enforce per-tool and per-tenant caps across hosts with OVERLOADED', async () => {
     const first = a.registry.stream('wait', {}, { callId: 'cap-1', agentName: 'capped' });
     await until(async () => (await a.fleet.link.command<number>(['EXISTS', 'test:call:cap-1'])) === 1, 2000, 'the first call');

@@ -17,8 +17,11 @@ export interface FleetCall {
 
 /** What the fleet needs from the host it runs in. */
 export interface FleetHostHooks {
-  /** Cancel a call in flight on this host (the local tracker's answer). */
-  cancelLocal(callId: string): CancelOutcome;
+  /**
+   * Cancel a call in flight on this host (the local tracker's answer). With a
+   * principal, another principal's call is NOT_FOUND, as for a local cancel.
+   */
+  cancelLocal(callId: string, principal?: string): CancelOutcome;
 }
 
 /** Whether the fleet's shared store is reachable (for health and metrics). */
@@ -47,8 +50,10 @@ export interface CallDirectory {
   /**
    * Cancel a call this host is not running: CANCELLED (its host was told),
    * NOT_FOUND or ALREADY_COMPLETED. Rejects with FLEET_UNAVAILABLE when the
-   * shared store or the call's host cannot be reached.
+   * shared store or the call's host cannot be reached. The principal (the
+   * canceller's, when authenticated) goes with the request: the call's host
+   * answers NOT_FOUND for a call another principal started.
    */
-  cancel(callId: string): Promise<CancelOutcome>;
+  cancel(callId: string, principal?: string): Promise<CancelOutcome>;
   status(): FleetStatus;
 }

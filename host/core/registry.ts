@@ -79,7 +79,7 @@ export class ToolRegistry {
       },
     };
     this.#loader = options.wasmLoader;
-    options.fleet?.bind({ cancelLocal: (callId) => this.#tracker.cancel(callId) });
+    options.fleet?.bind({ cancelLocal: (callId, principal) => this.#tracker.cancel(callId, principal) });
   }
 
   get logger(): Logger {
@@ -322,7 +322,7 @@ export class ToolRegistry {
     const local = this.#tracker.cancel(callId, principal);
     const fleet = this.#deps.fleet;
     if (local !== 'NOT_FOUND' || fleet === undefined) return local;
-    return fleet.cancel(callId);
+    return fleet.cancel(callId, principal);
   }
 
   /** The fleet's view of this host (undefined without a fleet). */

@@ -214,19 +214,19 @@ export class RedisCallDirectory implements CallDirectory {
     });
   }
 
-  async cancel(callId: string): Promise<CancelOutcome> {
+  async cancel(callId: string, principal?: string): Promise<CancelOutcome> {
     const raw = await this.#link.command<string | null>(['GET', this.#key('call', callId)]);
     if (raw === null) {
       const done = await this.#link.command<number>(['EXISTS', this.#key('done', callId)]);
       return Number(done) === 1 ? 'ALREADY_COMPLETED' : 'NOT_FOUND';
     }
     const { host } = JSON.parse(String(raw)) as { host: string };
-    if (host === this.#hostId) return this.#hooks?.cancelLocal(callId) ?? 'NOT_FOUND';
+    if (host === this.#hostId) return this.#hooks?.cancelLocal(callId, principal) ?? 'NOT_FOUND';
     const request = randomUUID();
     const answered = new Promise<CancelOutcome>((resolve) => this.#pending.set(request, resolve));
     let timer: NodeJS.Timeout | undefined;
     try {
-      const receivers = await this.#link.publish(this.#channel(host), JSON.stringify({ type: 'cancel', callId, request, replyTo: this.#hostId }));
+      const receivers = await this.#link.publish(this.#channel(host), JSON.stringify({ type: 'cancel', callId, request, replyTo: this.#hostId, ...(principal === undefined ? {} : { principal }) }));
       // Nobody listens on that host's channel: it is gone, and its calls with it (their leases run out).
       if (receivers === 0) return 'NOT_FOUND';
       const timeout = new Promise<never>((_, reject) => {
@@ -240,14 +240,16 @@ export class RedisCallDirectory implements CallDirectory {
   }
 
   #onMessage(message: string): void {
-    let parsed: { type?: string; callId?: string; request?: string; replyTo?: string; outcome?: CancelOutcome };
+    let parsed: { type?: string; callId?: string; request?: string; replyTo?: string; principal?: unknown; outcome?: CancelOutcome };
     try {
       parsed = JSON.parse(message) as typeof parsed;
     } catch {
       return;
     }
     if (parsed.type === 'cancel' && typeof parsed.callId === 'string' && typeof parsed.replyTo === 'string') {
-      const outcome = this.#hooks?.cancelLocal(parsed.callId) ?? 'NOT_FOUND';
+      // A request naming a principal reaches only that principal's calls (a malformed one reaches none).
+      const principal = parsed.principal === undefined ? undefined : typeof parsed.principal === 'string' ? parsed.principal : null;
+      const outcome = principal === null ? 'NOT_FOUND' : this.#hooks?.cancelLocal(parsed.callId, principal) ?? 'NOT_FOUND';
       this.#logger.debug({ callId: parsed.callId, from: parsed.replyTo, outcome }, 'fleet: cancel from another host');
       this.#link.publish(this.#channel(parsed.replyTo), JSON.stringify({ type: 'cancelled', request: parsed.request, outcome })).catch((error: unknown) => {
         this.#logger.warn({ err: (error as Error).message }, 'fleet: could not answer a cancel');
