@@ -11,10 +11,8 @@ import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
 import { PoolTask, type PoolTaskHandlers } from './pool-task.js';
+import { SpareStatus } from './spare-status.js';
 import {
-  STATUS_F64_PREPARING_SINCE,
-  STATUS_PREPARING,
-  STATUS_PREPARING_TASK,
   type CallTask,
   type DescribeTask,
   type SandboxTask,
@@ -108,7 +106,7 @@ export class SandboxPool {
    * Each worker's status block (from its hello), by thread id: whether it is
    * busy after answering (preparing a spare instance), and since when.
    */
-  readonly #statuses = new Map<number, { flags: Int32Array; times: Float64Array }>();
+  readonly #statuses = new Map<number, SpareStatus>();
   /**
    * The components whose spares each worker announced, by the task whose
    * answer announced them (its status block says which one it is making):
@@ -253,7 +251,7 @@ export class SandboxPool {
 
   #isPreparing(threadId: number): boolean {
     const status = this.#statuses.get(threadId);
-    return status !== undefined && Atomics.load(status.flags, STATUS_PREPARING) !== 0;
+    return status !== undefined && status.pending !== 0;
   }
 
   /**
@@ -276,14 +274,14 @@ export class SandboxPool {
       let busy = false;
       for (const [id, status] of this.#statuses) {
         const announced = this.#spareComponents.get(id);
-        const current = Atomics.load(status.flags, STATUS_PREPARING_TASK);
-        if (Atomics.load(status.flags, STATUS_PREPARING) <= 0) {
+        const current = status.task;
+        if (status.pending <= 0) {
           announced?.clear();
           continue;
         }
         // Announcements older than the preparation running now are done.
         if (announced) for (const taskId of announced.keys()) if (taskId < current) announced.delete(taskId);
-        if (now - status.times[STATUS_F64_PREPARING_SINCE]! < this.#options.spareTimeoutMs) {
+        if (!status.overran(this.#options.spareTimeoutMs, now)) {
           busy = true;
           continue;
         }
@@ -320,7 +318,7 @@ export class SandboxPool {
     if (post.toolhost === 'hello') {
       const { threadId, replies, status } = post;
       this.#replies.set(threadId, replies);
-      this.#statuses.set(threadId, { flags: new Int32Array(status), times: new Float64Array(status) });
+      this.#statuses.set(threadId, new SpareStatus(status));
       // The port closes when its worker exits (stopped by a budget, or by the pool).
       replies.on('close', () => {
         if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);

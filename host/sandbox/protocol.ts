@@ -39,9 +39,16 @@ export const CONTROL_BYTES = 4 * Float64Array.BYTES_PER_ELEMENT;
 export const STATUS_PREPARING = 0;
 /** Int32 slot: the task whose answer announced the preparation running now (or last). */
 export const STATUS_PREPARING_TASK = 1;
-/** Float64 slot: when the preparation running now started (epoch ms). */
-export const STATUS_F64_PREPARING_SINCE = 1;
-export const STATUS_BYTES = 2 * Float64Array.BYTES_PER_ELEMENT;
+/**
+ * Int32 slot: 1 while a preparation runs (guest code: the spare's
+ * initialization), 0 otherwise. Only a running preparation is timed: an
+ * announced one may wait behind a call the worker runs first, which has its
+ * own budgets.
+ */
+export const STATUS_PREPARING_RUNNING = 2;
+/** Float64 slot: when the preparation running now started (epoch ms); written before the running flag is raised. */
+export const STATUS_F64_PREPARING_SINCE = 2;
+export const STATUS_BYTES = 3 * Float64Array.BYTES_PER_ELEMENT;
 
 /** The call identity the guest sees through `context()`. */
 export interface GuestCallContext {

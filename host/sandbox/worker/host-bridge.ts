@@ -18,43 +18,19 @@ import {
   CONTROL_RPC_DOORBELL,
   CONTROL_STARTED,
   CONTROL_TID,
-  STATUS_BYTES,
-  STATUS_F64_PREPARING_SINCE,
-  STATUS_PREPARING,
-  STATUS_PREPARING_TASK,
   type GuestOutputLimits,
   type RpcReply,
   type RpcRequest,
   type WorkerMessage,
   type WorkerPost,
 } from '../protocol.js';
+import { SpareStatus } from '../spare-status.js';
 
 let replies: MessagePort | undefined;
 /** Host-call ids are unique in the worker, so a late reply to an earlier task's request is told apart. */
 let nextRpcId = 1;
-const statusBuffer = new SharedArrayBuffer(STATUS_BYTES);
-const statusFlags = new Int32Array(statusBuffer);
-const statusTimes = new Float64Array(statusBuffer);
-
-/**
- * The status block the main thread reads: a spare preparation is announced
- * (before the task's outcome is returned, so the pool never sees the outcome
- * without it), starts (which task announced it, and when: the spare
- * watchdog's clock), and ends. Announced preparations are counted: a second
- * task may be answered before the first one's spare is made.
- */
-export const preparation = {
-  announce(): void {
-    if (Atomics.add(statusFlags, STATUS_PREPARING, 1) === 0) statusTimes[STATUS_F64_PREPARING_SINCE] = performance.timeOrigin + performance.now();
-  },
-  start(taskId: number): void {
-    statusTimes[STATUS_F64_PREPARING_SINCE] = performance.timeOrigin + performance.now();
-    Atomics.store(statusFlags, STATUS_PREPARING_TASK, taskId);
-  },
-  end(): void {
-    Atomics.sub(statusFlags, STATUS_PREPARING, 1);
-  },
-};
+/** This worker's status block (see spare-status.ts): spare preparations, read by the pool. */
+export const preparation = new SpareStatus();
 
 /** Send the main thread this worker's reply port and status block; once, when the worker starts. */
 export function helloMainThread(): void {
@@ -63,7 +39,7 @@ export function helloMainThread(): void {
   replies = channel.port1;
   // Read only with receiveMessageOnPort: the port must not keep the thread alive or dispatch events.
   replies.unref();
-  const hello: WorkerPost = { toolhost: 'hello', threadId, replies: channel.port2, status: statusBuffer };
+  const hello: WorkerPost = { toolhost: 'hello', threadId, replies: channel.port2, status: preparation.buffer };
   parentPort.postMessage(hello, [channel.port2]);
 }
 
