@@ -233,6 +233,9 @@ async function run(): Promise<SoakReport> {
 
   await mcp.close();
   grpc.close();
+  // The servers see the clients' sockets close a moment later.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const closed = await sample('closed', true);
   stopping = true;
   ask({ type: 'stop' });
   const stopped = await Promise.race([deathWatch, new Promise((resolve) => setTimeout(resolve, 15_000))]);
@@ -250,7 +253,7 @@ async function run(): Promise<SoakReport> {
     ledger,
     inFlightAtEnd,
     client: tally.totals(),
-    samples: { ...(start === undefined ? {} : { start }), ...(middle === undefined ? {} : { middle }), ...(end === undefined ? {} : { end }), peak },
+    samples: { ...(start === undefined ? {} : { start }), ...(middle === undefined ? {} : { middle }), ...(end === undefined ? {} : { end }), ...(closed === undefined ? {} : { closed }), peak },
     timeline,
   };
   return { ...partial, failures: verdict(partial) };

@@ -9,6 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CLIENT_ABORTED, NO_ANSWER, judge, type CallOutcome } from './outcome.js';
 import type { PlannedCall } from './plan.js';
@@ -18,18 +19,28 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 export class McpDriver {
   readonly #clients: Client[];
+  readonly #transports: StreamableHTTPClientTransport[];
+  readonly #agent: Agent;
 
-  private constructor(clients: Client[]) {
+  private constructor(clients: Client[], transports: StreamableHTTPClientTransport[], agent: Agent) {
     this.#clients = clients;
+    this.#transports = transports;
+    this.#agent = agent;
   }
 
   static async connect(url: string, sessions: number): Promise<McpDriver> {
+    // Connections of their own, so close() ends them (the global dispatcher would keep them alive for a while).
+    const agent = new Agent();
+    const fetch = (input: string | URL, init?: RequestInit): Promise<Response> => undiciFetch(input, { ...init, dispatcher: agent } as Parameters<typeof undiciFetch>[1]) as unknown as Promise<Response>;
+    const transports: StreamableHTTPClientTransport[] = [];
     const clients = await Promise.all(Array.from({ length: sessions }, async (_, index) => {
       const client = new Client({ name: `toolhost-soak-${index}`, version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      const transport = new StreamableHTTPClientTransport(new URL(url), { fetch });
+      transports.push(transport);
+      await client.connect(transport);
       return client;
     }));
-    return new McpDriver(clients);
+    return new McpDriver(clients, transports, agent);
   }
 
   async call(call: PlannedCall): Promise<CallOutcome> {
@@ -83,7 +94,10 @@ export class McpDriver {
     return this.#clients.length;
   }
 
+  /** End the sessions as a well-behaved client does (DELETE), then the connections. */
   async close(): Promise<void> {
+    await Promise.allSettled(this.#transports.map((transport) => transport.terminateSession()));
     await Promise.allSettled(this.#clients.map((client) => client.close()));
+    await this.#agent.close();
   }
 }
