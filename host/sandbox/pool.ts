@@ -16,9 +16,11 @@ import {
   STATUS_PREPARING,
   STATUS_PREPARING_TASK,
   type CallTask,
+  type CollectTask,
   type DescribeTask,
   type SandboxTask,
   type WorkerMessage,
+  type WorkerHeap,
   type WorkerOutcome,
   type WorkerPost,
 } from './protocol.js';
@@ -334,6 +336,21 @@ export class SandboxPool {
       // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
       this.#routes.get(post.taskId)?.receive(post.message, post.threadId);
     }
+  }
+
+  /**
+   * Collect every worker's garbage and read its heap: for measurements only
+   * (a no-growth check cannot tell a leak from garbage V8 has not collected
+   * yet). One task per worker, all at once; each waits at a barrier until all
+   * have arrived (worker/heap.ts), so each worker gets one. Workers busy with
+   * calls are waited for; a call sent meanwhile waits for the collection.
+   */
+  async collectGarbage(): Promise<WorkerHeap[]> {
+    const workers = this.#options.threads;
+    const task: CollectTask = { kind: 'collect', barrier: new SharedArrayBuffer(4), workers };
+    const heaps = await Promise.all(Array.from({ length: workers }, () => this.#piscina.run(task) as Promise<WorkerHeap>));
+    // A worker that ran two (one was busy past the barrier's timeout) is counted once.
+    return [...new Map(heaps.map((heap) => [heap.threadId, heap])).values()];
   }
 
   #taskFailure(error: unknown, signal: AbortSignal | undefined): ToolhostError {

@@ -20,6 +20,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../core/errors.js';
 import type { LogLevel } from '../core/events.js';
+import type { WorkerHeap } from '../core/registry-types.js';
 import type { NetworkLabel } from '../policy/labels.js';
 import type { GuestHttpRequest } from './wasi/http.js';
 
@@ -103,6 +104,18 @@ export interface DescribeTask extends TaskBase {
 }
 
 export type SandboxTask = CallTask | DescribeTask;
+
+/**
+ * A forced garbage collection of one worker (measurements only, see
+ * worker/heap.ts): one per worker at once, each waiting at `barrier` (an
+ * Int32 arrival count) until `workers` have arrived.
+ */
+export interface CollectTask {
+  kind: 'collect';
+  barrier: SharedArrayBuffer;
+  workers: number;
+}
+
 
 /** Caps on what one call may send back. */
 export interface GuestOutputLimits {
@@ -208,3 +221,5 @@ export type WorkerOutcome =
   | { ok: true; value: string; accounting: WorkerAccounting }
   | { ok: true; tools: GuestToolInfo[]; accounting: WorkerAccounting }
   | { ok: false; error: ToolErrorData; accounting: WorkerAccounting };
+
+export type { WorkerHeap };

@@ -6,9 +6,10 @@
 import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
-import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
+import type { CallTask, CollectTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
+import { collectTask } from './heap.js';
 import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
@@ -314,9 +315,11 @@ function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: nu
 /**
  * Run one task. A call on a component this worker already knows is answered
  * synchronously (no promise and no microtask hops on the path of every call);
- * the first one loads the component's glue and modules first.
+ * the first one loads the component's glue and modules first. A `collect`
+ * task (measurements only) collects the worker's garbage.
  */
-export default function runTask(task: SandboxTask): WorkerOutcome | Promise<WorkerOutcome> {
+export default function runTask(task: SandboxTask | CollectTask): WorkerOutcome | WorkerHeap | Promise<WorkerOutcome> {
+  if (task.kind === 'collect') return collectTask(task);
   const startedAt = now();
   const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
   const known = task.kind === 'call' ? runtimes.get(runtimeKey(task)) : undefined;
