@@ -10,7 +10,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
+import { ControlSlots } from './control-slots.js';
 import { PoolTask, type PoolTaskHandlers } from './pool-task.js';
+import { TaskProfiles } from './task-profiles.js';
 import {
   STATUS_F64_PREPARING_SINCE,
   STATUS_PREPARING,
@@ -18,7 +20,8 @@ import {
   type CallTask,
   type CollectTask,
   type DescribeTask,
-  type SandboxTask,
+  type ProfileMiss,
+  type TaskWire,
   type WorkerMessage,
   type WorkerHeap,
   type WorkerOutcome,
@@ -102,6 +105,8 @@ export class SandboxPool {
   /** Tasks accepted and not yet finished (running or waiting). */
   #pending = 0;
   #nextTaskId = 1;
+  readonly #slots = new ControlSlots();
+  readonly #profiles = new TaskProfiles();
   /** Where each running task's messages go, by task id. */
   readonly #routes = new Map<number, PoolTask>();
   /** Each worker's reply port, by thread id (from its hello). */
@@ -197,22 +202,33 @@ export class SandboxPool {
   readonly #replyPort = (threadId: number): MessagePort | undefined => this.#replies.get(threadId);
 
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    const task = new PoolTask(this.#nextTaskId++, handlers, this.#replyPort);
+    const slot = this.#slots.acquire();
+    const task = new PoolTask(this.#nextTaskId++, slot, handlers, this.#replyPort);
     const { taskId, signal } = task;
     this.#routes.set(taskId, task);
+    let answered = false;
     try {
-      const message = { ...input, taskId, control: task.control, submittedAt: task.submittedAt } as SandboxTask;
+      const base = { taskId, control: slot.ref, submittedAt: task.submittedAt };
+      const profile = input.kind === 'call' ? this.#profiles.entry(input) : undefined;
+      const message: TaskWire = input.kind === 'call' ? this.#profiles.wire(input, profile!, base, this.#replies.keys()) : { ...input, ...base };
       const options = signal ? { signal } : {};
+      const post = async (): Promise<WorkerOutcome> => {
+        const answer = (await this.#piscina.run(message, options)) as WorkerOutcome | ProfileMiss;
+        if (!('profileMiss' in answer)) return answer;
+        // A worker without the profile (new, or it dropped its profiles): nothing ran; send it along.
+        if (message.kind === 'call') message.fixed = profile!.profile;
+        return (await this.#piscina.run(message, options)) as WorkerOutcome;
+      };
       let outcome: WorkerOutcome;
       try {
         const kills = this.#kills;
         try {
-          outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
+          outcome = await post();
         } catch (error) {
           // Handed to a worker that the pool then stopped for hanging on another
           // component's spare, before its own guest started: nothing of it ran, so run it again.
           if (signal?.aborted || this.#kills === kills || task.started) throw error;
-          outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
+          outcome = await post();
         }
       } catch (error) {
         const used = task.cpuUsed();
@@ -225,7 +241,9 @@ export class SandboxPool {
       } finally {
         task.stopWatchdog();
       }
+      answered = true;
       const { accounting } = outcome;
+      if (message.kind === 'call' && message.fixed) profile!.knownBy.add(accounting.threadId);
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
       if (accounting.preparing) this.#watchSpare(accounting.threadId, taskId, input.componentId);
       const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
@@ -234,6 +252,8 @@ export class SandboxPool {
     } finally {
       task.dispose();
       this.#routes.delete(taskId);
+      // Only a worker that answered is done writing to the slot (see control-slots.ts).
+      if (answered) this.#slots.release(slot);
     }
   }
 

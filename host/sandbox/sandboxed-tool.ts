@@ -103,7 +103,7 @@ export class SandboxedTool implements Tool {
       });
     }
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
-    const network = new GuestNetwork(ctx, events.hardSignal);
+    const network = new GuestNetwork(ctx, () => events.hardSignal);
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
     let overLimit: { limit: string; message: string; max: number } | undefined;
     const hostCalls = { count: 0 };
@@ -112,12 +112,15 @@ export class SandboxedTool implements Tool {
     // pool hands piscina, so piscina itself retires the worker. (Terminating the
     // worker behind piscina's back let piscina hand it the next call, which
     // then died with it: found by the soak.) The call's hard stop is forwarded
-    // to the same controller, so the pool watches one signal.
+    // to the same controller, so the pool watches one signal; it is watched
+    // without reading the call's own signals where the sink allows (see RunnerSink.watch).
     const stop = new AbortController();
-    const hardSignal = events.hardSignal;
-    const onHardStop = (): void => stop.abort(hardSignal.reason);
-    if (hardSignal.aborted) onHardStop();
-    else hardSignal.addEventListener('abort', onHardStop, { once: true });
+    let hardStopped = false;
+    const onHardStop = (reason: unknown): void => {
+      hardStopped = true;
+      stop.abort(reason);
+    };
+    const unwatch = watchHardStop(events, onHardStop);
     const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
       details: { reason: overLimit!.limit === 'handles_per_call' ? 'handles' : 'host-calls', limit: overLimit!.limit, max: overLimit!.max },
       callId: ctx.callId,
@@ -149,7 +152,7 @@ export class SandboxedTool implements Tool {
       },
       {
         signal: stop.signal,
-        cancelSignal: ctx.signal,
+        ...(events.watch ? { onCancel: (raise: () => void) => events.watch!({ cancel: raise }) } : { cancelSignal: ctx.signal }),
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {
           events.account({
@@ -172,14 +175,14 @@ export class SandboxedTool implements Tool {
       },
     ).then(
       (value) => {
-        hardSignal.removeEventListener('abort', onHardStop);
+        unwatch();
         return value;
       },
       (error: unknown) => {
-        hardSignal.removeEventListener('abort', onHardStop);
+        unwatch();
         accountNetwork();
         // Stopped for the limit (unless a hard stop came first): the limit is why.
-        if (overLimit !== undefined && !hardSignal.aborted) throw overLimitError();
+        if (overLimit !== undefined && !hardStopped) throw overLimitError();
         throw error;
       },
     );
@@ -226,6 +229,19 @@ export class SandboxedTool implements Tool {
         return network.send(request.request);
     }
   }
+}
+
+/** Call `onStop` when the call is stopped hard; returns the unsubscribe. */
+function watchHardStop(events: RunnerSink, onStop: (reason: unknown) => void): () => void {
+  if (events.watch) return events.watch({ hard: onStop });
+  const signal = events.hardSignal;
+  const listener = (): void => onStop(signal.reason);
+  if (signal.aborted) {
+    listener();
+    return () => {};
+  }
+  signal.addEventListener('abort', listener, { once: true });
+  return () => signal.removeEventListener('abort', listener);
 }
 
 function round(ms: number): number {

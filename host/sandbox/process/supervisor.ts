@@ -48,6 +48,8 @@ interface Job {
   child?: SandboxChild;
   /** The child started it (a death of the child now ends it; before, it runs again on the next). */
   started?: boolean;
+  /** The caller asked the guest to stop cooperatively (told through `handlers.onCancel`). */
+  cancelled?: boolean;
 }
 
 interface SandboxChild {
@@ -164,12 +166,15 @@ export class ProcessSandboxPool implements SandboxRunner {
           job.reject(abortFailure(handlers.signal!));
         };
         const onCancel = (): void => {
+          job.cancelled = true;
           if (job.child) this.#send(job.child, { type: 'cancel', id: job.id });
         };
         handlers.signal?.addEventListener('abort', onAbort, { once: true });
-        handlers.cancelSignal?.addEventListener('abort', onCancel, { once: true });
+        const unwatchCancel = handlers.onCancel?.(onCancel);
+        if (!handlers.onCancel) handlers.cancelSignal?.addEventListener('abort', onCancel, { once: true });
         const settle = (): void => {
           handlers.signal?.removeEventListener('abort', onAbort);
+          unwatchCancel?.();
           handlers.cancelSignal?.removeEventListener('abort', onCancel);
         };
         job.resolve = (outcome) => {
@@ -217,7 +222,7 @@ export class ProcessSandboxPool implements SandboxRunner {
         input: job.input,
         start,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
-        ...(cancelSignal?.aborted ? { cancelled: true } : {}),
+        ...(job.cancelled === true || cancelSignal?.aborted === true ? { cancelled: true } : {}),
       });
     }
   }

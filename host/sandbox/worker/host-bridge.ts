@@ -11,6 +11,7 @@
  */
 import { MessageChannel, parentPort, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
 import {
+  CONTROL_BYTES,
   CONTROL_CANCELLED,
   CONTROL_F64_CPU_START_MS,
   DEFAULT_GUEST_OUTPUT_LIMITS,
@@ -22,6 +23,7 @@ import {
   STATUS_F64_PREPARING_SINCE,
   STATUS_PREPARING,
   STATUS_PREPARING_TASK,
+  type ControlRef,
   type GuestOutputLimits,
   type RpcReply,
   type RpcRequest,
@@ -88,10 +90,10 @@ export class HostBridge {
   /** Why the call went over its output limits, once it has. */
   exceeded: string | undefined;
 
-  constructor(taskId: number, control: SharedArrayBuffer, limits?: GuestOutputLimits) {
+  constructor(taskId: number, control: ControlRef, limits?: GuestOutputLimits) {
     this.#taskId = taskId;
-    this.#control = new Int32Array(control);
-    this.#times = new Float64Array(control);
+    this.#control = new Int32Array(control.buffer, control.offset, CONTROL_BYTES / Int32Array.BYTES_PER_ELEMENT);
+    this.#times = new Float64Array(control.buffer, control.offset, CONTROL_BYTES / Float64Array.BYTES_PER_ELEMENT);
     this.#limits = limits;
   }
 
