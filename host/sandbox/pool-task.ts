@@ -11,6 +11,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ToolhostError } from '../core/errors.js';
 import type { ControlSlot } from './control-slots.js';
+import { TaskStop, type StopSignal } from './task-stop.js';
 import { readThreadCpuMs } from './thread-cpu.js';
 import {
   CONTROL_CANCELLED,
@@ -27,7 +28,7 @@ import {
 /** How a task's messages are answered (what a task reads of the pool's `TaskHandlers`). */
 export interface PoolTaskHandlers {
   /** Aborting it stops the task now: a queued task leaves the queue, a running one loses its worker. */
-  signal?: AbortSignal;
+  signal?: StopSignal;
   /** Aborting it raises the guest's cooperative `cancelled()` flag. */
   cancelSignal?: AbortSignal;
   /**
@@ -57,13 +58,13 @@ export class PoolTask {
   /** When the main thread submitted the task (epoch ms, sub-ms precision). */
   readonly submittedAt: number;
   /** What piscina watches: aborting it stops the task (the caller's signal, or the budget's controller). */
-  readonly signal: AbortSignal | undefined;
+  readonly signal: StopSignal | undefined;
   readonly #handlers: PoolTaskHandlers;
   readonly #replyPort: (threadId: number) => MessagePort | undefined;
   #received = 0;
   #expected = Number.POSITIVE_INFINITY;
   #drained: (() => void) | undefined;
-  #budgetAbort: AbortController | undefined;
+  #budgetAbort: TaskStop | undefined;
   #watchdog: NodeJS.Timeout | undefined;
   /** The last CPU reading, for when the thread is already gone (a stopped worker). */
   #lastUsed: number | undefined;
@@ -83,12 +84,12 @@ export class PoolTask {
     const budget = handlers.cpuBudgetMs;
     if (budget !== undefined) {
       // The caller's signal is forwarded to the budget's controller: piscina watches one signal.
-      this.#budgetAbort = new AbortController();
+      this.#budgetAbort = new TaskStop();
       if (handlers.signal?.aborted) this.#forwardAbort();
       else handlers.signal?.addEventListener('abort', this.#forwardAbort, { once: true });
       this.#watchdog = setTimeout(() => this.#watch(budget), Math.max(1, budget));
     }
-    this.signal = this.#budgetAbort?.signal ?? handlers.signal;
+    this.signal = this.#budgetAbort ?? handlers.signal;
     if (handlers.onCancel) {
       this.#unwatchCancel = handlers.onCancel(this.#raiseCancel);
     } else {

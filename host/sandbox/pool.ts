@@ -13,6 +13,7 @@ import { ToolhostError } from '../core/errors.js';
 import { ControlSlots } from './control-slots.js';
 import { PoolTask, type PoolTaskHandlers } from './pool-task.js';
 import { TaskProfiles } from './task-profiles.js';
+import type { StopSignal } from './task-stop.js';
 import {
   STATUS_F64_PREPARING_SINCE,
   STATUS_PREPARING,
@@ -373,7 +374,7 @@ export class SandboxPool {
     return [...new Map(heaps.map((heap) => [heap.threadId, heap])).values()];
   }
 
-  #taskFailure(error: unknown, signal: AbortSignal | undefined): ToolhostError {
+  #taskFailure(error: unknown, signal: StopSignal | undefined): ToolhostError {
     if (signal?.aborted) {
       const reason: unknown = signal.reason;
       return reason instanceof ToolhostError ? reason : new ToolhostError('CANCELLED', 'the call was aborted');

@@ -8,6 +8,7 @@ import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
+import { TaskStop } from './task-stop.js';
 import { isInside } from './cache-location.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
 
@@ -114,7 +115,7 @@ export class SandboxedTool implements Tool {
     // then died with it: found by the soak.) The call's hard stop is forwarded
     // to the same controller, so the pool watches one signal; it is watched
     // without reading the call's own signals where the sink allows (see RunnerSink.watch).
-    const stop = new AbortController();
+    const stop = new TaskStop();
     let hardStopped = false;
     const onHardStop = (reason: unknown): void => {
       hardStopped = true;
@@ -151,7 +152,7 @@ export class SandboxedTool implements Tool {
         },
       },
       {
-        signal: stop.signal,
+        signal: stop,
         ...(events.watch ? { onCancel: (raise: () => void) => events.watch!({ cancel: raise }) } : { cancelSignal: ctx.signal }),
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
         onStopped: (measured) => {

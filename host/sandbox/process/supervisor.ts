@@ -22,6 +22,7 @@ import { ToolhostError } from '../../core/errors.js';
 import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
+import type { StopSignal } from '../task-stop.js';
 import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
 
 export interface ProcessPoolOptions extends SandboxPoolOptions {
@@ -79,7 +80,7 @@ function childScript(): { path: string; execArgv: string[] } {
   return { path: fileURLToPath(new URL('./child.ts', import.meta.url)), execArgv: ['--import', 'tsx'] };
 }
 
-function abortFailure(signal: AbortSignal): ToolhostError {
+function abortFailure(signal: StopSignal): ToolhostError {
   const reason: unknown = signal.reason;
   return reason instanceof ToolhostError ? reason : new ToolhostError('CANCELLED', 'the call was aborted');
 }
