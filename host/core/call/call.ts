@@ -111,7 +111,7 @@ export class Call {
       },
       log: (level, message, from = source) => this.emit({ type: 'log', callId: this.id, level, message, source: from }),
       account: (partial) => {
-        this.#measured = { ...this.#measured, ...partial };
+        Object.assign(this.#measured, partial);
       },
       limit: (limit) => deps.onLimit(tool.name, limit),
       get hardSignal() {
@@ -120,9 +120,12 @@ export class Call {
       watch: (watcher) => this.watch(watcher),
     };
     const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
-    const state = options.conversationId
-      ? new ConversationState(deps.stateStore, conversationScope(options.principal, options.conversationId), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
-      : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
+    // Made when the tool first uses state (most calls never do; a call without a conversation gets a scratch store of its own).
+    let made: ConversationState | undefined;
+    const state = (): ConversationState =>
+      (made ??= options.conversationId
+        ? new ConversationState(deps.stateStore, conversationScope(options.principal, options.conversationId), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
+        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit));
     this.context = {
       callId: this.id,
       ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
@@ -135,12 +138,14 @@ export class Call {
       get signal() {
         return call.softSignal;
       },
-      state,
+      get state() {
+        return state();
+      },
       extensions: options.extensions ?? new Extensions(),
       policy: admitted.policy,
       budgets: admitted.budgets,
-      getState: (key, fallback) => state.getState(key, fallback),
-      setState: (key, value) => state.setState(key, value),
+      getState: (key, fallback) => state().getState(key, fallback),
+      setState: (key, value) => state().setState(key, value),
     };
   }
 
