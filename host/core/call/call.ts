@@ -326,7 +326,9 @@ export class Call {
     if (this.#finished) return;
     this.#finished = true;
     const { tool, options } = this.admitted;
-    this.deps.logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
+    const { logger } = this.deps;
+    // Built only when it is written: at the default level (warn) it never is, and it cost every call.
+    if (logger.isLevelEnabled?.('info') !== false) logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
     clearTimeout(this.#graceTimer);
     options.signal?.removeEventListener('abort', this.#onCallerAbort);
     this.deps.tracker.end(this.id);
