@@ -1,8 +1,10 @@
 /**
  * The sandbox pool: piscina workers that run guest code, one task at a time
  * per worker, with a bounded queue. Each task gets an id and a shared control
- * block for its flags (pool-task.ts); its events and host calls travel on
- * channels each worker set up once (see protocol.ts).
+ * block for its flags (pool-task.ts; a reused slot, control-slots.ts); a call
+ * carries its profile's id rather than its fixed parts (task-profiles.ts);
+ * its events and host calls travel on channels each worker set up once (see
+ * protocol.ts).
  */
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -18,6 +20,7 @@ import {
   STATUS_F64_PREPARING_SINCE,
   STATUS_PREPARING,
   STATUS_PREPARING_TASK,
+  type CallProfile,
   type CallTask,
   type CollectTask,
   type DescribeTask,
@@ -213,23 +216,16 @@ export class SandboxPool {
       const profile = input.kind === 'call' ? this.#profiles.entry(input) : undefined;
       const message: TaskWire = input.kind === 'call' ? this.#profiles.wire(input, profile!, base, this.#replies.keys()) : { ...input, ...base };
       const options = signal ? { signal } : {};
-      const post = async (): Promise<WorkerOutcome> => {
-        const answer = (await this.#piscina.run(message, options)) as WorkerOutcome | ProfileMiss;
-        if (!('profileMiss' in answer)) return answer;
-        // A worker without the profile (new, or it dropped its profiles): nothing ran; send it along.
-        if (message.kind === 'call') message.fixed = profile!.profile;
-        return (await this.#piscina.run(message, options)) as WorkerOutcome;
-      };
       let outcome: WorkerOutcome;
       try {
         const kills = this.#kills;
         try {
-          outcome = await post();
+          outcome = await this.#post(message, options, profile?.profile);
         } catch (error) {
           // Handed to a worker that the pool then stopped for hanging on another
           // component's spare, before its own guest started: nothing of it ran, so run it again.
           if (signal?.aborted || this.#kills === kills || task.started) throw error;
-          outcome = await post();
+          outcome = await this.#post(message, options, profile?.profile);
         }
       } catch (error) {
         const used = task.cpuUsed();
@@ -256,6 +252,15 @@ export class SandboxPool {
       // Only a worker that answered is done writing to the slot (see control-slots.ts).
       if (answered) this.#slots.release(slot);
     }
+  }
+
+  /** Hand a task to piscina; a call whose worker lacks its profile (new, or it dropped its profiles) is sent again with it. */
+  async #post(message: TaskWire, options: { signal?: StopSignal }, profile: CallProfile | undefined): Promise<WorkerOutcome> {
+    const answer = (await this.#piscina.run(message, options)) as WorkerOutcome | ProfileMiss;
+    if (!('profileMiss' in answer)) return answer;
+    // Nothing ran: send the profile along.
+    if (message.kind === 'call' && profile) message.fixed = profile;
+    return (await this.#piscina.run(message, options)) as WorkerOutcome;
   }
 
   /**
@@ -360,11 +365,8 @@ export class SandboxPool {
   }
 
   /**
-   * Collect every worker's garbage and read its heap: for measurements only
-   * (a no-growth check cannot tell a leak from garbage V8 has not collected
-   * yet). One task per worker, all at once; each waits at a barrier until all
-   * have arrived (worker/heap.ts), so each worker gets one. Workers busy with
-   * calls are waited for; a call sent meanwhile waits for the collection.
+   * Collect every worker's garbage and read its heap, for measurements only: one
+   * task per worker, all at once, each held at a barrier until all arrived (worker/heap.ts).
    */
   async collectGarbage(): Promise<WorkerHeap[]> {
     const workers = this.#options.threads;
