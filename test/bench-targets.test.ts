@@ -62,10 +62,11 @@ describe('benchmark targets', () => {
 
   it('meets M when memory settles over the second half of 100,000 calls, and misses it when it keeps growing', () => {
     const r = report();
-    const growth = (rssSlope: number, heapSlope: number): NonNullable<BenchReport['growth']>[number] => ({
+    const growth = (rssSlope: number, heapSlope: number, workerSlope = 0.01): NonNullable<BenchReport['growth']>[number] => ({
       label: 'C echo, isolation=call', calls: 100_000, concurrency: 8, errors: 0, gcForced: true,
       rssBeforeMb: 100, rssHalfMb: 140, rssEndMb: 140 + rssSlope / 2, rssMaxMb: 141, rssGrowthMb: rssSlope / 2, rssSlopeMbPer100k: rssSlope,
-      heapGrowthMb: heapSlope / 2, heapSlopeMbPer100k: heapSlope, checkpoints: [],
+      heapGrowthMb: heapSlope / 2, heapSlopeMbPer100k: heapSlope,
+      workerGcForced: true, workerHeapGrowthMb: workerSlope / 2, workerHeapSlopeMbPer100k: workerSlope, checkpoints: [],
     });
     r.growth = [growth(0.5, 0.02)];
     r.kept = [{ label: 'C echo, isolation=conversation', conversations: 32, instances: 60, rssAddedMb: 6, rssPerInstanceMb: 0.1 }];
@@ -76,6 +77,11 @@ describe('benchmark targets', () => {
     r.growth = [growth(12, 0.02)];
     expect(checkTargets(r).find((t) => t.id === 'M')!.met).toBe(false);
     r.growth = [growth(0.5, 3)];
+    expect(checkTargets(r).find((t) => t.id === 'M')!.met).toBe(false);
+    // A worker heap that keeps growing is a leak too, and a check whose workers were not collected decides nothing.
+    r.growth = [growth(0.5, 0.02, 3)];
+    expect(checkTargets(r).find((t) => t.id === 'M')!.met).toBe(false);
+    r.growth = [{ ...growth(0.5, 0.02), workerGcForced: false }];
     expect(checkTargets(r).find((t) => t.id === 'M')!.met).toBe(false);
   });
 

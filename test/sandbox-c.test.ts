@@ -99,6 +99,21 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
     const error = await registry.execute('sha256', { text: 42 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'INVALID_INPUT', details: { errors: [expect.objectContaining({ path: '/text' })] } });
   });
+
+  it('collects every worker\'s garbage on request (the benchmark\'s no-growth check), and calls go on after it', async () => {
+    await Promise.all([registry.execute('echo', { i: 1 }), registry.execute('echo', { i: 2 })]);
+    const [heaps, during] = await Promise.all([registry.collectWorkerGarbage(), registry.execute('echo', { during: true })]);
+    expect(heaps?.map((heap) => heap.threadId).sort()).toHaveLength(2);
+    expect(new Set(heaps?.map((heap) => heap.threadId)).size).toBe(2);
+    for (const heap of heaps ?? []) {
+      expect(heap.collected).toBe(true);
+      expect(heap.heapUsedBytes).toBeGreaterThan(0);
+      expect(heap.heapTotalBytes).toBeGreaterThanOrEqual(heap.heapUsedBytes);
+    }
+    expect(during.structuredContent).toEqual({ during: true });
+    // With process containment the pool is in another process: nothing to read from here.
+    expect(await inProcess.collectWorkerGarbage()).toBeUndefined();
+  });
 });
 
 describe.runIf(hasCGuests)('spare instances', () => {

@@ -5,14 +5,17 @@
  * (RSS added by the instances `conversation` isolation keeps, one per
  * conversation and worker).
  *
- * The worker threads' heaps cannot be collected from here; V8 collects them
- * on its own schedule and lets them grow to a steady size first (measured:
- * C echo, RSS +30 MiB over the first 50,000 calls, then flat), so growth
- * and slope are read over the second half of the run: a leak is a growth
- * that goes on, a heap that settles is not.
+ * The worker threads are collected too, through the pool (one `collect`
+ * task per worker, see sandbox/worker/heap.ts), and their heaps read: before
+ * that, V8 collected them on its own schedule and a worker heap that had not
+ * been collected yet could not be told from a leak (measured on C echo: RSS
+ * slope 14.9 MiB/100k without, 1-3 MiB/100k with, worker heaps flat). Growth
+ * and slope are still read over the second half of the run: V8's pages and
+ * malloc's arenas settle during the first, and a leak is a growth that goes on.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { WorkerHeap } from '../core/registry-types.js';
 import type { CallAccounting } from '../core/result.js';
 import type { GrowthCheck, KeptInstances } from './row.js';
 import { round3 } from './statistics.js';
@@ -24,13 +27,18 @@ export interface GrowthCall {
   (conversationId?: string): Promise<{ ok: boolean; error?: string; accounting?: CallAccounting }>;
 }
 
+/** Collects the sandbox workers' garbage and reads their heaps (undefined: the pool cannot). */
+export type WorkerCollector = () => Promise<WorkerHeap[] | undefined>;
+
+type GcFunction = () => void;
+
 /** A full garbage collection of the main thread, when V8 lets us ask for one. */
-let collect: (() => void) | undefined;
-function forcedGc(): (() => void) | undefined {
+let collect: GcFunction | undefined;
+function forcedGc(): GcFunction | undefined {
   if (collect) return collect;
   try {
     setFlagsFromString('--expose-gc');
-    collect = runInNewContext('gc') as () => void;
+    collect = runInNewContext('gc') as GcFunction;
   } catch {
     collect = undefined;
   }
@@ -63,18 +71,23 @@ function slope(points: ReadonlyArray<[number, number]>): number {
  * checkpoints. Growth is the last checkpoint minus the one at half the run;
  * the slope (MiB per 100,000 calls) is fitted over the second half.
  */
-export async function measureGrowth(label: string, call: GrowthCall, calls: number, concurrency: number): Promise<GrowthCheck> {
-  const checkpoints: Array<{ calls: number; rssMb: number; heapMb: number }> = [];
+export async function measureGrowth(label: string, call: GrowthCall, calls: number, concurrency: number, collectWorkers?: WorkerCollector): Promise<GrowthCheck> {
+  const checkpoints: Array<{ calls: number; rssMb: number; heapMb: number; workerHeapMb?: number }> = [];
   let errors = 0;
   let firstError: string | undefined;
-  const read = (done: number): void => {
+  let workersCollected = collectWorkers !== undefined;
+  const read = async (done: number): Promise<void> => {
     settle();
+    const heaps = await collectWorkers?.();
+    if (!heaps?.every((heap) => heap.collected)) workersCollected = false;
     const usage = process.memoryUsage();
-    checkpoints.push({ calls: done, rssMb: usage.rss / MIB, heapMb: usage.heapUsed / MIB });
+    const point: (typeof checkpoints)[number] = { calls: done, rssMb: usage.rss / MIB, heapMb: usage.heapUsed / MIB };
+    if (heaps) point.workerHeapMb = heaps.reduce((sum, heap) => sum + heap.heapUsedBytes, 0) / MIB;
+    checkpoints.push(point);
   };
   const chunk = Math.max(1, Math.floor(calls / 10));
   let done = 0;
-  read(0);
+  await read(0);
   while (done < calls) {
     const target = Math.min(calls, done + chunk);
     let next = done;
@@ -91,7 +104,7 @@ export async function measureGrowth(label: string, call: GrowthCall, calls: numb
       }),
     );
     done = target;
-    read(done);
+    await read(done);
   }
   const settled = checkpoints.slice(Math.floor(checkpoints.length / 2));
   const first = settled[0]!;
@@ -111,8 +124,19 @@ export async function measureGrowth(label: string, call: GrowthCall, calls: numb
     rssSlopeMbPer100k: round3(perHundredK(settled.map((point) => [point.calls, point.rssMb]))),
     heapGrowthMb: round3(last.heapMb - first.heapMb),
     heapSlopeMbPer100k: round3(perHundredK(settled.map((point) => [point.calls, point.heapMb]))),
-    checkpoints: checkpoints.map((point) => ({ calls: point.calls, rssMb: round3(point.rssMb), heapMb: round3(point.heapMb) })),
+    workerGcForced: workersCollected,
+    checkpoints: checkpoints.map((point) => ({
+      calls: point.calls,
+      rssMb: round3(point.rssMb),
+      heapMb: round3(point.heapMb),
+      ...(point.workerHeapMb === undefined ? {} : { workerHeapMb: round3(point.workerHeapMb) }),
+    })),
   };
+  const workers = settled.flatMap((point): Array<[number, number]> => (point.workerHeapMb === undefined ? [] : [[point.calls, point.workerHeapMb]]));
+  if (workers.length === settled.length && workers.length > 0) {
+    check.workerHeapGrowthMb = round3(workers.at(-1)![1] - workers[0]![1]);
+    check.workerHeapSlopeMbPer100k = round3(perHundredK(workers));
+  }
   if (firstError !== undefined) check.firstError = firstError;
   return check;
 }

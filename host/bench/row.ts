@@ -108,8 +108,13 @@ export interface GrowthCheck {
   /** The same for the main thread's used heap. */
   heapGrowthMb: number;
   heapSlopeMbPer100k: number;
+  /** Whether every worker thread was collected before each reading (through the pool; see growth.ts). */
+  workerGcForced: boolean;
+  /** The same for the worker threads' used heaps, summed (absent when the pool could not read them). */
+  workerHeapGrowthMb?: number;
+  workerHeapSlopeMbPer100k?: number;
   /** Every reading (the first before any call of the check). */
-  checkpoints: Array<{ calls: number; rssMb: number; heapMb: number }>;
+  checkpoints: Array<{ calls: number; rssMb: number; heapMb: number; workerHeapMb?: number }>;
 }
 
 /** RSS that instances kept between calls cost (`conversation` isolation, one instance per conversation and worker). */

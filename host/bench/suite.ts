@@ -152,7 +152,7 @@ async function measureMemory(run: Run, config: ResolvedConfig, target: Sandboxed
       for (let i = 0; i < 4 * run.threads; i += 1) await Promise.all(Array.from({ length: concurrency }, () => call()));
       if (isolation === 'call') {
         run.progress(`${target.label}: no-growth check, ${calls} calls in the default isolation (memory after a forced GC at every tenth)`);
-        growth.push(await measureGrowth(`${target.label}, isolation=call`, () => call(), calls, concurrency));
+        growth.push(await measureGrowth(`${target.label}, isolation=call`, () => call(), calls, concurrency, () => registry.collectWorkerGarbage()));
       } else {
         run.progress(`${target.label}: RSS of kept instances (isolation=conversation, ${conversations} conversations)`);
         kept.push(await measureKeptInstances(`${target.label}, isolation=conversation`, call, conversations));

@@ -64,8 +64,28 @@ export function formatColdStarts(starts: ColdStart[]): string {
 export function formatGrowth(checks: GrowthCheck[], kept: KeptInstances[]): string {
   const parts: string[] = [];
   if (checks.length > 0) {
-    const header = ['no-growth check', 'calls', 'conc', 'err', 'RSS before MiB', 'at half MiB', 'at end MiB', '2nd half: growth MiB', 'MiB/100k', 'heap growth MiB', 'heap MiB/100k', 'GC forced'];
-    parts.push(layout(header, checks.map((c) => [c.label, String(c.calls), String(c.concurrency), String(c.errors), fixed(c.rssBeforeMb, 1), fixed(c.rssHalfMb, 1), fixed(c.rssEndMb, 1), fixed(c.rssGrowthMb, 1), fixed(c.rssSlopeMbPer100k, 2), fixed(c.heapGrowthMb, 2), fixed(c.heapSlopeMbPer100k, 2), c.gcForced ? 'yes' : 'no'])));
+    const header = ['no-growth check', 'calls', 'conc', 'err', 'RSS before MiB', 'at half MiB', 'at end MiB', '2nd half: growth MiB', 'MiB/100k', 'heap growth MiB', 'heap MiB/100k', 'worker heaps growth MiB', 'worker heaps MiB/100k', 'GC forced (main/workers)'];
+    parts.push(
+      layout(
+        header,
+        checks.map((c) => [
+          c.label,
+          String(c.calls),
+          String(c.concurrency),
+          String(c.errors),
+          fixed(c.rssBeforeMb, 1),
+          fixed(c.rssHalfMb, 1),
+          fixed(c.rssEndMb, 1),
+          fixed(c.rssGrowthMb, 1),
+          fixed(c.rssSlopeMbPer100k, 2),
+          fixed(c.heapGrowthMb, 2),
+          fixed(c.heapSlopeMbPer100k, 2),
+          c.workerHeapGrowthMb === undefined ? '-' : fixed(c.workerHeapGrowthMb, 2),
+          c.workerHeapSlopeMbPer100k === undefined ? '-' : fixed(c.workerHeapSlopeMbPer100k, 2),
+          `${c.gcForced ? 'yes' : 'no'}/${c.workerGcForced ? 'yes' : 'no'}`,
+        ]),
+      ),
+    );
   }
   if (kept.length > 0) {
     const header = ['kept instances', 'conversations', 'instances', 'RSS added MiB', 'RSS/instance MiB'];
@@ -110,7 +130,7 @@ export function formatReport(report: BenchReport, targets?: TargetCheck[]): stri
   }
   if (report.coldStarts.length > 0) out.push('', formatColdStarts(report.coldStarts));
   if ((report.growth?.length ?? 0) + (report.kept?.length ?? 0) > 0) {
-    out.push('', 'Memory over many calls: RSS and the main heap after a forced GC at every tenth of the run; growth and slope over', 'the second half (worker heaps, not collectable from here, settle in the first); RSS a kept instance adds', '(conversation isolation, one per conversation and worker).', '', formatGrowth(report.growth ?? [], report.kept ?? []));
+    out.push('', 'Memory over many calls: RSS, the main heap and the worker heaps after forced GCs (main thread and every worker)', 'at every tenth of the run; growth and slope over the second half (V8 pages and malloc arenas settle in the first);', 'RSS a kept instance adds (conversation isolation, one per conversation and worker).', '', formatGrowth(report.growth ?? [], report.kept ?? []));
   }
   if (targets !== undefined) out.push('', 'Targets (issue 10)', '', formatTargets(targets));
   return out.join('\n');

@@ -3,7 +3,7 @@
  * rows. A target whose rows are missing (a skipped build, a filtered run) is
  * reported as not measured, never as met.
  */
-import type { BenchReport, BenchRow } from './row.js';
+import type { BenchReport, BenchRow, GrowthCheck } from './row.js';
 
 export interface TargetCheck {
   id: string;
@@ -81,20 +81,33 @@ function p5(report: BenchReport): TargetCheck {
   return { id: 'P5', goal, measured: parts.join('; '), ...(met === undefined ? {} : { met }) };
 }
 
-/** Growth allowed per 100,000 calls (least-squares slope over the second half of the check): RSS, and the main thread's heap after a forced GC. */
+/** Growth allowed per 100,000 calls (least-squares slope over the second half of the check): RSS, and the main thread's and the workers' heaps after forced GCs. */
 export const GROWTH_LIMITS = { rssMbPer100k: 4, heapMbPer100k: 1 };
 
 function memory(report: BenchReport): TargetCheck {
-  const goal = `memory: RSS per worker and per kept instance reported; no growth over 100,000 calls (RSS slope <= ${GROWTH_LIMITS.rssMbPer100k} MiB, main heap <= ${GROWTH_LIMITS.heapMbPer100k} MiB per 100,000, after forced GCs)`;
+  const goal = `memory: RSS per worker and per kept instance reported; no growth over 100,000 calls (RSS slope <= ${GROWTH_LIMITS.rssMbPer100k} MiB, main heap and worker heaps <= ${GROWTH_LIMITS.heapMbPer100k} MiB each per 100,000, after forced GCs)`;
   const checks = (report.growth ?? []).filter((check) => check.calls >= 100_000);
   if (checks.length === 0) return notMeasured('M', goal, 'no no-growth check of 100,000 calls');
   const kept = (report.kept ?? []).map((k) => `${k.rssPerInstanceMb.toFixed(2)} MiB per kept instance (${k.label.split(',')[0]})`);
   const measured = checks
-    .map((c) => `${c.label}: over the second half of ${c.calls} calls RSS ${c.rssGrowthMb.toFixed(1)} MiB (slope ${c.rssSlopeMbPer100k.toFixed(1)} MiB/100k), main heap ${c.heapGrowthMb.toFixed(2)} MiB (slope ${c.heapSlopeMbPer100k.toFixed(2)})${c.errors > 0 ? `, ${c.errors} failed calls` : ''}`)
+    .map((c) => `${c.label}: over the second half of ${c.calls} calls RSS ${c.rssGrowthMb.toFixed(1)} MiB (slope ${c.rssSlopeMbPer100k.toFixed(1)} MiB/100k), main heap ${c.heapGrowthMb.toFixed(2)} MiB (slope ${c.heapSlopeMbPer100k.toFixed(2)}), ${workerHeaps(c)}${c.errors > 0 ? `, ${c.errors} failed calls` : ''}`)
     .concat(kept)
     .join('; ');
-  const met = checks.every((c) => c.errors === 0 && c.gcForced && c.rssSlopeMbPer100k <= GROWTH_LIMITS.rssMbPer100k && c.heapSlopeMbPer100k <= GROWTH_LIMITS.heapMbPer100k);
+  const met = checks.every(
+    (c) =>
+      c.errors === 0 &&
+      c.gcForced &&
+      c.workerGcForced &&
+      c.rssSlopeMbPer100k <= GROWTH_LIMITS.rssMbPer100k &&
+      c.heapSlopeMbPer100k <= GROWTH_LIMITS.heapMbPer100k &&
+      (c.workerHeapSlopeMbPer100k ?? Infinity) <= GROWTH_LIMITS.heapMbPer100k,
+  );
   return { id: 'M', goal, measured, met };
+}
+
+function workerHeaps(check: GrowthCheck): string {
+  if (!check.workerGcForced || check.workerHeapGrowthMb === undefined || check.workerHeapSlopeMbPer100k === undefined) return 'worker heaps not collected';
+  return `worker heaps ${check.workerHeapGrowthMb.toFixed(2)} MiB (slope ${check.workerHeapSlopeMbPer100k.toFixed(2)})`;
 }
 
 export function checkTargets(report: BenchReport): TargetCheck[] {

@@ -92,4 +92,18 @@ export interface RunnerSink extends ToolEventSink {
    * the cooperative signal that precedes it.
    */
   readonly hardSignal: AbortSignal;
+  /**
+   * The same two moments without AbortSignals (each costs the host ~5 µs to
+   * make, and a call's signals are made only when read): `cancel` when the
+   * call is asked to stop cooperatively (a cancel or a budget; not its normal
+   * end), `hard` when it is stopped hard. Each is called at most once, at once
+   * if it already happened. Returns the unsubscribe.
+   */
+  watch?(watcher: CallWatcher): () => void;
+}
+
+/** What `RunnerSink.watch` tells. */
+export interface CallWatcher {
+  cancel?(): void;
+  hard?(reason: unknown): void;
 }

@@ -14,6 +14,8 @@ export interface Logger {
   warn: LogFn;
   error: LogFn;
   child(bindings: Record<string, unknown>): Logger;
+  /** Whether `level` would be written (pino has it); lets a hot path skip building a line nobody reads. */
+  isLevelEnabled?(level: string): boolean;
 }
 
 /** A pino logger on stderr; the level comes from `TOOLHOST_LOG` (default `warn`). */

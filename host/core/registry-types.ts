@@ -56,6 +56,17 @@ export interface SandboxStats {
   process?: { pid: number | undefined; restarts: number };
 }
 
+/** A sandbox worker's heap after a forced garbage collection (measurements only). */
+export interface WorkerHeap {
+  threadId: number;
+  /** Whether V8 let the worker collect (false: the figures are as V8 left them). */
+  collected: boolean;
+  heapUsedBytes: number;
+  heapTotalBytes: number;
+  /** Memory outside the heap that V8 knows of (ArrayBuffers, WebAssembly memories). */
+  externalBytes: number;
+}
+
 /** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
 export interface WasmToolLoader {
   load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]>;
@@ -63,6 +74,8 @@ export interface WasmToolLoader {
   stats?(): SandboxStats | undefined;
   /** Finish what loading deferred (compiling components whose description was cached). */
   warm?(): Promise<void>;
+  /** Collect every sandbox worker's garbage and read its heap (measurements only; undefined without a pool that can). */
+  collectWorkerGarbage?(): Promise<WorkerHeap[] | undefined>;
   close(): Promise<void>;
 }
 

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { planComponentNames } from './component-names.js';
 import { checkRegistryOptions } from './registry-options.js';
-import type { SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './registry-types.js';
+import type { SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
 import { performance } from 'node:perf_hooks';
 import type { AuditEntry } from '../policy/audit.js';
 import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
@@ -28,7 +28,7 @@ import type { Tool } from './tool.js';
 /** Tool names: what MCP allows, kept to 64 characters. */
 const TOOL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
 
-export type { LoadedComponentTools, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader } from './registry-types.js';
+export type { LoadedComponentTools, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
 
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
@@ -140,6 +140,15 @@ export class ToolRegistry {
   /** The sandbox pool's state, once a component has started it (undefined before, or without a sandbox). */
   sandboxStats(): SandboxStats | undefined {
     return this.#loader?.stats?.();
+  }
+
+  /**
+   * Collect every sandbox worker's garbage and read its heap: for measurements
+   * (the benchmark's no-growth check), never needed to serve calls. Undefined
+   * before the pool started, or with process containment.
+   */
+  async collectWorkerGarbage(): Promise<WorkerHeap[] | undefined> {
+    return this.#loader?.collectWorkerGarbage?.();
   }
 
   /** Compile what loading deferred, so the first calls do not wait for it (servers do this before they listen). */

@@ -23,10 +23,11 @@ export class GuestNetwork {
   /** Refused requests in all. */
   deniedCount = 0;
   readonly #ctx: ToolContext;
-  readonly #signal: AbortSignal;
+  /** The call's hard signal, read only when a request is made (making it costs every call otherwise). */
+  readonly #signal: () => AbortSignal;
   #checker: EgressChecker | undefined;
 
-  constructor(ctx: ToolContext, signal: AbortSignal) {
+  constructor(ctx: ToolContext, signal: () => AbortSignal) {
     this.#ctx = ctx;
     this.#signal = signal;
   }
@@ -50,7 +51,7 @@ export class GuestNetwork {
           ...(request.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: request.connectTimeoutMs }),
           ...(request.firstByteTimeoutMs === undefined ? {} : { firstByteTimeoutMs: request.firstByteTimeoutMs }),
           ...(request.betweenBytesTimeoutMs === undefined ? {} : { betweenBytesTimeoutMs: request.betweenBytesTimeoutMs }),
-          signal: this.#signal,
+          signal: this.#signal(),
         },
         this.#checker,
       );

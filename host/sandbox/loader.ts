@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
+import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoader, WorkerHeap } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, type CachedComponent } from './component-cache.js';
 import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
@@ -101,6 +101,11 @@ export class SandboxLoader implements WasmToolLoader {
     const stats: SandboxStats = { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization, containment: this.#containment };
     if (pool.process) stats.process = { ...pool.process };
     return stats;
+  }
+
+  /** Collect every worker's garbage and read its heap (measurements only; the in-process pool only). */
+  async collectWorkerGarbage(): Promise<WorkerHeap[] | undefined> {
+    return this.#pool?.collectGarbage?.();
   }
 
   get #containment(): Containment {

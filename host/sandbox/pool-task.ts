@@ -10,9 +10,10 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { ToolhostError } from '../core/errors.js';
+import type { ControlSlot } from './control-slots.js';
+import { TaskStop, type StopSignal } from './task-stop.js';
 import { readThreadCpuMs } from './thread-cpu.js';
 import {
-  CONTROL_BYTES,
   CONTROL_CANCELLED,
   CONTROL_F64_CPU_START_MS,
   CONTROL_F64_STARTED_AT,
@@ -27,9 +28,15 @@ import {
 /** How a task's messages are answered (what a task reads of the pool's `TaskHandlers`). */
 export interface PoolTaskHandlers {
   /** Aborting it stops the task now: a queued task leaves the queue, a running one loses its worker. */
-  signal?: AbortSignal;
+  signal?: StopSignal;
   /** Aborting it raises the guest's cooperative `cancelled()` flag. */
   cancelSignal?: AbortSignal;
+  /**
+   * The same without an AbortSignal (cheaper; used instead of `cancelSignal`
+   * when given): calls `raise` when the guest should stop cooperatively (at
+   * once if it already should); returns the unsubscribe.
+   */
+  onCancel?(raise: () => void): () => void;
   /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
   cpuBudgetMs?: number;
   /** A task's events (after a `limit` message the caller stops the task through `signal`). */
@@ -46,62 +53,62 @@ export interface GuestStart {
 
 export class PoolTask {
   readonly taskId: number;
-  readonly control: SharedArrayBuffer;
+  /** The task's control block (a reused slot, see control-slots.ts). */
+  readonly slot: ControlSlot;
   /** When the main thread submitted the task (epoch ms, sub-ms precision). */
   readonly submittedAt: number;
   /** What piscina watches: aborting it stops the task (the caller's signal, or the budget's controller). */
-  readonly signal: AbortSignal | undefined;
+  readonly signal: StopSignal | undefined;
   readonly #handlers: PoolTaskHandlers;
   readonly #replyPort: (threadId: number) => MessagePort | undefined;
-  #flags: Int32Array | undefined;
   #received = 0;
   #expected = Number.POSITIVE_INFINITY;
   #drained: (() => void) | undefined;
-  #budgetAbort: AbortController | undefined;
+  #budgetAbort: TaskStop | undefined;
   #watchdog: NodeJS.Timeout | undefined;
   /** The last CPU reading, for when the thread is already gone (a stopped worker). */
   #lastUsed: number | undefined;
+  #unwatchCancel: (() => void) | undefined;
   readonly #raiseCancel = (): void => {
-    Atomics.store(this.#flagsView(), CONTROL_CANCELLED, 1);
+    Atomics.store(this.slot.flags, CONTROL_CANCELLED, 1);
   };
   readonly #forwardAbort = (): void => this.#budgetAbort!.abort(this.#handlers.signal!.reason);
 
   /** `replyPort` finds a worker's reply port (host calls are answered there). */
-  constructor(taskId: number, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined) {
+  constructor(taskId: number, slot: ControlSlot, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined) {
     this.taskId = taskId;
-    this.control = new SharedArrayBuffer(CONTROL_BYTES);
+    this.slot = slot;
     this.submittedAt = performance.timeOrigin + performance.now();
     this.#handlers = handlers;
     this.#replyPort = replyPort;
     const budget = handlers.cpuBudgetMs;
     if (budget !== undefined) {
       // The caller's signal is forwarded to the budget's controller: piscina watches one signal.
-      this.#budgetAbort = new AbortController();
+      this.#budgetAbort = new TaskStop();
       if (handlers.signal?.aborted) this.#forwardAbort();
       else handlers.signal?.addEventListener('abort', this.#forwardAbort, { once: true });
       this.#watchdog = setTimeout(() => this.#watch(budget), Math.max(1, budget));
     }
-    this.signal = this.#budgetAbort?.signal ?? handlers.signal;
-    const cancel = handlers.cancelSignal;
-    if (cancel?.aborted) this.#raiseCancel();
-    else cancel?.addEventListener('abort', this.#raiseCancel, { once: true });
-  }
-
-  #flagsView(): Int32Array {
-    return (this.#flags ??= new Int32Array(this.control));
+    this.signal = this.#budgetAbort ?? handlers.signal;
+    if (handlers.onCancel) {
+      this.#unwatchCancel = handlers.onCancel(this.#raiseCancel);
+    } else {
+      const cancel = handlers.cancelSignal;
+      if (cancel?.aborted) this.#raiseCancel();
+      else cancel?.addEventListener('abort', this.#raiseCancel, { once: true });
+    }
   }
 
   /** Whether the worker has started the guest (it publishes that in the control block). */
   get started(): boolean {
-    return Atomics.load(this.#flagsView(), CONTROL_STARTED) !== 0;
+    return Atomics.load(this.slot.flags, CONTROL_STARTED) !== 0;
   }
 
   /** The guest's start, once the worker has published it. */
   guestStart(): GuestStart | undefined {
-    const flags = this.#flagsView();
+    const { flags, times } = this.slot;
     if (Atomics.load(flags, CONTROL_STARTED) === 0) return undefined;
     const tid = Atomics.load(flags, CONTROL_TID);
-    const times = new Float64Array(this.control);
     return { tid: tid === 0 ? undefined : tid, cpuStartMs: times[CONTROL_F64_CPU_START_MS]!, startedAt: times[CONTROL_F64_STARTED_AT]! };
   }
 
@@ -153,7 +160,7 @@ export class PoolTask {
         // No port: the worker is gone, and nobody waits for the answer.
         if (!port) return;
         port.postMessage(reply);
-        const flags = this.#flagsView();
+        const flags = this.slot.flags;
         Atomics.store(flags, CONTROL_RPC_DOORBELL, 1);
         Atomics.notify(flags, CONTROL_RPC_DOORBELL);
       };
@@ -186,7 +193,8 @@ export class PoolTask {
   /** Release what the task listens to. */
   dispose(): void {
     this.stopWatchdog();
-    this.#handlers.cancelSignal?.removeEventListener('abort', this.#raiseCancel);
+    if (this.#unwatchCancel) this.#unwatchCancel();
+    else this.#handlers.cancelSignal?.removeEventListener('abort', this.#raiseCancel);
     if (this.#budgetAbort) this.#handlers.signal?.removeEventListener('abort', this.#forwardAbort);
   }
 }

@@ -1,8 +1,10 @@
 /**
  * The sandbox pool: piscina workers that run guest code, one task at a time
  * per worker, with a bounded queue. Each task gets an id and a shared control
- * block for its flags (pool-task.ts); its events and host calls travel on
- * channels each worker set up once (see protocol.ts).
+ * block for its flags (pool-task.ts; a reused slot, control-slots.ts); a call
+ * carries its profile's id rather than its fixed parts (task-profiles.ts);
+ * its events and host calls travel on channels each worker set up once (see
+ * protocol.ts).
  */
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -10,13 +12,20 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
+import { ControlSlots } from './control-slots.js';
 import { PoolTask, type PoolTaskHandlers } from './pool-task.js';
 import { SpareStatus } from './spare-status.js';
+import { TaskProfiles } from './task-profiles.js';
+import type { StopSignal } from './task-stop.js';
 import {
+  type CallProfile,
   type CallTask,
+  type CollectTask,
   type DescribeTask,
-  type SandboxTask,
+  type ProfileMiss,
+  type TaskWire,
   type WorkerMessage,
+  type WorkerHeap,
   type WorkerOutcome,
   type WorkerPost,
 } from './protocol.js';
@@ -98,6 +107,8 @@ export class SandboxPool {
   /** Tasks accepted and not yet finished (running or waiting). */
   #pending = 0;
   #nextTaskId = 1;
+  readonly #slots = new ControlSlots();
+  readonly #profiles = new TaskProfiles();
   /** Where each running task's messages go, by task id. */
   readonly #routes = new Map<number, PoolTask>();
   /** Each worker's reply port, by thread id (from its hello). */
@@ -193,22 +204,26 @@ export class SandboxPool {
   readonly #replyPort = (threadId: number): MessagePort | undefined => this.#replies.get(threadId);
 
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    const task = new PoolTask(this.#nextTaskId++, handlers, this.#replyPort);
+    const slot = this.#slots.acquire();
+    const task = new PoolTask(this.#nextTaskId++, slot, handlers, this.#replyPort);
     const { taskId, signal } = task;
     this.#routes.set(taskId, task);
+    let answered = false;
     try {
-      const message = { ...input, taskId, control: task.control, submittedAt: task.submittedAt } as SandboxTask;
+      const base = { taskId, control: slot.ref, submittedAt: task.submittedAt };
+      const profile = input.kind === 'call' ? this.#profiles.entry(input) : undefined;
+      const message: TaskWire = input.kind === 'call' ? this.#profiles.wire(input, profile!, base, this.#replies.keys()) : { ...input, ...base };
       const options = signal ? { signal } : {};
       let outcome: WorkerOutcome;
       try {
         const kills = this.#kills;
         try {
-          outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
+          outcome = await this.#post(message, options, profile?.profile);
         } catch (error) {
           // Handed to a worker that the pool then stopped for hanging on another
           // component's spare, before its own guest started: nothing of it ran, so run it again.
           if (signal?.aborted || this.#kills === kills || task.started) throw error;
-          outcome = (await this.#piscina.run(message, options)) as WorkerOutcome;
+          outcome = await this.#post(message, options, profile?.profile);
         }
       } catch (error) {
         const used = task.cpuUsed();
@@ -221,7 +236,9 @@ export class SandboxPool {
       } finally {
         task.stopWatchdog();
       }
+      answered = true;
       const { accounting } = outcome;
+      if (message.kind === 'call' && message.fixed) profile!.knownBy.add(accounting.threadId);
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
       if (accounting.preparing) this.#watchSpare(accounting.threadId, taskId, input.componentId);
       const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
@@ -230,7 +247,18 @@ export class SandboxPool {
     } finally {
       task.dispose();
       this.#routes.delete(taskId);
+      // Only a worker that answered is done writing to the slot (see control-slots.ts).
+      if (answered) this.#slots.release(slot);
     }
+  }
+
+  /** Hand a task to piscina; a call whose worker lacks its profile (new, or it dropped its profiles) is sent again with it. */
+  async #post(message: TaskWire, options: { signal?: StopSignal }, profile: CallProfile | undefined): Promise<WorkerOutcome> {
+    const answer = (await this.#piscina.run(message, options)) as WorkerOutcome | ProfileMiss;
+    if (!('profileMiss' in answer)) return answer;
+    // Nothing ran: send the profile along.
+    if (message.kind === 'call' && profile) message.fixed = profile;
+    return (await this.#piscina.run(message, options)) as WorkerOutcome;
   }
 
   /**
@@ -334,7 +362,19 @@ export class SandboxPool {
     }
   }
 
-  #taskFailure(error: unknown, signal: AbortSignal | undefined): ToolhostError {
+  /**
+   * Collect every worker's garbage and read its heap, for measurements only: one
+   * task per worker, all at once, each held at a barrier until all arrived (worker/heap.ts).
+   */
+  async collectGarbage(): Promise<WorkerHeap[]> {
+    const workers = this.#options.threads;
+    const task: CollectTask = { kind: 'collect', barrier: new SharedArrayBuffer(4), workers };
+    const heaps = await Promise.all(Array.from({ length: workers }, () => this.#piscina.run(task) as Promise<WorkerHeap>));
+    // A worker that ran two (one was busy past the barrier's timeout) is counted once.
+    return [...new Map(heaps.map((heap) => [heap.threadId, heap])).values()];
+  }
+
+  #taskFailure(error: unknown, signal: StopSignal | undefined): ToolhostError {
     if (signal?.aborted) {
       const reason: unknown = signal.reason;
       return reason instanceof ToolhostError ? reason : new ToolhostError('CANCELLED', 'the call was aborted');

@@ -1,9 +1,13 @@
 /**
  * Messages between the main thread and the sandbox workers.
  *
- * A task travels through piscina with an id and a SharedArrayBuffer (its
- * control block). Nothing else is made per task: each worker has one
- * persistent channel each way, set up when the worker starts.
+ * A task travels through piscina with an id and its control block (a slot of
+ * a SharedArrayBuffer the pool reuses: posting a new SharedArrayBuffer cost
+ * more than the rest of a small task). A call task carries what changes per
+ * call; what is the same for every call of one tool under one cap, isolation,
+ * limits and network label (its profile) goes to each worker once.
+ * Nothing else is made per task: each worker has one persistent channel
+ * each way, set up when the worker starts.
  * - worker → main: the worker's `parentPort` (piscina hands messages it does
  *   not know to the pool's 'message' event); each message names its task.
  * - main → worker: a MessagePort the worker sends in its hello; the worker
@@ -20,6 +24,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../core/errors.js';
 import type { LogLevel } from '../core/events.js';
+import type { WorkerHeap } from '../core/registry-types.js';
 import type { NetworkLabel } from '../policy/labels.js';
 import type { GuestHttpRequest } from './wasi/http.js';
 
@@ -34,6 +39,12 @@ export const CONTROL_TID = 3;
 export const CONTROL_F64_CPU_START_MS = 2;
 export const CONTROL_F64_STARTED_AT = 3;
 export const CONTROL_BYTES = 4 * Float64Array.BYTES_PER_ELEMENT;
+
+/** Where a task's control block is: a CONTROL_BYTES slot at `offset` in `buffer` (see control-slots.ts). */
+export interface ControlRef {
+  buffer: SharedArrayBuffer;
+  offset: number;
+}
 
 /** Int32 slot of a worker's status block: spare preparations announced and not finished (more than 0: busy). */
 export const STATUS_PREPARING = 0;
@@ -74,7 +85,7 @@ interface TaskBase {
   moduleUrl: string;
   /** Names the task in the worker's messages (unique in the pool). */
   taskId: number;
-  control: SharedArrayBuffer;
+  control: ControlRef;
   /** When the main thread submitted the task (epoch ms, sub-ms precision). */
   submittedAt: number;
 }
@@ -110,6 +121,57 @@ export interface DescribeTask extends TaskBase {
 }
 
 export type SandboxTask = CallTask | DescribeTask;
+
+/** What every call of one tool shares under one memory cap, isolation, limits and network label. */
+export interface CallProfile {
+  componentId: string;
+  memoryMb: number;
+  moduleUrl: string;
+  tool: string;
+  isolation: Isolation;
+  limits: GuestOutputLimits;
+  network: NetworkLabel;
+}
+
+/**
+ * A call task as posted to a worker: its profile by id, and the profile
+ * itself (`fixed`) until the pool knows the worker has it. A worker that
+ * does not know the id answers `ProfileMiss`, and the pool sends it again with the profile.
+ */
+export interface CallWire {
+  kind: 'call';
+  taskId: number;
+  control: ControlRef;
+  submittedAt: number;
+  profile: number;
+  fixed?: CallProfile;
+  args: string;
+  context: GuestCallContext;
+  conversationKey?: string;
+  /** The call's environment and worktree, when it has them (most calls have neither). */
+  env?: Array<[string, string]>;
+  filesystem?: { root: string; readOnly: boolean };
+}
+
+/** What is posted to a worker for a task. */
+export type TaskWire = CallWire | DescribeTask;
+
+/** A worker's answer to a call whose profile it does not know (nothing ran). */
+export interface ProfileMiss {
+  profileMiss: number;
+}
+
+/**
+ * A forced garbage collection of one worker (measurements only, see
+ * worker/heap.ts): one per worker at once, each waiting at `barrier` (an
+ * Int32 arrival count) until `workers` have arrived.
+ */
+export interface CollectTask {
+  kind: 'collect';
+  barrier: SharedArrayBuffer;
+  workers: number;
+}
+
 
 /** Caps on what one call may send back. */
 export interface GuestOutputLimits {
@@ -215,3 +277,5 @@ export type WorkerOutcome =
   | { ok: true; value: string; accounting: WorkerAccounting }
   | { ok: true; tools: GuestToolInfo[]; accounting: WorkerAccounting }
   | { ok: false; error: ToolErrorData; accounting: WorkerAccounting };
+
+export type { WorkerHeap };

@@ -5,7 +5,7 @@
  * give it, so the rest of the host does not know which one runs its calls.
  */
 import type { TaskHandlers, TaskInput } from './pool.js';
-import type { WorkerOutcome } from './protocol.js';
+import type { WorkerHeap, WorkerOutcome } from './protocol.js';
 
 /** Where guest code runs: worker threads of the host process, or of a supervised child process. */
 export type Containment = 'thread' | 'process';
@@ -19,6 +19,8 @@ export interface SandboxRunner {
   /** The sandbox process, with process containment (for tests and metrics). */
   readonly process?: { readonly pid: number | undefined; readonly restarts: number };
   run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome>;
+  /** Collect every worker's garbage and read its heap (measurements only; the in-process pool only). */
+  collectGarbage?(): Promise<WorkerHeap[]>;
   onWedged(listener: (componentId: string, threadId: number) => void): () => void;
   close(): Promise<void>;
 }

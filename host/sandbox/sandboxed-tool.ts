@@ -8,8 +8,10 @@ import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
+import { TaskStop } from './task-stop.js';
 import { isInside } from './cache-location.js';
-import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest } from './protocol.js';
+import type { TaskHandlers, TaskInput } from './pool.js';
+import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -103,7 +105,9 @@ export class SandboxedTool implements Tool {
       });
     }
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
-    const network = new GuestNetwork(ctx, events.hardSignal);
+    // Made with the guest's first outgoing request (most calls make none).
+    let network: GuestNetwork | undefined;
+    const guestNetwork = (): GuestNetwork => (network ??= new GuestNetwork(ctx, () => events.hardSignal));
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
     let overLimit: { limit: string; message: string; max: number } | undefined;
     const hostCalls = { count: 0 };
@@ -112,12 +116,15 @@ export class SandboxedTool implements Tool {
     // pool hands piscina, so piscina itself retires the worker. (Terminating the
     // worker behind piscina's back let piscina hand it the next call, which
     // then died with it: found by the soak.) The call's hard stop is forwarded
-    // to the same controller, so the pool watches one signal.
-    const stop = new AbortController();
-    const hardSignal = events.hardSignal;
-    const onHardStop = (): void => stop.abort(hardSignal.reason);
-    if (hardSignal.aborted) onHardStop();
-    else hardSignal.addEventListener('abort', onHardStop, { once: true });
+    // to the same controller, so the pool watches one signal; it is watched
+    // without reading the call's own signals where the sink allows (see RunnerSink.watch).
+    const stop = new TaskStop();
+    let hardStopped = false;
+    const onHardStop = (reason: unknown): void => {
+      hardStopped = true;
+      stop.abort(reason);
+    };
+    const unwatch = watchHardStop(events, onHardStop);
     const overLimitError = (): ToolhostError => new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `${overLimit!.message}; the call was ended`, {
       details: { reason: overLimit!.limit === 'handles_per_call' ? 'handles' : 'host-calls', limit: overLimit!.limit, max: overLimit!.max },
       callId: ctx.callId,
@@ -126,74 +133,71 @@ export class SandboxedTool implements Tool {
     // worker is involved; a component that needs more memory at start than the cap fails here.
     await this.#component.prepare(memoryMb);
     const accountNetwork = (): void => {
-      if (network.denied.length === 0) return;
+      if (network === undefined || network.denied.length === 0) return;
       events.account({ networkDenied: network.denied, ...(network.deniedCount > network.denied.length ? { networkDeniedCount: network.deniedCount } : {}) });
     };
-    const outcome = await this.#pool.run(
-      {
-        kind: 'call',
-        componentId: this.#component.id,
-        memoryMb,
-        moduleUrl: this.#component.moduleUrl,
-        tool: this.#guestName,
-        args: JSON.stringify(args) ?? 'null',
-        context,
-        ...(this.isolation === 'conversation' && context.conversationId !== undefined ? { conversationKey: conversationScope(ctx.principal, context.conversationId) } : {}),
-        isolation: this.isolation,
-        limits: this.#limits,
-        capabilities: {
-          env: Object.entries(ctx.capabilities.env),
-          ...(ctx.capabilities.filesystem ? { filesystem: ctx.capabilities.filesystem } : {}),
-          network: ctx.capabilities.network,
-        },
+    const { capabilities } = ctx;
+    const input: TaskInput = {
+      kind: 'call',
+      componentId: this.#component.id,
+      memoryMb,
+      moduleUrl: this.#component.moduleUrl,
+      tool: this.#guestName,
+      args: JSON.stringify(args) ?? 'null',
+      context,
+      isolation: this.isolation,
+      limits: this.#limits,
+      capabilities: { env: Object.entries(capabilities.env), network: capabilities.network },
+    };
+    if (capabilities.filesystem) input.capabilities.filesystem = capabilities.filesystem;
+    if (this.isolation === 'conversation' && context.conversationId !== undefined) input.conversationKey = conversationScope(ctx.principal, context.conversationId);
+    const handlers: TaskHandlers = {
+      signal: stop,
+      onStopped: (measured) => {
+        events.account({
+          ...(measured.queuedMs === undefined ? {} : { queuedMs: round(measured.queuedMs) }),
+          ...(measured.cpuMs === undefined ? {} : { cpuMs: round(measured.cpuMs), cpuClock: 'thread' }),
+          isolation: this.isolation,
+        });
       },
-      {
-        signal: stop.signal,
-        cancelSignal: ctx.signal,
-        ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
-        onStopped: (measured) => {
-          events.account({
-            ...(measured.queuedMs === undefined ? {} : { queuedMs: round(measured.queuedMs) }),
-            ...(measured.cpuMs === undefined ? {} : { cpuMs: round(measured.cpuMs), cpuClock: 'thread' }),
-            isolation: this.isolation,
-          });
-        },
-        onMessage: (message) => {
-          if (message.type === 'progress') events.progress(message.pct, message.message);
-          else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
-          else if (message.type === 'limit') {
-            if (overLimit !== undefined) return;
-            overLimit = { limit: message.limit, message: message.message, max: message.max };
-            events.limit?.(message.limit);
-            stop.abort(overLimitError());
-          } else if (message.type === 'log') events.log(message.level, message.message, message.source);
-        },
-        rpc: (request) => this.#answer(request, ctx, network, hostCalls),
+      onMessage: (message) => {
+        if (message.type === 'progress') events.progress(message.pct, message.message);
+        else if (message.type === 'delta') events.delta(parseMaybeJson(message.data));
+        else if (message.type === 'limit') {
+          if (overLimit !== undefined) return;
+          overLimit = { limit: message.limit, message: message.message, max: message.max };
+          events.limit?.(message.limit);
+          stop.abort(overLimitError());
+        } else if (message.type === 'log') events.log(message.level, message.message, message.source);
       },
-    ).then(
-      (value) => {
-        hardSignal.removeEventListener('abort', onHardStop);
-        return value;
-      },
-      (error: unknown) => {
-        hardSignal.removeEventListener('abort', onHardStop);
-        accountNetwork();
-        // Stopped for the limit (unless a hard stop came first): the limit is why.
-        if (overLimit !== undefined && !hardSignal.aborted) throw overLimitError();
-        throw error;
-      },
-    );
+      rpc: (request) => this.#answer(request, ctx, guestNetwork, hostCalls),
+    };
+    if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
+    else handlers.cancelSignal = ctx.signal;
+    if (cpuBudgetMs !== undefined) handlers.cpuBudgetMs = cpuBudgetMs;
+    let outcome: WorkerOutcome;
+    try {
+      outcome = await this.#pool.run(input, handlers);
+    } catch (error) {
+      accountNetwork();
+      // Stopped for the limit (unless a hard stop came first): the limit is why.
+      if (overLimit !== undefined && !hardStopped) throw overLimitError();
+      throw error;
+    } finally {
+      unwatch();
+    }
     const { accounting } = outcome;
-    events.account({
+    const measured: Parameters<RunnerSink['account']>[0] = {
       queuedMs: round(accounting.queuedMs ?? 0),
       instance: accounting.instance,
       isolation: accounting.isolation,
       instantiateMs: round(accounting.instantiateMs),
       cpuClock: accounting.cpuClock,
       workerThreadId: accounting.threadId,
-      ...(accounting.peakMemoryBytes === undefined ? {} : { peakMemoryBytes: accounting.peakMemoryBytes }),
-      ...(accounting.cpuMs === undefined ? {} : { cpuMs: round(accounting.cpuMs) }),
-    });
+    };
+    if (accounting.peakMemoryBytes !== undefined) measured.peakMemoryBytes = accounting.peakMemoryBytes;
+    if (accounting.cpuMs !== undefined) measured.cpuMs = round(accounting.cpuMs);
+    events.account(measured);
     accountNetwork();
     if (overLimit !== undefined) throw overLimitError();
     // What the network policy refused is a fact for the call's accounting; the
@@ -203,7 +207,7 @@ export class SandboxedTool implements Tool {
     return { output: parseMaybeJson(outcome.value), text: outcome.value };
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: GuestNetwork, hostCalls: { count: number }): Promise<unknown> {
+  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }): Promise<unknown> {
     if (request.op === 'modules') {
       if (request.componentId !== this.#component.id) throw new Error('unknown component');
       return this.#component.modulesFor(request.memoryMb);
@@ -223,9 +227,22 @@ export class SandboxedTool implements Tool {
         }
         return null;
       case 'http':
-        return network.send(request.request);
+        return network().send(request.request);
     }
   }
+}
+
+/** Call `onStop` when the call is stopped hard; returns the unsubscribe. */
+function watchHardStop(events: RunnerSink, onStop: (reason: unknown) => void): () => void {
+  if (events.watch) return events.watch({ hard: onStop });
+  const signal = events.hardSignal;
+  const listener = (): void => onStop(signal.reason);
+  if (signal.aborted) {
+    listener();
+    return () => {};
+  }
+  signal.addEventListener('abort', listener, { once: true });
+  return () => signal.removeEventListener('abort', listener);
 }
 
 function round(ms: number): number {

@@ -16,7 +16,7 @@ import type { CallDirectory } from '../fleet.js';
 import type { ToolContext } from '../context.js';
 import { ToolhostError, toErrorData, type ToolErrorData } from '../errors.js';
 import { EventChannel } from '../event-channel.js';
-import type { ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } from '../events.js';
+import type { CallWatcher, ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } from '../events.js';
 import { Extensions } from '../extensions.js';
 import type { Logger } from '../logger.js';
 import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '../result.js';
@@ -66,8 +66,20 @@ export class Call {
   /** Where the runner reports events and measurements. */
   readonly sink: RunnerSink;
   readonly startedAt = performance.now();
-  readonly #soft = new AbortController();
-  readonly #hard = new AbortController();
+  /**
+   * The two signals, made when first read (an AbortController and its signal
+   * cost ~5 µs, aborting one ~7 µs: most sandboxed calls read neither, see
+   * `watch`). What they would say is kept here meanwhile.
+   */
+  #soft: AbortController | undefined;
+  #hard: AbortController | undefined;
+  /** Why the soft signal is (or would be) aborted: a cancel or a stop; `over` once the call ended. */
+  #softReason: unknown;
+  #softAborted = false;
+  #over = false;
+  #hardReason: unknown;
+  #hardAborted = false;
+  #watchers: CallWatcher[] | undefined;
   readonly #channel = new EventChannel<ToolEvent>();
   #graceTimer: NodeJS.Timeout | undefined;
   #cancelRequested = false;
@@ -84,6 +96,8 @@ export class Call {
     this.deps = deps;
     const { options, tool } = admitted;
     const source = tool.executionMode === 'native' ? 'native' : 'guest';
+    // The getters below read the call's signals, made when first read.
+    const call = this;
     this.sink = {
       progress: (pct, message) => {
         const event: ToolEvent = { type: 'progress', callId: this.id };
@@ -97,15 +111,21 @@ export class Call {
       },
       log: (level, message, from = source) => this.emit({ type: 'log', callId: this.id, level, message, source: from }),
       account: (partial) => {
-        this.#measured = { ...this.#measured, ...partial };
+        Object.assign(this.#measured, partial);
       },
       limit: (limit) => deps.onLimit(tool.name, limit),
-      hardSignal: this.#hard.signal,
+      get hardSignal() {
+        return call.hardSignal;
+      },
+      watch: (watcher) => this.watch(watcher),
     };
     const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
-    const state = options.conversationId
-      ? new ConversationState(deps.stateStore, conversationScope(options.principal, options.conversationId), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
-      : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
+    // Made when the tool first uses state (most calls never do; a call without a conversation gets a scratch store of its own).
+    let made: ConversationState | undefined;
+    const state = (): ConversationState =>
+      (made ??= options.conversationId
+        ? new ConversationState(deps.stateStore, conversationScope(options.principal, options.conversationId), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
+        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit));
     this.context = {
       callId: this.id,
       ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
@@ -115,13 +135,17 @@ export class Call {
       ...(admitted.workingDir === undefined ? {} : { workingDir: admitted.workingDir }),
       env: Object.freeze({ ...admitted.capabilities.env }),
       capabilities: admitted.capabilities,
-      signal: this.#soft.signal,
-      state,
+      get signal() {
+        return call.softSignal;
+      },
+      get state() {
+        return state();
+      },
       extensions: options.extensions ?? new Extensions(),
       policy: admitted.policy,
       budgets: admitted.budgets,
-      getState: (key, fallback) => state.getState(key, fallback),
-      setState: (key, value) => state.setState(key, value),
+      getState: (key, fallback) => state().getState(key, fallback),
+      setState: (key, value) => state().setState(key, value),
     };
   }
 
@@ -150,25 +174,76 @@ export class Call {
     return this.#cancelRequested;
   }
 
-  /** Aborted when the tool should stop (cooperatively). */
+  /** Aborted when the tool should stop (cooperatively), or once the call is over. */
   get softSignal(): AbortSignal {
+    if (!this.#soft) {
+      this.#soft = new AbortController();
+      if (this.#softAborted) this.#soft.abort(this.#softReason);
+      else if (this.#over) this.#soft.abort(callOver(this.id));
+    }
     return this.#soft.signal;
+  }
+
+  /** Aborted when the call is stopped hard (the runner must stop the tool at once). */
+  get hardSignal(): AbortSignal {
+    if (!this.#hard) {
+      this.#hard = new AbortController();
+      if (this.#hardAborted) this.#hard.abort(this.#hardReason);
+    }
+    return this.#hard.signal;
+  }
+
+  /** Why the call was stopped hard, once it was. */
+  get hardStop(): { reason: unknown } | undefined {
+    return this.#hardAborted ? { reason: this.#hardReason } : undefined;
+  }
+
+  /** Be told when the call is asked to stop, or stopped hard, without the signals (see RunnerSink.watch). */
+  watch(watcher: CallWatcher): () => void {
+    if (this.#softAborted) watcher.cancel?.();
+    if (this.#hardAborted) {
+      watcher.hard?.(this.#hardReason);
+      return () => {};
+    }
+    (this.#watchers ??= []).push(watcher);
+    return () => {
+      const at = this.#watchers?.indexOf(watcher) ?? -1;
+      if (at !== -1) this.#watchers!.splice(at, 1);
+    };
+  }
+
+  #abortSoft(reason: unknown): void {
+    if (this.#softAborted || this.#over) return;
+    this.#softAborted = true;
+    this.#softReason = reason;
+    this.#soft?.abort(reason);
+    for (const watcher of this.#watchers ?? []) watcher.cancel?.();
+  }
+
+  #abortHard(reason: unknown): void {
+    if (this.#hardAborted) return;
+    this.#hardAborted = true;
+    this.#hardReason = reason;
+    this.#hard?.abort(reason);
+    const watchers = this.#watchers;
+    this.#watchers = undefined;
+    for (const watcher of watchers ?? []) watcher.hard?.(reason);
   }
 
   /** Ask the tool to stop; stop it hard when it has not after the grace. */
   requestCancel(): void {
-    if (this.#cancelRequested || this.#hard.signal.aborted) return;
+    if (this.#cancelRequested || this.#hardAborted) return;
     this.#cancelRequested = true;
     const reason = new ToolhostError('CANCELLED', 'the call was cancelled by its caller', { callId: this.id });
-    this.#soft.abort(reason);
-    this.#graceTimer = setTimeout(() => this.#hard.abort(reason), this.deps.cancelGraceMs);
+    this.#abortSoft(reason);
+    this.#graceTimer = setTimeout(() => this.#abortHard(reason), this.deps.cancelGraceMs);
     this.#graceTimer.unref?.();
   }
 
   /** Stop the call now, for `reason` (a budget): both signals fire. */
   stop(reason: ToolhostError): void {
-    this.#soft.abort(reason);
-    this.#hard.abort(reason);
+    this.#abortSoft(reason);
+    this.#abortHard(reason);
   }
 
   /** One more attempt is starting (retries count them). */
@@ -237,7 +312,7 @@ export class Call {
     const data = failureOf({
       callId: this.id,
       tool: this.admitted.tool.name,
-      hardStop: this.#hard.signal.aborted ? (this.#hard.signal.reason as unknown) : undefined,
+      hardStop: this.#hardAborted ? this.#hardReason : undefined,
       cancelRequested: this.#cancelRequested,
       error,
       networkDenied: accounting.networkDenied ?? [],
@@ -251,15 +326,22 @@ export class Call {
     if (this.#finished) return;
     this.#finished = true;
     const { tool, options } = this.admitted;
-    this.deps.logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
+    const { logger } = this.deps;
+    // Built only when it is written: at the default level (warn) it never is, and it cost every call.
+    if (logger.isLevelEnabled?.('info') !== false) logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
     clearTimeout(this.#graceTimer);
     options.signal?.removeEventListener('abort', this.#onCallerAbort);
     this.deps.tracker.end(this.id);
     this.#channel.push(event);
     this.#channel.close();
     this.deps.onFinished(tool.name, event);
-    // Anything still listening (a native tool ignoring its signal) learns the call is over.
-    if (!this.#soft.signal.aborted) this.#soft.abort(callOver(this.id));
+    // Anything still listening (a native tool ignoring its signal) learns the call is over;
+    // a signal nobody made yet is made aborted if it is ever read.
+    if (!this.#softAborted && !this.#over) {
+      this.#over = true;
+      this.#soft?.abort(callOver(this.id));
+    }
+    this.#watchers = undefined;
   }
 }
 

@@ -122,17 +122,17 @@ export const retries: CallLayer = (next) => async (call) => {
 
 /** The primitive: the tool's own run, raced against the call's hard stop. */
 export const invoke: CallHandler = async (call) => {
-  const { hardSignal } = call.sink;
-  if (hardSignal.aborted) throw hardSignal.reason;
-  let onAbort: (() => void) | undefined;
+  const stop = call.hardStop;
+  if (stop) throw stop.reason;
+  let unwatch: (() => void) | undefined;
+  // Watched without the hard signal itself: making it costs more than most sandboxed calls (see Call.watch).
   const stopped = new Promise<never>((_, reject) => {
-    onAbort = () => reject(hardSignal.reason);
-    hardSignal.addEventListener('abort', onAbort, { once: true });
+    unwatch = call.watch({ hard: (reason) => reject(reason) });
   });
   try {
     return await Promise.race([call.admitted.tool.invoke(call.admitted.args, call.context, call.sink), stopped]);
   } finally {
-    if (onAbort) hardSignal.removeEventListener('abort', onAbort);
+    unwatch?.();
   }
 };
 

@@ -22,6 +22,7 @@ import { ToolhostError } from '../../core/errors.js';
 import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
+import type { StopSignal } from '../task-stop.js';
 import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
 
 export interface ProcessPoolOptions extends SandboxPoolOptions {
@@ -48,6 +49,8 @@ interface Job {
   child?: SandboxChild;
   /** The child started it (a death of the child now ends it; before, it runs again on the next). */
   started?: boolean;
+  /** The caller asked the guest to stop cooperatively (told through `handlers.onCancel`). */
+  cancelled?: boolean;
 }
 
 interface SandboxChild {
@@ -77,7 +80,7 @@ function childScript(): { path: string; execArgv: string[] } {
   return { path: fileURLToPath(new URL('./child.ts', import.meta.url)), execArgv: ['--import', 'tsx'] };
 }
 
-function abortFailure(signal: AbortSignal): ToolhostError {
+function abortFailure(signal: StopSignal): ToolhostError {
   const reason: unknown = signal.reason;
   return reason instanceof ToolhostError ? reason : new ToolhostError('CANCELLED', 'the call was aborted');
 }
@@ -164,12 +167,15 @@ export class ProcessSandboxPool implements SandboxRunner {
           job.reject(abortFailure(handlers.signal!));
         };
         const onCancel = (): void => {
+          job.cancelled = true;
           if (job.child) this.#send(job.child, { type: 'cancel', id: job.id });
         };
         handlers.signal?.addEventListener('abort', onAbort, { once: true });
-        handlers.cancelSignal?.addEventListener('abort', onCancel, { once: true });
+        const unwatchCancel = handlers.onCancel?.(onCancel);
+        if (!handlers.onCancel) handlers.cancelSignal?.addEventListener('abort', onCancel, { once: true });
         const settle = (): void => {
           handlers.signal?.removeEventListener('abort', onAbort);
+          unwatchCancel?.();
           handlers.cancelSignal?.removeEventListener('abort', onCancel);
         };
         job.resolve = (outcome) => {
@@ -217,7 +223,7 @@ export class ProcessSandboxPool implements SandboxRunner {
         input: job.input,
         start,
         ...(cpuBudgetMs === undefined ? {} : { cpuBudgetMs }),
-        ...(cancelSignal?.aborted ? { cancelled: true } : {}),
+        ...(job.cancelled === true || cancelSignal?.aborted === true ? { cancelled: true } : {}),
       });
     }
   }

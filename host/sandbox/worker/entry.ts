@@ -6,9 +6,10 @@
 import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
-import type { CallTask, CoreModules, DescribeTask, SandboxTask, WorkerAccounting, WorkerOutcome } from '../protocol.js';
+import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, ProfileMiss, SandboxTask, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
+import { collectTask } from './heap.js';
 import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
@@ -311,13 +312,60 @@ function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: nu
   return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
 }
 
+/** Call profiles this worker was sent, by id (see CallProfile), with the capabilities of a call that brings none of its own. */
+const profiles = new Map<number, { profile: CallProfile; bare: GuestCapabilities }>();
+/** Profiles kept before the table starts over (the pool sends a dropped one again on a ProfileMiss). */
+const MAX_PROFILES = 1024;
+
+/** The call a wire message stands for, or undefined when its profile is unknown here. */
+function resolveCall(wire: CallWire): CallTask | undefined {
+  let known = profiles.get(wire.profile);
+  if (wire.fixed && !known) {
+    if (profiles.size >= MAX_PROFILES) profiles.clear();
+    known = { profile: wire.fixed, bare: { env: [], network: wire.fixed.network } };
+    profiles.set(wire.profile, known);
+  }
+  if (!known) return undefined;
+  const { profile } = known;
+  const capabilities: GuestCapabilities = wire.env === undefined && wire.filesystem === undefined
+    ? known.bare
+    : { env: wire.env ?? [], ...(wire.filesystem ? { filesystem: wire.filesystem } : {}), network: profile.network };
+  const task: CallTask = {
+    kind: 'call',
+    componentId: profile.componentId,
+    memoryMb: profile.memoryMb,
+    moduleUrl: profile.moduleUrl,
+    tool: profile.tool,
+    isolation: profile.isolation,
+    limits: profile.limits,
+    capabilities,
+    args: wire.args,
+    context: wire.context,
+    taskId: wire.taskId,
+    control: wire.control,
+    submittedAt: wire.submittedAt,
+  };
+  if (wire.conversationKey !== undefined) task.conversationKey = wire.conversationKey;
+  return task;
+}
+
 /**
  * Run one task. A call on a component this worker already knows is answered
  * synchronously (no promise and no microtask hops on the path of every call);
- * the first one loads the component's glue and modules first.
+ * the first one loads the component's glue and modules first. A `collect`
+ * task (measurements only) collects the worker's garbage.
  */
-export default function runTask(task: SandboxTask): WorkerOutcome | Promise<WorkerOutcome> {
+export default function runTask(wire: TaskWire | CollectTask): WorkerOutcome | ProfileMiss | WorkerHeap | Promise<WorkerOutcome> {
+  if (wire.kind === 'collect') return collectTask(wire);
   const startedAt = now();
+  let task: SandboxTask;
+  if (wire.kind === 'call') {
+    const resolved = resolveCall(wire);
+    if (!resolved) return { profileMiss: wire.profile };
+    task = resolved;
+  } else {
+    task = wire;
+  }
   const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
   const known = task.kind === 'call' ? runtimes.get(runtimeKey(task)) : undefined;
   if (known && task.kind === 'call') {
@@ -327,12 +375,13 @@ export default function runTask(task: SandboxTask): WorkerOutcome | Promise<Work
       return instantiateFailure(task, bridge, startedAt, error);
     }
   }
+  const first = task;
   return (async (): Promise<WorkerOutcome> => {
     try {
-      if (task.kind === 'describe') return await describe(task, bridge, startedAt);
-      return call(await runtimeFor(task, bridge), task, bridge, startedAt);
+      if (first.kind === 'describe') return await describe(first, bridge, startedAt);
+      return call(await runtimeFor(first, bridge), first, bridge, startedAt);
     } catch (error) {
-      return instantiateFailure(task, bridge, startedAt, error);
+      return instantiateFailure(first, bridge, startedAt, error);
     }
   })();
 }

@@ -11,6 +11,7 @@
  */
 import { MessageChannel, parentPort, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
 import {
+  CONTROL_BYTES,
   CONTROL_CANCELLED,
   CONTROL_F64_CPU_START_MS,
   DEFAULT_GUEST_OUTPUT_LIMITS,
@@ -18,6 +19,7 @@ import {
   CONTROL_RPC_DOORBELL,
   CONTROL_STARTED,
   CONTROL_TID,
+  type ControlRef,
   type GuestOutputLimits,
   type RpcReply,
   type RpcRequest,
@@ -64,10 +66,10 @@ export class HostBridge {
   /** Why the call went over its output limits, once it has. */
   exceeded: string | undefined;
 
-  constructor(taskId: number, control: SharedArrayBuffer, limits?: GuestOutputLimits) {
+  constructor(taskId: number, control: ControlRef, limits?: GuestOutputLimits) {
     this.#taskId = taskId;
-    this.#control = new Int32Array(control);
-    this.#times = new Float64Array(control);
+    this.#control = new Int32Array(control.buffer, control.offset, CONTROL_BYTES / Int32Array.BYTES_PER_ELEMENT);
+    this.#times = new Float64Array(control.buffer, control.offset, CONTROL_BYTES / Float64Array.BYTES_PER_ELEMENT);
     this.#limits = limits;
   }
 

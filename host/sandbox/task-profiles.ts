@@ -1,0 +1,66 @@
+/**
+ * The pool's side of call profiles (see CallProfile in protocol.ts): what
+ * every call of one tool shares (component, cap, module URL, tool,
+ * isolation, limits, network label) is given an id and posted to each worker
+ * once; later calls carry only the id and what changes per call. Serialising
+ * the whole task cost the main thread and the worker several µs per call.
+ *
+ * The pool sends the profile along until every worker it knows has answered
+ * a task that carried it; a worker that gets an id it does not know (a new
+ * worker, or one that dropped its profiles) answers a ProfileMiss and the
+ * pool sends the task again with the profile.
+ */
+import type { CallProfile, CallTask, CallWire, ControlRef } from './protocol.js';
+
+/** Profiles kept before the table starts over (ids are never reused, so workers never mistake one). */
+const MAX_PROFILES = 4096;
+
+export interface ProfileEntry {
+  id: number;
+  profile: CallProfile;
+  /** Workers (thread ids) known to hold the profile. */
+  knownBy: Set<number>;
+}
+
+/** A call task as the pool is given it. */
+export type CallInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'>;
+
+export class TaskProfiles {
+  readonly #byKey = new Map<string, ProfileEntry>();
+  #nextId = 1;
+
+  /** The profile entry of a call (made the first time). */
+  entry(input: CallInput): ProfileEntry {
+    const { limits } = input;
+    const network = input.capabilities.network;
+    const key = `${input.componentId}\n${input.memoryMb}\n${input.tool}\n${input.isolation}\n${network}\n${limits.stdioBytes}/${limits.maxEvents}/${limits.maxEventBytes}/${limits.maxResultBytes}/${limits.maxHostCalls}/${limits.maxHandles}\n${input.moduleUrl}`;
+    let entry = this.#byKey.get(key);
+    if (!entry) {
+      if (this.#byKey.size >= MAX_PROFILES) this.#byKey.clear();
+      const profile: CallProfile = { componentId: input.componentId, memoryMb: input.memoryMb, moduleUrl: input.moduleUrl, tool: input.tool, isolation: input.isolation, limits: { ...limits }, network };
+      entry = { id: this.#nextId++, profile, knownBy: new Set() };
+      this.#byKey.set(key, entry);
+    }
+    return entry;
+  }
+
+  /**
+   * The message for a call. The profile goes along unless every worker in
+   * `workers` (the live ones) is known to hold it.
+   */
+  wire(input: CallInput, entry: ProfileEntry, task: { taskId: number; control: ControlRef; submittedAt: number }, workers: Iterable<number>): CallWire {
+    const wire: CallWire = { kind: 'call', taskId: task.taskId, control: task.control, submittedAt: task.submittedAt, profile: entry.id, args: input.args, context: input.context };
+    if (input.conversationKey !== undefined) wire.conversationKey = input.conversationKey;
+    const { env, filesystem } = input.capabilities;
+    if (env.length > 0) wire.env = env;
+    if (filesystem) wire.filesystem = filesystem;
+    if (!knownByAll(entry, workers)) wire.fixed = entry.profile;
+    return wire;
+  }
+}
+
+function knownByAll(entry: ProfileEntry, workers: Iterable<number>): boolean {
+  if (entry.knownBy.size === 0) return false;
+  for (const threadId of workers) if (!entry.knownBy.has(threadId)) return false;
+  return true;
+}
