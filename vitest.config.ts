@@ -20,9 +20,5 @@ export default defineConfig({
     // Sandbox workers run the worker the global setup just built from these sources, instead of booting
     // tsx in every worker thread (~300 ms of CPU each; the suite starts hundreds of workers).
     env: { TOOLHOST_DEV_WORKER: fileURLToPath(new URL('./dist/host/sandbox/worker/bootstrap.cjs', import.meta.url)) },
-    // Test and host modules as vite transformed them, kept between runs (keyed by path, content and config; vitest
-    // drops the cache when the lockfile changes): the next run reads them instead of transforming ~300 files again.
-    // `npx vitest --clearCache` empties it.
-    experimental: { fsModuleCache: true, fsModuleCachePath: fileURLToPath(new URL('./node_modules/.cache/vitest-modules', import.meta.url)) },
   },
 });
