@@ -3,6 +3,7 @@
  * compiles in strict mode, closed everywhere (no key it does not describe)
  * and documented everywhere (editors show the descriptions).
  */
+import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { configSchema, configSchemaPath, configValidator } from '../host/config/index.js';
 import { join } from 'node:path';
@@ -37,9 +38,12 @@ function target(schema: Schema): Schema {
 }
 
 describe('toolhost.schema.json', () => {
-  it('is the draft-07 schema at the package root, and compiles in ajv\'s strict mode', () => {
+  it('is the draft-07 schema at the package root, valid against the meta-schema, and compiles in ajv\'s strict mode', () => {
     expect(configSchemaPath()).toBe(join(root, 'toolhost.schema.json'));
     expect(configSchema().$schema).toBe('http://json-schema.org/draft-07/schema#');
+    // Checked here, not at every start (configValidator does not check it against the meta-schema).
+    const meta = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+    expect(meta.validateSchema(configSchema()), meta.errorsText(meta.errors)).toBe(true);
     expect(() => configValidator()).not.toThrow();
   });
 

@@ -68,9 +68,10 @@ function printError(data: ToolErrorData, audit: readonly AuditEntry[] = []): voi
 /**
  * The host for `list` and `call`: the one `serve` would build for the same
  * `--config` and `--load` (see `loadHostConfig`). Config warnings go to
- * stderr. One call needs one worker thread, unless the config says otherwise.
+ * stderr. One call needs one worker thread, unless the config says otherwise;
+ * and (`forTool`) only what can serve its tool.
  */
-async function open(loads: string[], configPath: string | undefined, audit?: AuditLog): Promise<Host> {
+async function open(loads: string[], configPath: string | undefined, audit?: AuditLog, forTool?: string): Promise<Host> {
   // The host's modules load here, not at start: `--help` and usage errors never pay for them.
   const { createHost, loadHostConfig } = await import('../compose/host.js');
   const options = { load: loads, ...(configPath === undefined ? {} : { configPath }) };
@@ -78,7 +79,7 @@ async function open(loads: string[], configPath: string | undefined, audit?: Aud
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
   // An audit log on stderr (the default) is collected instead, so a failed call's stderr stays one error object.
   const overrides = audit !== undefined && config.auditLog === 'stderr' ? { overrides: { audit } } : {};
-  return createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, { ...options, ...overrides });
+  return createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, { ...options, ...overrides, ...(forTool === undefined ? {} : { forTool }) });
 }
 
 async function list(options: { load: string[]; json?: boolean; config?: string }): Promise<number> {
@@ -120,7 +121,8 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
   }
   if (options.worktree !== undefined) checkWorktree(options.worktree);
   const audit = new MemoryAuditLog();
-  const host = await open(options.load, options.config, audit);
+  // Only what can serve `name` is loaded (the answer is the same as with every tool: see compose/tool-scope.ts).
+  const host = await open(options.load, options.config, audit, name);
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);

@@ -8,9 +8,12 @@ import { toolError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { defineNativeTool } from '../core/tool.js';
 
+/** The admin tools' names (a one-call host checks them for collisions without registering them first). */
+export const ADMIN_TOOL_NAMES = ['toolhost_load', 'toolhost_unload'] as const;
+
 export function registerAdminTools(registry: ToolRegistry): void {
   registry.register(defineNativeTool({
-    name: 'toolhost_load',
+    name: ADMIN_TOOL_NAMES[0],
     description: 'Load a WebAssembly component (a file path on the host) and register its tools. Admin tool.',
     inputSchema: {
       type: 'object',
@@ -28,7 +31,7 @@ export function registerAdminTools(registry: ToolRegistry): void {
     },
   }));
   registry.register(defineNativeTool({
-    name: 'toolhost_unload',
+    name: ADMIN_TOOL_NAMES[1],
     description: 'Unregister every tool a component brought. Admin tool.',
     inputSchema: {
       type: 'object',

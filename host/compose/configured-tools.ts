@@ -19,10 +19,10 @@ async function atOrigin<T>(origin: ConfigOrigin | undefined, what: string, step:
   }
 }
 
-/** Register each configured component, in order. */
-export async function registerConfiguredComponents(registry: ToolRegistry, loads: readonly ToolLoad[]): Promise<void> {
+/** Register each configured component, in order (only `files` of an entry's path, when given: see tool-scope.ts). */
+export async function registerConfiguredComponents(registry: ToolRegistry, loads: ReadonlyArray<ToolLoad & { files?: readonly string[] }>): Promise<void> {
   for (const load of loads) {
-    await atOrigin(load.origin, `tools entry ${load.path}`, () => registry.registerWasmTools(load.path, load.options));
+    await atOrigin(load.origin, `tools entry ${load.path}`, () => registry.registerWasmTools(load.files === undefined ? load.path : [...load.files], load.options));
   }
 }
 

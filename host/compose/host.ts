@@ -6,6 +6,8 @@
  * Order: registry (with the sandbox loader in it) → the config's components →
  * `load` extras → HTTP tools → imported MCP servers → admin tools. If any
  * step fails, what was made so far is closed and the error is re-thrown.
+ * A host opened for one call (`forTool`) may skip what cannot serve it
+ * (tool-scope.ts).
  */
 import { embeddedConfig } from '../config/defaults.js';
 import { findConfig } from '../config/find.js';
@@ -20,6 +22,7 @@ import { registerAdminTools } from './admin-tools.js';
 import { registerFleetTools } from './fleet-tools.js';
 import { importConfiguredMcpServers, registerConfiguredComponents, registerHttpTools } from './configured-tools.js';
 import { createRegistry, registryOptions, type RegistryOptions } from './registry.js';
+import { scopeToTool, type ToolScope } from './tool-scope.js';
 
 /** A registry with every tool its config names, and what else must be closed with it. */
 export interface Host {
@@ -42,6 +45,12 @@ export interface CreateHostOptions {
   env?: NodeJS.ProcessEnv;
   /** What this host adds to its record in the fleet view (`toolhost fleet`): its servers, its pool. */
   describeHost?: () => Record<string, unknown>;
+  /**
+   * The one tool this host is opened to call (`toolhost call`): only what can
+   * serve it is loaded when the transpile cache can tell (see tool-scope.ts);
+   * the call's answer is the one a host with everything loaded gives.
+   */
+  forTool?: string;
 }
 
 /**
@@ -62,6 +71,17 @@ export interface CreateHostOptions {
  */
 export async function createHost(given: ResolvedConfig | ConfigFile = embeddedConfig().resolved, options: CreateHostOptions = {}): Promise<Host> {
   const config = isResolved(given) ? given : (await configFromObject(given, options.env === undefined ? {} : { env: options.env })).resolved;
+  const scope = options.forTool === undefined ? undefined : await scopeToTool(options.forTool, config, options.load ?? []);
+  if (scope === undefined) return assembleHost(config, options);
+  const host = await assembleHost(config, options, scope);
+  if (host.registry.resolveName(options.forTool ?? '') !== undefined) return host;
+  // Not there after all (a cache entry that lied about its tools): everything, as without a scope.
+  await host.close();
+  return assembleHost(config, options);
+}
+
+/** The host for `config`, with everything it names, or only what `scope` keeps. */
+async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, scope?: ToolScope): Promise<Host> {
   const base = registryOptions(config, options.overrides);
   // A fleet: state and calls in Redis, unless an embedder passed its own state store.
   // The Redis client loads only for a host in a fleet.
@@ -81,10 +101,11 @@ export async function createHost(given: ResolvedConfig | ConfigFile = embeddedCo
   };
   try {
     if (fleet !== undefined) registerFleetTools(registry);
-    await registerConfiguredComponents(registry, config.tools);
-    if (options.load !== undefined && options.load.length > 0) await registry.registerWasmTools([...options.load]);
-    await registerHttpTools(registry, config.httpTools);
-    await importConfiguredMcpServers(registry, config.mcpServers, imports, options.env);
+    await registerConfiguredComponents(registry, scope?.tools ?? config.tools);
+    const load = scope?.load ?? options.load ?? [];
+    if (load.length > 0) await registry.registerWasmTools([...load]);
+    await registerHttpTools(registry, scope?.httpTools ?? config.httpTools);
+    if (scope === undefined) await importConfiguredMcpServers(registry, config.mcpServers, imports, options.env);
     if (config.adminTools) registerAdminTools(registry);
   } catch (error) {
     await host.close();

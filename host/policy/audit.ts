@@ -2,7 +2,7 @@
  * The audit log: one JSON line per policy decision worth keeping — every
  * denial, and every ELEVATED or PRIVILEGED call (PRIVILEGED at warn).
  */
-import { pino } from 'pino';
+import { loadPino } from '../core/logger.js';
 import type { NetworkLabel, PrivilegeLabel } from './labels.js';
 
 export interface AuditEntry {
@@ -22,14 +22,23 @@ export interface AuditLog {
   record(entry: AuditEntry, level?: 'info' | 'warn'): void;
 }
 
-/** An audit log writing pino JSON lines to a file (appended) or a file descriptor (default: stderr). */
+/**
+ * An audit log writing pino JSON lines to a file (appended) or a file descriptor (default: stderr).
+ * A file is opened now (so a path that cannot be written fails at start); a descriptor's writer is
+ * made at the first entry (most processes record none, and pino costs ~20 ms to load).
+ */
 export function createAuditLog(destination: string | number = 2): AuditLog {
-  const logger = pino(
-    { name: 'toolhost-audit', level: 'info', base: { audit: true } },
-    pino.destination(typeof destination === 'number' ? { fd: destination, sync: true } : { dest: destination, sync: true, mkdir: true }),
-  );
+  const make = (): ReturnType<ReturnType<typeof loadPino>> => {
+    const pino = loadPino();
+    return pino(
+      { name: 'toolhost-audit', level: 'info', base: { audit: true } },
+      pino.destination(typeof destination === 'number' ? { fd: destination, sync: true } : { dest: destination, sync: true, mkdir: true }),
+    );
+  };
+  let logger = typeof destination === 'number' ? undefined : make();
   return {
     record(entry, level = entry.decision === 'denied' ? 'warn' : 'info') {
+      logger ??= make();
       logger[level](entry, entry.decision === 'denied' ? 'policy denied' : 'policy allowed');
     },
   };

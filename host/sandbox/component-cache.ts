@@ -7,7 +7,9 @@
  * (`component.mjs`), the core modules (`component.core*.wasm`) and
  * `meta.json`, written last, so a directory without it is incomplete.
  * Entries are built in a temporary directory and renamed into place, so
- * concurrent processes never see half an entry.
+ * concurrent processes never see half an entry. Next to the entries,
+ * `<dir>/ids-v1/` remembers component files' ids by their stat
+ * (component-ids.ts): not part of an entry, so not of its format.
  *
  * `meta.json` records the sha256 of every file of the entry, and an entry is
  * used only when every file still matches (checked before anything is
@@ -24,6 +26,7 @@ import { ToolhostError } from '../core/errors.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from './protocol.js';
 import { defaultCacheDir } from './cache-location.js';
+import { ComponentIds } from './component-ids.js';
 
 /**
  * 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance).
@@ -75,9 +78,12 @@ export class ComponentCache {
   readonly #root: string;
   readonly #transpiler = transpilerVersion();
   #transpiles = 0;
+  /** Component ids remembered by file stat, next to the entries (see component-ids.ts). */
+  readonly ids: ComponentIds;
 
   constructor(dir: string = defaultCacheDir()) {
     this.#root = dir;
+    this.ids = new ComponentIds(dir);
   }
 
   get root(): string {
@@ -160,11 +166,16 @@ export class ComponentCache {
    * alone (its files are verified when the entry is used, not here): what a warm-up can skip.
    */
   async hasDescribed(id: string): Promise<boolean> {
+    return (await this.describedTools(id)) !== undefined;
+  }
+
+  /** The `describe()` output cached for `id`, read from `meta.json` alone (unverified, like `hasDescribed`). */
+  async describedTools(id: string): Promise<GuestToolInfo[] | undefined> {
     try {
       const meta = JSON.parse(await readFile(join(this.#entryDir(id), 'meta.json'), 'utf8')) as Partial<CacheMeta>;
-      return meta.format === CACHE_FORMAT && meta.transpiler === this.#transpiler && Array.isArray(meta.tools);
+      return meta.format === CACHE_FORMAT && meta.transpiler === this.#transpiler && Array.isArray(meta.tools) ? meta.tools : undefined;
     } catch {
-      return false;
+      return undefined;
     }
   }
 
@@ -190,7 +201,8 @@ export class ComponentCache {
     for (const file of files) {
       if (file.includes('/') || file.includes('..')) return 'tampered';
       try {
-        if (sha256(await readFile(join(dir, file))) !== meta.sha256[file]) return 'tampered';
+        // The file's hash by its stat when the memo knows it: a file written since has another stat.
+        if ((await this.ids.hashOf(join(dir, file))) !== meta.sha256[file]) return 'tampered';
       } catch {
         return 'tampered';
       }

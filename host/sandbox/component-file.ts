@@ -1,8 +1,8 @@
 /** Reading component files and telling components from everything else. */
-import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
+import { sha256Hex, type ComponentFileRead, type ComponentIds } from './component-ids.js';
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 
@@ -35,7 +35,7 @@ export function checkComponentHeader(bytes: Uint8Array, what: string): void {
 }
 
 export function componentId(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
+  return sha256Hex(bytes);
 }
 
 /** Component bytes given directly. */
@@ -65,13 +65,19 @@ export async function expandComponentPaths(paths: string[]): Promise<string[]> {
   return [...new Set(files)];
 }
 
-export async function sourceFromFile(path: string): Promise<ComponentSource> {
-  let bytes: Uint8Array;
+/** A component file's bytes and id; `ids` (the transpile cache's memo) spares hashing an unchanged file again. */
+export async function sourceFromFile(path: string, ids?: ComponentIds): Promise<ComponentSource> {
+  let read: ComponentFileRead;
   try {
-    bytes = new Uint8Array(await readFile(path));
+    if (ids !== undefined) {
+      read = await ids.read(path);
+    } else {
+      const bytes = new Uint8Array(await readFile(path));
+      read = { bytes, id: componentId(bytes) };
+    }
   } catch (error) {
     throw new ToolhostError('COMPONENT_INVALID', `cannot read component "${path}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
-  checkComponentHeader(bytes, `"${path}"`);
-  return { name: basename(path, '.wasm'), path, bytes, id: componentId(bytes) };
+  checkComponentHeader(read.bytes, `"${path}"`);
+  return { name: basename(path, '.wasm'), path, bytes: read.bytes, id: read.id };
 }

@@ -4,14 +4,13 @@
  * modules once → ask a worker for `describe()` (cached too) → one
  * SandboxedTool per tool the component carries.
  */
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoader, WorkerHeap } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, type CachedComponent } from './component-cache.js';
+import type { ComponentIds } from './component-ids.js';
 import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
 import { SandboxPool, type SandboxPoolOptions } from './pool.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
@@ -145,7 +144,7 @@ export class SandboxLoader implements WasmToolLoader {
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
     const files = await expandComponentPaths(paths);
-    const sources = await Promise.all(files.map((file) => sourceFromFile(file)));
+    const sources = await Promise.all(files.map((file) => sourceFromFile(file, this.#cache.ids)));
     const loaded: LoadedComponentTools[] = [];
     for (const source of sources) loaded.push(await this.loadSource(source, options));
     return loaded;
@@ -195,7 +194,7 @@ export class SandboxLoader implements WasmToolLoader {
       throw new ToolhostError('COMPONENT_INVALID', `${what} imports interfaces toolhost does not provide: ${unsupported.join(', ')}`);
     }
     // A component's tables in all, within what a worker's heap can hold while they grow.
-    const variants = modulesPerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512)));
+    const variants = modulesPerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512)), this.#cache.ids);
     const handle: ComponentHandle = {
       id: source.id,
       name: source.name,
@@ -297,13 +296,15 @@ export class SandboxLoader implements WasmToolLoader {
  * over every memory the component's core instances define (see
  * `planMemoryCaps`), so it bounds the component's total.
  */
-function modulesPerCap(cached: CachedComponent, what: string, tableElements: number): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
   let sources: Promise<{ files: Array<[string, Uint8Array]>; instances: Map<string, number> }> | undefined;
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
-    // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read.
+    // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
+    // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
     const verified = async (file: string): Promise<Buffer> => {
-      const bytes = await readFile(join(cached.dir, file));
-      if (createHash('sha256').update(bytes).digest('hex') !== cached.meta.sha256[file]) {
+      const { bytes: read, id } = await ids.read(join(cached.dir, file));
+      const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+      if (id !== cached.meta.sha256[file]) {
         throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
       }
       return bytes;

@@ -1,0 +1,84 @@
+/**
+ * Component ids remembered by file stat (host/sandbox/component-ids.ts): a
+ * settled file's id is read back instead of hashed, and a file written since
+ * (even to the same size and mtime) is hashed again, never given the
+ * remembered id. The tests' clock runs 10 s ahead, so the files they just
+ * wrote count as settled.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ComponentIds } from '../host/sandbox/component-ids.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'toolhost-component-ids-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+const ahead = (): number => Date.now() + 10_000;
+
+function setUp(name: string): { file: string; cacheDir: string; memo: () => string[] } {
+  const dir = mkdtempSync(join(scratch, `${name}-`));
+  const cacheDir = join(dir, 'cache');
+  return { file: join(dir, 'tool.wasm'), cacheDir, memo: () => (existsSync(join(cacheDir, 'ids-v1')) ? readdirSync(join(cacheDir, 'ids-v1')) : []) };
+}
+
+describe('component ids by stat', () => {
+  it('reads a settled file\'s id back from the memo instead of hashing it', async () => {
+    const { file, cacheDir, memo } = setUp('recall');
+    const bytes = randomBytes(4096);
+    writeFileSync(file, bytes);
+    const ids = new ComponentIds(cacheDir, ahead);
+    expect(await ids.known(file)).toBeUndefined();
+    expect((await ids.read(file)).id).toBe(sha256(bytes));
+    expect(memo()).toHaveLength(1);
+    expect(await ids.known(file)).toBe(sha256(bytes));
+    // What the memo says is what is answered (so a hit does not hash): plant another id to see it.
+    const planted = 'a'.repeat(64);
+    writeFileSync(join(cacheDir, 'ids-v1', memo()[0]!), planted);
+    const read = await ids.read(file);
+    expect(read.id).toBe(planted);
+    expect(Buffer.from(read.bytes).equals(bytes)).toBe(true);
+  });
+
+  it('hashes a file written since, of the same size and with its old mtime put back', async () => {
+    const { file, cacheDir } = setUp('rewrite');
+    const first = randomBytes(4096);
+    writeFileSync(file, first);
+    const ids = new ComponentIds(cacheDir, ahead);
+    expect((await ids.read(file)).id).toBe(sha256(first));
+    const { atime, mtime } = statSync(file);
+    // Past the file system's timestamp tick, so the rewrite's ctime differs (the real clock's settling does this).
+    await sleep(50);
+    const second = randomBytes(4096);
+    writeFileSync(file, second);
+    utimesSync(file, atime, mtime);
+    expect(await ids.known(file)).toBeUndefined();
+    expect((await ids.read(file)).id).toBe(sha256(second));
+    expect(await ids.known(file)).toBe(sha256(second));
+  });
+
+  it('does not remember a file written within the last seconds (its timestamps could still repeat)', async () => {
+    const { file, cacheDir, memo } = setUp('young');
+    const bytes = randomBytes(1024);
+    writeFileSync(file, bytes);
+    const ids = new ComponentIds(cacheDir);
+    expect((await ids.read(file)).id).toBe(sha256(bytes));
+    expect(memo()).toEqual([]);
+    expect(await ids.known(file)).toBeUndefined();
+  });
+
+  it('keeps working when the memo cannot be written', async () => {
+    const { file, cacheDir } = setUp('read-only');
+    const bytes = randomBytes(1024);
+    writeFileSync(file, bytes);
+    // The memo's directory is a file here: nothing can be remembered, and every read still answers.
+    writeFileSync(cacheDir, 'not a directory');
+    const ids = new ComponentIds(cacheDir, ahead);
+    expect((await ids.read(file)).id).toBe(sha256(bytes));
+    expect(await ids.hashOf(file)).toBe(sha256(bytes));
+    expect(readFileSync(cacheDir, 'utf8')).toBe('not a directory');
+  });
+});
