@@ -15,6 +15,8 @@ import { TaskStop, type StopSignal } from './task-stop.js';
 import { readThreadCpuMs } from './thread-cpu.js';
 import {
   CONTROL_CANCELLED,
+  CONTROL_ENDED,
+  CONTROL_F64_CPU_USED_MS,
   CONTROL_F64_CPU_START_MS,
   CONTROL_F64_STARTED_AT,
   CONTROL_RPC_DOORBELL,
@@ -112,8 +114,14 @@ export class PoolTask {
     return { tid: tid === 0 ? undefined : tid, cpuStartMs: times[CONTROL_F64_CPU_START_MS]!, startedAt: times[CONTROL_F64_STARTED_AT]! };
   }
 
+  /** Whether the guest has returned (its CPU time is then final; see CONTROL_ENDED). */
+  get ended(): boolean {
+    return Atomics.load(this.slot.flags, CONTROL_ENDED) !== 0;
+  }
+
   /** CPU time the guest has used so far (wall time without a per-thread clock); undefined before it starts. */
   cpuUsed(): number | undefined {
+    if (this.ended) return (this.#lastUsed = this.slot.times[CONTROL_F64_CPU_USED_MS]!);
     const guest = this.guestStart();
     if (!guest) return undefined;
     if (guest.tid === undefined) return (this.#lastUsed = performance.timeOrigin + performance.now() - guest.startedAt);
@@ -130,6 +138,9 @@ export class PoolTask {
    * (A task still queued has used nothing: look again later.)
    */
   #watch(budgetMs: number): void {
+    // Once the guest returned, its own CPU time is final: what the thread does next (posting the answer, making the
+    // next spare) is not the call's, however late this look comes.
+    const ended = this.ended;
     const used = this.cpuUsed();
     if (used === undefined) {
       this.#watchdog = setTimeout(() => this.#watch(budgetMs), Math.max(1, Math.min(budgetMs, 25)));
@@ -142,6 +153,7 @@ export class PoolTask {
       }));
       return;
     }
+    if (ended) return;
     this.#watchdog = setTimeout(() => this.#watch(budgetMs), Math.max(1, Math.min(budgetMs - used, 25)));
   }
 

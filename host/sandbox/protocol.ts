@@ -38,7 +38,16 @@ export const CONTROL_TID = 3;
 /** Float64 slots of the control block (after the Int32 ones). */
 export const CONTROL_F64_CPU_START_MS = 2;
 export const CONTROL_F64_STARTED_AT = 3;
-export const CONTROL_BYTES = 4 * Float64Array.BYTES_PER_ELEMENT;
+/** The CPU time the guest used, written when it returned (before its answer is posted). */
+export const CONTROL_F64_CPU_USED_MS = 4;
+/**
+ * Int32 slot (after the Float64 ones): 1 once the guest returned. The CPU
+ * watchdog then stops looking: what the worker's thread does after the guest
+ * (posting the answer, making the next spare) is not the call's to pay, and
+ * the main thread may read the clock late.
+ */
+export const CONTROL_ENDED = 10;
+export const CONTROL_BYTES = 6 * Float64Array.BYTES_PER_ELEMENT;
 
 /** Where a task's control block is: a CONTROL_BYTES slot at `offset` in `buffer` (see control-slots.ts). */
 export interface ControlRef {

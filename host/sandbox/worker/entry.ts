@@ -289,6 +289,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
     outcome = { ok: false, error: failure.error };
   }
   const cpuMs = cpuTimeMs() - cpuBefore;
+  bridge.guestEnded(cpuMs);
   const peakMemoryBytes = instance.memoryBytes();
   const preparing = release(runtime, task, instance);
   const accounting: WorkerAccounting = {

@@ -13,7 +13,9 @@ import { MessageChannel, parentPort, receiveMessageOnPort, threadId, type Messag
 import {
   CONTROL_BYTES,
   CONTROL_CANCELLED,
+  CONTROL_ENDED,
   CONTROL_F64_CPU_START_MS,
+  CONTROL_F64_CPU_USED_MS,
   DEFAULT_GUEST_OUTPUT_LIMITS,
   CONTROL_F64_STARTED_AT,
   CONTROL_RPC_DOORBELL,
@@ -117,6 +119,12 @@ export class HostBridge {
     this.#times[CONTROL_F64_STARTED_AT] = startedAt;
     Atomics.store(this.#control, CONTROL_TID, tid ?? 0);
     Atomics.store(this.#control, CONTROL_STARTED, 1);
+  }
+
+  /** The guest returned (or threw) having used `cpuUsedMs`: the CPU watchdog stops here. */
+  guestEnded(cpuUsedMs: number): void {
+    this.#times[CONTROL_F64_CPU_USED_MS] = cpuUsedMs;
+    Atomics.store(this.#control, CONTROL_ENDED, 1);
   }
 
   /** Resource handles the guest may hold during this call. */
