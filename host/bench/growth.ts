@@ -13,8 +13,7 @@
  * and slope are still read over the second half of the run: V8's pages and
  * malloc's arenas settle during the first, and a leak is a growth that goes on.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { forcedGc } from '../core/forced-gc.js';
 import type { WorkerHeap } from '../core/registry-types.js';
 import type { CallAccounting } from '../core/result.js';
 import type { GrowthCheck, KeptInstances } from './row.js';
@@ -30,20 +29,7 @@ export interface GrowthCall {
 /** Collects the sandbox workers' garbage and reads their heaps (undefined: the pool cannot). */
 export type WorkerCollector = () => Promise<WorkerHeap[] | undefined>;
 
-type GcFunction = () => void;
 
-/** A full garbage collection of the main thread, when V8 lets us ask for one. */
-let collect: GcFunction | undefined;
-function forcedGc(): GcFunction | undefined {
-  if (collect) return collect;
-  try {
-    setFlagsFromString('--expose-gc');
-    collect = runInNewContext('gc') as GcFunction;
-  } catch {
-    collect = undefined;
-  }
-  return collect;
-}
 
 function settle(): void {
   const gc = forcedGc();

@@ -9,29 +9,13 @@
  * worker at a barrier until all have arrived, so that every worker gets
  * exactly one (piscina hands a task only to an idle worker).
  */
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
+import { forcedGc } from '../../core/forced-gc.js';
 import type { CollectTask, WorkerHeap } from '../protocol.js';
 
 /** How long a worker waits at the barrier for the others (one may be busy, or gone). */
 const BARRIER_TIMEOUT_MS = 2_000;
-
-type GcFunction = () => void;
-
-let collect: GcFunction | undefined | null;
-
-/** V8's `gc()`, reached without starting the worker with --expose-gc (null when V8 refuses). */
-function gcFunction(): GcFunction | null {
-  if (collect !== undefined) return collect;
-  try {
-    setFlagsFromString('--expose-gc');
-    collect = runInNewContext('gc') as GcFunction;
-  } catch {
-    collect = null;
-  }
-  return collect;
-}
 
 /** Wait for every worker of the collection, then collect this one and read its heap. */
 export function collectTask(task: CollectTask): WorkerHeap {
@@ -47,10 +31,10 @@ export function collectTask(task: CollectTask): WorkerHeap {
       Atomics.wait(arrivals, 0, seen, remaining);
     }
   }
-  const gc = gcFunction();
+  const gc = forcedGc();
   // Twice: the first pass may only queue finalizers (WeakRefs, FinalizationRegistry) whose memory the second frees.
   gc?.();
   gc?.();
   const heap = getHeapStatistics();
-  return { threadId, collected: gc !== null, heapUsedBytes: heap.used_heap_size, heapTotalBytes: heap.total_heap_size, externalBytes: heap.external_memory };
+  return { threadId, collected: gc !== undefined, heapUsedBytes: heap.used_heap_size, heapTotalBytes: heap.total_heap_size, externalBytes: heap.external_memory };
 }
