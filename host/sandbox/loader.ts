@@ -172,7 +172,7 @@ export class SandboxLoader implements WasmToolLoader {
     const tools = compiled.tools.map((info) => new SandboxedTool(
       { ...toolSpec(info, source.name), grant, ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }) },
       handle,
-      this.pool,
+      () => this.pool,
       isolation,
       this.#limits,
     ));

@@ -64,10 +64,11 @@ export class SandboxedTool implements Tool {
   readonly isolation: Isolation;
   readonly #guestName: string;
   readonly #component: ComponentHandle;
-  readonly #pool: SandboxRunner;
+  /** The pool, made at the first call (a host that only lists its tools, or refuses every call, starts no worker). */
+  readonly #pool: () => SandboxRunner;
   readonly #limits: GuestOutputLimits;
 
-  constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: SandboxRunner, isolation: Isolation, limits: GuestOutputLimits) {
+  constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: () => SandboxRunner, isolation: Isolation, limits: GuestOutputLimits) {
     this.name = spec.guestName;
     this.description = spec.description;
     this.inputSchema = spec.inputSchema;
@@ -177,7 +178,7 @@ export class SandboxedTool implements Tool {
     if (cpuBudgetMs !== undefined) handlers.cpuBudgetMs = cpuBudgetMs;
     let outcome: WorkerOutcome;
     try {
-      outcome = await this.#pool.run(input, handlers);
+      outcome = await this.#pool().run(input, handlers);
     } catch (error) {
       accountNetwork();
       // Stopped for the limit (unless a hard stop came first): the limit is why.
