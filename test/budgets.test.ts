@@ -33,6 +33,21 @@ describe.runIf(hasCGuests).each(CONTAINMENTS)('budgets (%s containment)', (conta
       expect(budget.error).toMatchObject({ code: 'WALL_TIMEOUT' });
     });
 
+    it('says so when the wall clock ran out while the call still waited for a worker', async () => {
+      // The registry's one worker sleeps; the next call waits behind it past its own wall clock.
+      const busy = registry.execute('sleep_for', { ms: 800 });
+      const queued = await registry.execute('honest', { n: 3 }, { policy: { budget_wall_ms: 200 } });
+      expect(queued.error).toMatchObject({ code: 'WALL_TIMEOUT', details: { waitingForWorker: true } });
+      expect(queued.error?.message).toContain('while it still waited for a sandbox worker');
+      expect(queued.accounting?.waitingForWorker).toBe(true);
+      expect((await busy).isError).toBe(false);
+      // A call that ran past its wall clock says nothing of the kind.
+      const ran = await registry.execute('spin', {}, { policy: { budget_wall_ms: 200 } });
+      expect(ran.error?.code).toBe('WALL_TIMEOUT');
+      expect(ran.error?.message).not.toContain('waited for a sandbox worker');
+      expect(ran.accounting?.waitingForWorker).toBeUndefined();
+    });
+
     it('uses the smaller of timeout and budget_wall_ms', async () => {
       const result = await registry.execute('spin', {}, { policy: { budget_wall_ms: 5000, timeout: '0.2s' } });
       expect(result.error).toMatchObject({ code: 'TOOL_TIMEOUT' });

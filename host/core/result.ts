@@ -42,6 +42,8 @@ export interface CallAccounting {
   networkDenied?: Array<{ url: string; reason: string }>;
   /** How many outgoing requests the network policy refused in all (when more than `networkDenied` lists). */
   networkDeniedCount?: number;
+  /** True when the call ended before any sandbox worker started it (every worker was busy the whole time). */
+  waitingForWorker?: boolean;
   /** Attempts made (1 unless retried). */
   attempts: number;
   /** Non-terminal events emitted. */

@@ -59,9 +59,17 @@ interface ResolvedPoolOptions {
 export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' }>;
 
 /** How a task's messages are answered. */
+/** What the pool knows of a task stopped before its worker answered. */
+export interface StoppedMeasures {
+  queuedMs?: number;
+  cpuMs?: number;
+  /** The task was stopped before any worker started its guest: all its time was spent waiting for one. */
+  waiting?: boolean;
+}
+
 export interface TaskHandlers extends PoolTaskHandlers {
   /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
-  onStopped?(measured: { queuedMs?: number; cpuMs?: number }): void;
+  onStopped?(measured: StoppedMeasures): void;
 }
 
 export type TaskInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'> | Omit<DescribeTask, 'taskId' | 'control' | 'submittedAt'>;
@@ -229,7 +237,7 @@ export class SandboxPool {
         const used = task.cpuUsed();
         const guest = task.guestStart();
         handlers.onStopped?.({
-          ...(guest ? { queuedMs: Math.max(0, guest.startedAt - task.submittedAt) } : {}),
+          ...(guest ? { queuedMs: Math.max(0, guest.startedAt - task.submittedAt) } : { queuedMs: Math.max(0, performance.timeOrigin + performance.now() - task.submittedAt), waiting: true }),
           ...(used === undefined ? {} : { cpuMs: used }),
         });
         throw this.#taskFailure(error, signal);

@@ -157,6 +157,7 @@ export class SandboxedTool implements Tool {
       onStopped: (measured) => {
         events.account({
           ...(measured.queuedMs === undefined ? {} : { queuedMs: round(measured.queuedMs) }),
+          ...(measured.waiting === true ? { waitingForWorker: true } : {}),
           ...(measured.cpuMs === undefined ? {} : { cpuMs: round(measured.cpuMs), cpuClock: 'thread' }),
           isolation: this.isolation,
         });

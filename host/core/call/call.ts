@@ -318,6 +318,7 @@ export class Call {
       networkDenied: accounting.networkDenied ?? [],
       network: this.admitted.capabilities.network,
       deltas: this.#deltas,
+      waitingForWorker: accounting.waitingForWorker === true,
     });
     this.#finish(errorEvent(this.id, data, 'run', accounting));
   }

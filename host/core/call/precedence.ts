@@ -23,6 +23,8 @@ export interface FailureFacts {
   network: NetworkLabel;
   /** Deltas the caller already received (a cancelled call says whether its output is partial). */
   deltas: number;
+  /** The call never left the sandbox's queue (a timeout then says so: the cause is load, not the tool). */
+  waitingForWorker?: boolean;
 }
 
 interface PrecedenceRule {
@@ -37,7 +39,14 @@ export const ERROR_PRECEDENCE: readonly PrecedenceRule[] = [
   {
     rule: 'the host stopped the call (wall clock, or a cancel past its grace): the reason it stopped it',
     applies: (facts) => facts.hardStop !== undefined,
-    error: (facts) => toErrorData(facts.hardStop, facts.callId),
+    error: (facts) => {
+      const data = toErrorData(facts.hardStop, facts.callId);
+      if (facts.waitingForWorker === true && (data.code === 'WALL_TIMEOUT' || data.code === 'TOOL_TIMEOUT')) {
+        data.message = `${data.message}, while it still waited for a sandbox worker (every worker was busy; the tool never ran)`;
+        data.details = { ...(data.details as Record<string, unknown> | undefined), waitingForWorker: true };
+      }
+      return data;
+    },
   },
   {
     rule: 'the caller cancelled: CANCELLED',

@@ -6,7 +6,7 @@
  * compiles them). Each task is named by the host's id for it.
  */
 import type { ToolErrorData } from '../../core/errors.js';
-import type { GuestEventMessage, SandboxPoolOptions, TaskInput } from '../pool.js';
+import type { GuestEventMessage, SandboxPoolOptions, StoppedMeasures, TaskInput } from '../pool.js';
 import type { RpcRequest, WorkerOutcome } from '../protocol.js';
 
 /** How often the child reports its pool's utilization while it runs tasks (ms). */
@@ -61,7 +61,7 @@ export type FromChild =
   | { type: 'message'; id: number; message: GuestEventMessage }
   /** A task's host call (state, HTTP), answered with an `rpc-reply`. */
   | { type: 'rpc'; id: number; rpcId: number; request: Exclude<RpcRequest, { op: 'modules' }> }
-  | { type: 'stopped'; id: number; measured: { queuedMs?: number; cpuMs?: number } }
+  | { type: 'stopped'; id: number; measured: StoppedMeasures }
   /** A task's end: its outcome, or the error its run rejected with; `next`: the waiting task started in its place. */
   | { type: 'outcome'; id: number; outcome: WorkerOutcome; next?: number }
   | { type: 'failed'; id: number; error: ToolErrorData; next?: number }

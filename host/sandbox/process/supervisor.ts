@@ -51,6 +51,8 @@ interface Job {
   started?: boolean;
   /** The caller asked the guest to stop cooperatively (told through `handlers.onCancel`). */
   cancelled?: boolean;
+  /** When it was handed to the pool (ms, performance.now()): a job stopped while it waited spent all of it queued. */
+  submittedAt: number;
 }
 
 interface SandboxChild {
@@ -153,9 +155,12 @@ export class ProcessSandboxPool implements SandboxRunner {
     this.#pending += 1;
     try {
       return await new Promise<WorkerOutcome>((resolve, reject) => {
-        const job: Job = { id: this.#nextId++, input, handlers, resolve, reject };
+        const job: Job = { id: this.#nextId++, input, handlers, resolve, reject, submittedAt: performance.now() };
         const onAbort = (): void => {
           if (job.child) {
+            // Not started in the child yet: it never ran, and the call (which ends at its hard stop) is told now,
+            // not after the child's answer.
+            if (!job.started) handlers.onStopped?.({ waiting: true, queuedMs: performance.now() - job.submittedAt });
             const reason: unknown = handlers.signal!.reason;
             this.#send(job.child, { type: 'abort', id: job.id, ...(reason instanceof ToolhostError ? { reason: reason.toData() } : {}) });
             return;
@@ -163,7 +168,7 @@ export class ProcessSandboxPool implements SandboxRunner {
           // Still waiting here: it leaves the queue, having used nothing.
           const at = this.#queue.indexOf(job);
           if (at !== -1) this.#queue.splice(at, 1);
-          handlers.onStopped?.({});
+          handlers.onStopped?.({ waiting: true, queuedMs: performance.now() - job.submittedAt });
           job.reject(abortFailure(handlers.signal!));
         };
         const onCancel = (): void => {
@@ -266,9 +271,13 @@ export class ProcessSandboxPool implements SandboxRunner {
       case 'message':
         child.jobs.get(message.id)?.handlers.onMessage(message.message);
         return;
-      case 'stopped':
-        child.jobs.get(message.id)?.handlers.onStopped?.(message.measured);
+      case 'stopped': {
+        const job = child.jobs.get(message.id);
+        // Stopped while it waited in the child: its whole time here was queued.
+        if (job && message.measured.waiting === true) job.handlers.onStopped?.({ ...message.measured, queuedMs: performance.now() - job.submittedAt });
+        else job?.handlers.onStopped?.(message.measured);
         return;
+      }
       case 'rpc': {
         const job = child.jobs.get(message.id);
         if (!job) return;
