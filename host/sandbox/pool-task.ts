@@ -46,6 +46,14 @@ export interface PoolTaskHandlers {
   rpc(request: RpcRequest): Promise<unknown>;
 }
 
+/** What the pool knows of a task stopped before its worker answered. */
+export interface StoppedMeasures {
+  queuedMs?: number;
+  cpuMs?: number;
+  /** The task was stopped before any worker started its guest: all its time was spent waiting for one. */
+  waiting?: boolean;
+}
+
 /** The guest's start, as the worker published it in the control block. */
 export interface GuestStart {
   tid: number | undefined;

@@ -13,7 +13,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
 import { ControlSlots } from './control-slots.js';
-import { PoolTask, type PoolTaskHandlers } from './pool-task.js';
+import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
 import { SpareStatus } from './spare-status.js';
 import { TaskProfiles } from './task-profiles.js';
 import type { StopSignal } from './task-stop.js';
@@ -59,14 +59,6 @@ interface ResolvedPoolOptions {
 export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' }>;
 
 /** How a task's messages are answered. */
-/** What the pool knows of a task stopped before its worker answered. */
-export interface StoppedMeasures {
-  queuedMs?: number;
-  cpuMs?: number;
-  /** The task was stopped before any worker started its guest: all its time was spent waiting for one. */
-  waiting?: boolean;
-}
-
 export interface TaskHandlers extends PoolTaskHandlers {
   /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
   onStopped?(measured: StoppedMeasures): void;

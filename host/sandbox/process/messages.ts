@@ -6,7 +6,8 @@
  * compiles them). Each task is named by the host's id for it.
  */
 import type { ToolErrorData } from '../../core/errors.js';
-import type { GuestEventMessage, SandboxPoolOptions, StoppedMeasures, TaskInput } from '../pool.js';
+import type { StoppedMeasures } from '../pool-task.js';
+import type { GuestEventMessage, SandboxPoolOptions, TaskInput } from '../pool.js';
 import type { RpcRequest, WorkerOutcome } from '../protocol.js';
 
 /** How often the child reports its pool's utilization while it runs tasks (ms). */

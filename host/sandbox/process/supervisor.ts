@@ -51,8 +51,7 @@ interface Job {
   started?: boolean;
   /** The caller asked the guest to stop cooperatively (told through `handlers.onCancel`). */
   cancelled?: boolean;
-  /** When it was handed to the pool (ms, performance.now()): a job stopped while it waited spent all of it queued. */
-  submittedAt: number;
+  submittedAt: number; // performance.now() when it was handed to the pool
 }
 
 interface SandboxChild {
@@ -158,9 +157,7 @@ export class ProcessSandboxPool implements SandboxRunner {
         const job: Job = { id: this.#nextId++, input, handlers, resolve, reject, submittedAt: performance.now() };
         const onAbort = (): void => {
           if (job.child) {
-            // Not started in the child yet: it never ran, and the call (which ends at its hard stop) is told now,
-            // not after the child's answer.
-            if (!job.started) handlers.onStopped?.({ waiting: true, queuedMs: performance.now() - job.submittedAt });
+            if (!job.started) handlers.onStopped?.({ waiting: true, queuedMs: performance.now() - job.submittedAt }); // never ran; told now, before the child answers
             const reason: unknown = handlers.signal!.reason;
             this.#send(job.child, { type: 'abort', id: job.id, ...(reason instanceof ToolhostError ? { reason: reason.toData() } : {}) });
             return;
@@ -271,13 +268,9 @@ export class ProcessSandboxPool implements SandboxRunner {
       case 'message':
         child.jobs.get(message.id)?.handlers.onMessage(message.message);
         return;
-      case 'stopped': {
-        const job = child.jobs.get(message.id);
-        // Stopped while it waited in the child: its whole time here was queued.
-        if (job && message.measured.waiting === true) job.handlers.onStopped?.({ ...message.measured, queuedMs: performance.now() - job.submittedAt });
-        else job?.handlers.onStopped?.(message.measured);
+      case 'stopped':
+        child.jobs.get(message.id)?.handlers.onStopped?.(message.measured);
         return;
-      }
       case 'rpc': {
         const job = child.jobs.get(message.id);
         if (!job) return;
