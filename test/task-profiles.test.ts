@@ -33,6 +33,16 @@ describe('call profiles', () => {
     expect(profiles.wire(input(), entry, task, [1, 3]).fixed).toBeDefined();
   });
 
+  it('forgets a worker that is gone, in every profile', () => {
+    const profiles = new TaskProfiles();
+    const one = profiles.entry(input());
+    const two = profiles.entry(input({ tool: 'sha256' }));
+    for (const entry of [one, two]) entry.knownBy.add(1).add(2);
+    profiles.forget(1);
+    expect([...one.knownBy]).toEqual([2]);
+    expect([...two.knownBy]).toEqual([2]);
+  });
+
   it('gives calls that differ in anything a worker keeps different profiles, and carries per-call capabilities on each task', () => {
     const profiles = new TaskProfiles();
     const base = profiles.entry(input());

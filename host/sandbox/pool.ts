@@ -354,6 +354,7 @@ export class SandboxPool {
         this.#spareComponents.delete(threadId);
         this.#workers.delete(threadId);
         this.#dying.delete(threadId);
+        this.#profiles.forget(threadId);
       });
       replies.unref();
     } else if (post.toolhost === 'task') {

@@ -44,6 +44,11 @@ export class TaskProfiles {
     return entry;
   }
 
+  /** A worker is gone: no profile counts it any more (else hostile calls that kill workers grow every set). */
+  forget(threadId: number): void {
+    for (const entry of this.#byKey.values()) entry.knownBy.delete(threadId);
+  }
+
   /**
    * The message for a call. The profile goes along unless every worker in
    * `workers` (the live ones) is known to hold it.

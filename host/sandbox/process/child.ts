@@ -115,7 +115,6 @@ function abort(id: number, reason: ToolErrorData | undefined): void {
   }
   waiting.splice(at, 1);
   tasks.delete(id);
-  send({ type: 'stopped', id, measured: { waiting: true } });
   send({ type: 'failed', id, error: reason ?? new ToolhostError('CANCELLED', 'the call was aborted').toData() });
 }
 
