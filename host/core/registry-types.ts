@@ -52,6 +52,8 @@ export interface SandboxStats {
   utilization: number;
   /** Where guest code runs: worker threads of the host process, or of a supervised sandbox process. */
   containment?: 'thread' | 'process';
+  /** Tasks taken back before a worker claimed them, and tasks posted again after the worker holding them was lost (thread containment). */
+  handedBack?: { abandoned: number; reposted: number };
   /** The sandbox process (process containment): its pid (none between a death and the next start) and its restarts so far. */
   process?: { pid: number | undefined; restarts: number };
 }

@@ -99,6 +99,7 @@ export class SandboxLoader implements WasmToolLoader {
     if (!pool) return undefined;
     const stats: SandboxStats = { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization, containment: this.#containment };
     if (pool.process) stats.process = { ...pool.process };
+    if (pool.handedBack) stats.handedBack = { ...pool.handedBack };
     return stats;
   }
 

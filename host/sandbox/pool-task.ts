@@ -11,10 +11,16 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ToolhostError } from '../core/errors.js';
 import type { ControlSlot } from './control-slots.js';
+import type { ProfileEntry } from './task-profiles.js';
 import { TaskStop, type StopSignal } from './task-stop.js';
 import { readThreadCpuMs } from './thread-cpu.js';
 import {
+  CLAIM_ABANDONED,
+  CLAIM_KILLED,
+  CLAIM_TAKEN,
+  CLAIM_WAITING,
   CONTROL_CANCELLED,
+  CONTROL_CLAIM,
   CONTROL_ENDED,
   CONTROL_F64_CPU_USED_MS,
   CONTROL_F64_CPU_START_MS,
@@ -107,6 +113,64 @@ export class PoolTask {
       if (cancel?.aborted) this.#raiseCancel();
       else cancel?.addEventListener('abort', this.#raiseCancel, { once: true });
     }
+  }
+
+  /** The call's profile (calls only): how long its tool's calls take decides whether a task may wait behind it. */
+  profile: ProfileEntry | undefined;
+  /** The worker piscina handed the task to last (the pool's balancer records it), while it is there. */
+  worker: number | undefined;
+  /** When it was handed to that worker (performance.now()). */
+  handedAt = 0;
+
+  /** Whether a worker has claimed the task (it may have run guest code since; see CONTROL_CLAIM). */
+  get claimed(): boolean {
+    return Atomics.load(this.slot.flags, CONTROL_CLAIM) !== CLAIM_WAITING;
+  }
+
+  /**
+   * What stopping the task takes: 'taken-back' when no worker had claimed it
+   * (the worker holding it answers TaskAbandoned when it gets there), 'kill'
+   * when its worker runs it (the worker must be stopped; it will not go on to
+   * another task), 'nothing' when the worker is done with it (its answer is on its way).
+   */
+  stopClaim(): 'taken-back' | 'kill' | 'nothing' {
+    const flags = this.slot.flags;
+    if (Atomics.compareExchange(flags, CONTROL_CLAIM, CLAIM_WAITING, CLAIM_ABANDONED) === CLAIM_WAITING) return 'taken-back';
+    return Atomics.compareExchange(flags, CONTROL_CLAIM, CLAIM_TAKEN, CLAIM_KILLED) === CLAIM_TAKEN ? 'kill' : 'nothing';
+  }
+
+  /**
+   * `work` (what piscina does with the task), or the task's stop, whichever
+   * comes first. At the stop the task is taken back if no worker has claimed
+   * it, and `terminate` stops the worker that runs it (see stopClaim); either
+   * way the caller is answered at once, with the stop's reason.
+   */
+  untilStopped<T>(work: Promise<T>, terminate: (threadId: number) => void): Promise<T> {
+    const signal = this.signal;
+    if (signal === undefined) return work;
+    return new Promise<T>((resolve, reject) => {
+      const stop = (): void => {
+        if (this.stopClaim() === 'kill' && this.worker !== undefined) terminate(this.worker);
+        reject(signal.reason);
+      };
+      if (signal.aborted) {
+        stop();
+      } else {
+        signal.addEventListener('abort', stop, { once: true });
+        work.then(
+          (value) => {
+            signal.removeEventListener('abort', stop);
+            resolve(value);
+          },
+          (error: unknown) => {
+            signal.removeEventListener('abort', stop);
+            reject(error);
+          },
+        );
+      }
+      // Given back after the caller was answered: nobody waits for it.
+      work.catch(() => {});
+    });
   }
 
   /** Whether the worker has started the guest (it publishes that in the control block). */

@@ -1,21 +1,23 @@
 /**
  * The sandbox pool: piscina workers that run guest code, one task at a time
- * per worker, with a bounded queue. Each task gets an id and a shared control
+ * per worker (a worker may hold the next one, behind a short one: see
+ * worker-holdings.ts), with a bounded queue. A stop is the pool's, not
+ * piscina's: a task no worker has claimed is taken back, a claimed one loses
+ * its worker (PoolTask.untilStopped). Each task gets an id and a shared control
  * block for its flags (pool-task.ts; a reused slot, control-slots.ts); a call
  * carries its profile's id rather than its fixed parts (task-profiles.ts);
  * its events and host calls travel on channels each worker set up once (see
  * protocol.ts).
  */
-import { availableParallelism } from 'node:os';
-import { existsSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import { Piscina, queueOptionsSymbol } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
 import { ControlSlots } from './control-slots.js';
+import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoolOptions } from './pool-options.js';
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
+import { TASKS_PER_WORKER, WorkerHoldings } from './worker-holdings.js';
 import { SpareStatus } from './spare-status.js';
-import { TaskProfiles } from './task-profiles.js';
+import { TaskProfiles, recordRun, type ProfileEntry } from './task-profiles.js';
 import type { StopSignal } from './task-stop.js';
 import {
   type CallProfile,
@@ -23,37 +25,13 @@ import {
   type CollectTask,
   type DescribeTask,
   type ProfileMiss,
+  type TaskAbandoned,
   type TaskWire,
   type WorkerMessage,
   type WorkerHeap,
   type WorkerOutcome,
   type WorkerPost,
 } from './protocol.js';
-
-export interface SandboxPoolOptions {
-  /** Worker threads (default: the machine's cores). */
-  threads?: number;
-  /** Tasks that may wait for a worker before calls are refused with OVERLOADED (default: 64 per thread). */
-  maxQueue?: number;
-  /** Idle workers above `minThreads` exit after this long (ms; default 60 s). */
-  idleTimeoutMs?: number;
-  /** V8 heap cap of each worker, in MiB (default 512). */
-  maxHeapMb?: number;
-  /**
-   * How long a worker may take to prepare a spare instance between calls
-   * (ms, default 5000): past it the guest's initialization is taken to hang,
-   * the worker is terminated and replaced, and `onWedged` is told.
-   */
-  spareTimeoutMs?: number;
-}
-
-interface ResolvedPoolOptions {
-  threads: number;
-  maxQueue: number;
-  idleTimeoutMs: number;
-  maxHeapMb: number;
-  spareTimeoutMs: number;
-}
 
 /** Messages a task's caller sees (the pool handles host calls itself). */
 export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' }>;
@@ -69,42 +47,19 @@ export type TaskInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'> | O
 /** How long to wait for a task's last messages after its result arrived (they are already in flight). */
 const DRAIN_TIMEOUT_MS = 2_000;
 
+/** Times a task that no worker claimed is posted again after the worker holding it was lost. */
+const REPOSTS = 3;
+
 /** The worker view piscina hands a load balancer (its type is not exported by name). */
 type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>>[1][number];
 
-export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
-  const threads = options.threads ?? availableParallelism();
-  if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
-  const maxQueue = options.maxQueue ?? threads * 64;
-  if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new TypeError('options.maxQueue must be a non-negative integer');
-  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
-  if (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs < 0) throw new TypeError('options.idleTimeoutMs must be a non-negative number');
-  const maxHeapMb = options.maxHeapMb ?? 512;
-  if (!Number.isInteger(maxHeapMb) || maxHeapMb < 16) throw new TypeError('options.maxHeapMb must be an integer of at least 16');
-  const spareTimeoutMs = options.spareTimeoutMs ?? 5_000;
-  if (!Number.isFinite(spareTimeoutMs) || spareTimeoutMs <= 0) throw new TypeError('options.spareTimeoutMs must be a positive number');
-  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs };
-}
-
-/**
- * The worker script: the compiled CommonJS bootstrap next to this file, or,
- * when toolhost runs from its TypeScript sources (tests), a bootstrap that
- * loads the `.ts` entry through tsx. Both are CommonJS (see bootstrap.cts).
- */
-function workerScript(): { filename: string; execArgv: string[] } {
-  const compiled = new URL('./worker/bootstrap.cjs', import.meta.url);
-  if (existsSync(fileURLToPath(compiled))) return { filename: compiled.href, execArgv: [] };
-  // From the sources, a built worker may be named instead (the test suite builds dist/ first): booting tsx in
-  // every worker thread costs ~300 ms of CPU per worker. A built toolhost never reads this.
-  const built = process.env.TOOLHOST_DEV_WORKER;
-  if (built) return { filename: pathToFileURL(built).href, execArgv: [] };
-  return { filename: new URL('./worker/dev-bootstrap.cjs', import.meta.url).href, execArgv: [] };
-}
+export type { SandboxPoolOptions } from './pool-options.js';
+export { resolveOptions } from './pool-options.js';
 
 export class SandboxPool {
   readonly #piscina: Piscina;
   readonly #options: ResolvedPoolOptions;
-  /** Tasks accepted and not yet finished (running or waiting). */
+  /** Tasks accepted that piscina still holds (running, waiting, or stopped and not yet given back by piscina). */
   #pending = 0;
   #nextTaskId = 1;
   readonly #slots = new ControlSlots();
@@ -134,11 +89,14 @@ export class SandboxPool {
    */
   readonly #dying = new Set<number>();
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
-  /** Workers the pool stopped so far for a hung spare (a task failed by such a stop before its guest started is run again). */
-  #kills = 0;
+  /** Tasks taken back before a worker claimed them, and tasks posted again (see SandboxRunner.handedBack). */
+  readonly #handedBack = { abandoned: 0, reposted: 0 };
+  /** Which tasks each worker holds (what decides whether a task may wait behind another). */
+  readonly #held: WorkerHoldings;
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
+    this.#held = new WorkerHoldings(this.#options.waitBehind);
     const script = workerScript();
     this.#piscina = new Piscina({
       filename: script.filename,
@@ -148,7 +106,9 @@ export class SandboxPool {
       // Admission is bounded here, not by piscina's maxQueue: piscina keeps
       // abortable tasks (all of ours) in a side queue that maxQueue does not count.
       idleTimeout: this.#options.idleTimeoutMs,
-      concurrentTasksPerWorker: 1,
+      // Our tasks are not abortable as far as piscina knows (it runs an
+      // abortable one alone on its worker): a stop is the pool's (see PoolTask.untilStopped).
+      concurrentTasksPerWorker: TASKS_PER_WORKER,
       // Idle workers must run their event loop: that is when they prepare the
       // next call's spare instance and release the previous task's port.
       // (With piscina's default 'sync', an idle worker blocks in Atomics.wait.)
@@ -156,7 +116,11 @@ export class SandboxPool {
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
       // A worker's env is its own empty copy: guest glue never sees the host's.
       env: {},
-      loadBalancer: (_task, workers) => this.#pickWorker(workers),
+      loadBalancer: (task, workers) => {
+        // A call or describe task carries its PoolTask there; a collect task carries nothing (piscina gives null).
+        const marked = (task as unknown as Record<symbol, unknown>)[queueOptionsSymbol];
+        return this.#pickWorker(marked instanceof PoolTask ? marked : undefined, workers);
+      },
     });
     this.#piscina.on('message', (post: WorkerPost) => this.#onWorkerPost(post));
   }
@@ -168,6 +132,10 @@ export class SandboxPool {
   onWedged(listener: (componentId: string, threadId: number) => void): () => void {
     this.#wedgedListeners.add(listener);
     return () => this.#wedgedListeners.delete(listener);
+  }
+
+  get handedBack(): { readonly abandoned: number; readonly reposted: number } {
+    return this.#handedBack;
   }
 
   get threads(): number {
@@ -193,12 +161,7 @@ export class SandboxPool {
     if (this.#pending >= this.#options.threads + this.#options.maxQueue) {
       throw new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting for ${this.#options.threads} workers); try again later`);
     }
-    this.#pending += 1;
-    try {
-      return await this.#run(input, handlers);
-    } finally {
-      this.#pending -= 1;
-    }
+    return this.#run(input, handlers);
   }
 
   readonly #replyPort = (threadId: number): MessagePort | undefined => this.#replies.get(threadId);
@@ -206,25 +169,18 @@ export class SandboxPool {
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
     const slot = this.#slots.acquire();
     const task = new PoolTask(this.#nextTaskId++, slot, handlers, this.#replyPort);
-    const { taskId, signal } = task;
+    const { taskId } = task;
     this.#routes.set(taskId, task);
-    let answered = false;
     try {
       const base = { taskId, control: slot.ref, submittedAt: task.submittedAt };
       const profile = input.kind === 'call' ? this.#profiles.entry(input) : undefined;
       const message: TaskWire = input.kind === 'call' ? this.#profiles.wire(input, profile!, base, this.#replies.keys()) : { ...input, ...base };
-      const options = signal ? { signal } : {};
-      let outcome: WorkerOutcome;
+      // The balancer finds the task here (piscina hands it the message's queue options; symbols are not posted).
+      (message as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = task;
+      task.profile = profile;
+      let outcome: WorkerOutcome | TaskAbandoned;
       try {
-        const kills = this.#kills;
-        try {
-          outcome = await this.#post(message, options, profile?.profile);
-        } catch (error) {
-          // Handed to a worker that the pool then stopped for hanging on another
-          // component's spare, before its own guest started: nothing of it ran, so run it again.
-          if (signal?.aborted || this.#kills === kills || task.started) throw error;
-          outcome = await this.#post(message, options, profile?.profile);
-        }
+        outcome = await task.untilStopped(this.#work(task, message, profile), this.#terminateFor);
       } catch (error) {
         const used = task.cpuUsed();
         const guest = task.guestStart();
@@ -232,14 +188,15 @@ export class SandboxPool {
           ...(guest ? { queuedMs: Math.max(0, guest.startedAt - task.submittedAt) } : { queuedMs: Math.max(0, performance.timeOrigin + performance.now() - task.submittedAt), waiting: true }),
           ...(used === undefined ? {} : { cpuMs: used }),
         });
-        throw this.#taskFailure(error, signal);
+        throw this.#taskFailure(error, task.signal);
       } finally {
         task.stopWatchdog();
       }
-      answered = true;
+      if ('abandoned' in outcome) throw new ToolhostError('INTERNAL', 'a task the pool did not take back was answered as abandoned');
       const { accounting } = outcome;
       if (message.kind === 'call' && message.fixed) profile!.knownBy.add(accounting.threadId);
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
+      if (profile) recordRun(profile, performance.timeOrigin + performance.now() - accounting.startedAt);
       if (accounting.preparing) this.#watchSpare(accounting.threadId, taskId, input.componentId);
       const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
       if (drained) await drained;
@@ -247,34 +204,72 @@ export class SandboxPool {
     } finally {
       task.dispose();
       this.#routes.delete(taskId);
-      // Only a worker that answered is done writing to the slot (see control-slots.ts).
-      if (answered) this.#slots.release(slot);
+    }
+  }
+
+  /**
+   * What piscina does with a task, until it gives the task back: the
+   * worker's answer (or TaskAbandoned, for a task the caller stopped before
+   * a worker claimed it). A task no worker claimed is posted again when the
+   * worker holding it is lost (stopped for another task, or dead): nothing
+   * of it ran. Its slot goes back only when a worker answered (control-slots.ts).
+   */
+  async #work(task: PoolTask, message: TaskWire, profile: ProfileEntry | undefined): Promise<WorkerOutcome | TaskAbandoned> {
+    this.#pending += 1;
+    let answered = false;
+    try {
+      for (let reposts = 0; ; reposts += 1) {
+        try {
+          const outcome = await this.#post(message, profile?.profile);
+          answered = true;
+          if ('abandoned' in outcome) this.#handedBack.abandoned += 1;
+          return outcome;
+        } catch (error) {
+          this.#held.release(task);
+          if (task.signal?.aborted || task.claimed || reposts >= REPOSTS) throw error;
+          this.#handedBack.reposted += 1;
+        }
+      }
+    } finally {
+      this.#held.release(task);
+      this.#pending -= 1;
+      if (answered) this.#slots.release(task.slot);
     }
   }
 
   /** Hand a task to piscina; a call whose worker lacks its profile (new, or it dropped its profiles) is sent again with it. */
-  async #post(message: TaskWire, options: { signal?: StopSignal }, profile: CallProfile | undefined): Promise<WorkerOutcome> {
-    const answer = (await this.#piscina.run(message, options)) as WorkerOutcome | ProfileMiss;
+  async #post(message: TaskWire, profile: CallProfile | undefined): Promise<WorkerOutcome | TaskAbandoned> {
+    const answer = (await this.#piscina.run(message)) as WorkerOutcome | ProfileMiss | TaskAbandoned;
     if (!('profileMiss' in answer)) return answer;
     // Nothing ran: send the profile along.
     if (message.kind === 'call' && profile) message.fixed = profile;
-    return (await this.#piscina.run(message, options)) as WorkerOutcome;
+    return (await this.#piscina.run(message)) as WorkerOutcome | TaskAbandoned;
   }
 
+  /** A stopped task's worker had claimed it: the worker is stopped (piscina replaces it; the task it held next is posted again). */
+  readonly #terminateFor = (threadId: number): void => this.#terminate(threadId);
+
   /**
-   * An idle worker for a task, preferring one that is not preparing a spare
-   * (it would start the task only once its spare is made); null when every
-   * worker is busy (the task waits in piscina's queue).
+   * A worker for a task: an idle one that is not preparing a spare (it would
+   * start the task only once its spare is made), else an idle one that is,
+   * else one whose only task is short (the task waits in its port, see
+   * TASKS_PER_WORKER); null when none fits (the task waits in piscina's queue).
    */
-  #pickWorker(workers: PiscinaWorker[]): PiscinaWorker | null {
-    let fallback: PiscinaWorker | null = null;
+  #pickWorker(task: PoolTask | undefined, workers: PiscinaWorker[]): PiscinaWorker | null {
+    let preparing: PiscinaWorker | null = null;
+    let behind: PiscinaWorker | null = null;
     for (const worker of workers) {
       if (!this.#workers.has(worker.id)) this.#workers.set(worker.id, worker);
-      if (worker.currentUsage !== 0 || this.#dying.has(worker.id)) continue;
-      if (!this.#isPreparing(worker.id)) return worker;
-      fallback ??= worker;
+      if (this.#dying.has(worker.id)) continue;
+      if (worker.currentUsage === 0) {
+        if (!this.#isPreparing(worker.id)) return this.#held.handOver(worker, task);
+        preparing ??= worker;
+      } else if (task !== undefined && behind === null && this.#held.mayWaitBehind(worker.id, worker.currentUsage)) {
+        behind = worker;
+      }
     }
-    return fallback;
+    const pick = preparing ?? behind;
+    return pick === null ? null : this.#held.handOver(pick, task);
   }
 
   #isPreparing(threadId: number): boolean {
@@ -329,7 +324,6 @@ export class SandboxPool {
     const handle = this.#workers.get(threadId);
     if (!handle) return;
     this.#dying.add(threadId);
-    this.#kills += 1;
     // piscina keeps its Worker behind a symbol on the handle its balancer sees (5.x: kWorkerData).
     for (const symbol of Object.getOwnPropertySymbols(handle)) {
       const info = (handle as unknown as Record<symbol, unknown>)[symbol] as { worker?: { terminate?: () => Promise<number> } } | undefined;
@@ -354,6 +348,7 @@ export class SandboxPool {
         this.#spareComponents.delete(threadId);
         this.#workers.delete(threadId);
         this.#dying.delete(threadId);
+        this.#held.forget(threadId);
         this.#profiles.forget(threadId);
       });
       replies.unref();

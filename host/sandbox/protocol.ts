@@ -47,6 +47,28 @@ export const CONTROL_F64_CPU_USED_MS = 4;
  * the main thread may read the clock late.
  */
 export const CONTROL_ENDED = 10;
+/**
+ * Int32 slot: who has the task. A task may wait in a worker's port behind
+ * another one (the pool hands a busy worker its next task when both are
+ * short, see pool.ts), so taking it back must not race the worker: the
+ * worker claims it (CLAIM_WAITING to CLAIM_TAKEN) before it does anything,
+ * and the pool abandons it (CLAIM_WAITING to CLAIM_ABANDONED) when its
+ * caller stops it first; the worker then answers TaskAbandoned at once. A
+ * claimed task ends as CLAIM_DONE (worker) or CLAIM_KILLED (pool), whichever
+ * comes first.
+ */
+export const CONTROL_CLAIM = 11;
+export const CLAIM_WAITING = 0;
+export const CLAIM_TAKEN = 1;
+export const CLAIM_ABANDONED = 2;
+/** The worker is done with the task (its answer follows): a stop no longer needs its worker stopped. */
+export const CLAIM_DONE = 3;
+/**
+ * The pool is stopping the worker for this task: it must not finish it and
+ * claim the next one (that one would die with it); a worker that finds this
+ * when it is done waits for its end.
+ */
+export const CLAIM_KILLED = 4;
 export const CONTROL_BYTES = 6 * Float64Array.BYTES_PER_ELEMENT;
 
 /** Where a task's control block is: a CONTROL_BYTES slot at `offset` in `buffer` (see control-slots.ts). */
@@ -168,6 +190,11 @@ export type TaskWire = CallWire | DescribeTask;
 /** A worker's answer to a call whose profile it does not know (nothing ran). */
 export interface ProfileMiss {
   profileMiss: number;
+}
+
+/** A worker's answer to a task the pool abandoned before the worker claimed it (nothing ran). */
+export interface TaskAbandoned {
+  abandoned: number;
 }
 
 /**

@@ -16,6 +16,13 @@ export interface SandboxRunner {
   readonly queueSize: number;
   /** Share of worker time spent running tasks (0..1). */
   readonly utilization: number;
+  /**
+   * Tasks the pool took back from a worker's port before the worker claimed
+   * them (their caller stopped them), and tasks posted again because the
+   * worker holding them was lost before it claimed them (see worker-holdings.ts).
+   * The in-process pool only.
+   */
+  readonly handedBack?: { readonly abandoned: number; readonly reposted: number };
   /** The sandbox process, with process containment (for tests and metrics). */
   readonly process?: { readonly pid: number | undefined; readonly restarts: number };
   run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome>;

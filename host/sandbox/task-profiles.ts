@@ -20,6 +20,16 @@ export interface ProfileEntry {
   profile: CallProfile;
   /** Workers (thread ids) known to hold the profile. */
   knownBy: Set<number>;
+  /** How long its calls take in a worker, from the guest's start to the answer (ms, moving average; undefined before the first). */
+  runMs?: number;
+}
+
+/** Weight of the newest run in `runMs`. */
+const RUN_WEIGHT = 0.2;
+
+/** One more run of a profile's calls took `ms`. */
+export function recordRun(entry: ProfileEntry, ms: number): void {
+  entry.runMs = entry.runMs === undefined ? ms : entry.runMs + RUN_WEIGHT * (ms - entry.runMs);
 }
 
 /** A call task as the pool is given it. */

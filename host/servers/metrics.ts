@@ -92,6 +92,18 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
       this.inc(registry.sandboxStats()?.process?.restarts ?? 0);
     },
   });
+  new Counter({
+    name: 'toolhost_pool_tasks_handed_back_total',
+    help: 'Sandbox tasks a worker held but never claimed: taken back because their caller stopped them (outcome="abandoned"), or posted again because the worker holding them was lost (outcome="reposted"). Thread containment.',
+    labelNames: ['outcome'] as const,
+    registers: [prometheus],
+    collect() {
+      const handedBack = registry.sandboxStats()?.handedBack;
+      this.reset();
+      this.inc({ outcome: 'abandoned' }, handedBack?.abandoned ?? 0);
+      this.inc({ outcome: 'reposted' }, handedBack?.reposted ?? 0);
+    },
+  });
   new Gauge({
     name: 'toolhost_sandbox_process_up',
     help: 'Whether the sandbox process (process containment) is running (1) or not (0: between a death and its restart, or thread containment).',

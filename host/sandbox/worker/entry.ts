@@ -6,11 +6,12 @@
 import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
-import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, ProfileMiss, SandboxTask, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
+import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, ProfileMiss, SandboxTask, TaskAbandoned, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
+import { taskRunning, whenNoTaskRuns } from './running-tasks.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
 const CONVERSATION_INSTANCES = 32;
@@ -85,7 +86,7 @@ function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: GuestIns
   // A call may reach the worker before this runs: it then resets the instance itself (acquire).
   runtime.awaitingReset = used;
   preparation.announce();
-  setImmediate(() => {
+  whenNoTaskRuns(() => {
     preparation.start(taskId);
     try {
       resetAwaiting(runtime);
@@ -350,13 +351,20 @@ function resolveCall(wire: CallWire): CallTask | undefined {
   return task;
 }
 
+/** `outcome`, once the bridge has marked the task done (see HostBridge.finish). */
+function finished(bridge: HostBridge, outcome: WorkerOutcome): WorkerOutcome {
+  bridge.finish();
+  taskRunning(-1);
+  return outcome;
+}
+
 /**
  * Run one task. A call on a component this worker already knows is answered
  * synchronously (no promise and no microtask hops on the path of every call);
  * the first one loads the component's glue and modules first. A `collect`
  * task (measurements only) collects the worker's garbage.
  */
-export default function runTask(wire: TaskWire | CollectTask): WorkerOutcome | ProfileMiss | WorkerHeap | Promise<WorkerOutcome> {
+export default function runTask(wire: TaskWire | CollectTask): WorkerOutcome | ProfileMiss | TaskAbandoned | WorkerHeap | Promise<WorkerOutcome> {
   if (wire.kind === 'collect') return collectTask(wire);
   const startedAt = now();
   let task: SandboxTask;
@@ -368,21 +376,23 @@ export default function runTask(wire: TaskWire | CollectTask): WorkerOutcome | P
     task = wire;
   }
   const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
+  if (!bridge.claim()) return { abandoned: task.taskId };
+  taskRunning(1);
   const known = task.kind === 'call' ? runtimes.get(runtimeKey(task)) : undefined;
   if (known && task.kind === 'call') {
     try {
-      return call(known, task, bridge, startedAt);
+      return finished(bridge, call(known, task, bridge, startedAt));
     } catch (error) {
-      return instantiateFailure(task, bridge, startedAt, error);
+      return finished(bridge, instantiateFailure(task, bridge, startedAt, error));
     }
   }
   const first = task;
   return (async (): Promise<WorkerOutcome> => {
     try {
-      if (first.kind === 'describe') return await describe(first, bridge, startedAt);
-      return call(await runtimeFor(first, bridge), first, bridge, startedAt);
+      if (first.kind === 'describe') return finished(bridge, await describe(first, bridge, startedAt));
+      return finished(bridge, call(await runtimeFor(first, bridge), first, bridge, startedAt));
     } catch (error) {
-      return instantiateFailure(first, bridge, startedAt, error);
+      return finished(bridge, instantiateFailure(first, bridge, startedAt, error));
     }
   })();
 }

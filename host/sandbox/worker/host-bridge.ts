@@ -16,6 +16,11 @@ import {
   CONTROL_ENDED,
   CONTROL_F64_CPU_START_MS,
   CONTROL_F64_CPU_USED_MS,
+  CONTROL_CLAIM,
+  CLAIM_DONE,
+  CLAIM_KILLED,
+  CLAIM_TAKEN,
+  CLAIM_WAITING,
   DEFAULT_GUEST_OUTPUT_LIMITS,
   CONTROL_F64_STARTED_AT,
   CONTROL_RPC_DOORBELL,
@@ -107,6 +112,22 @@ export class HostBridge {
     this.#messages += 1;
     const post: WorkerPost = { toolhost: 'task', taskId: this.#taskId, threadId, message };
     parentPort?.postMessage(post);
+  }
+
+  /** Take the task for this worker; false when the pool abandoned it first (see CONTROL_CLAIM). */
+  claim(): boolean {
+    return Atomics.compareExchange(this.#control, CONTROL_CLAIM, CLAIM_WAITING, CLAIM_TAKEN) === CLAIM_WAITING;
+  }
+
+  /**
+   * The task is done (its answer is returned next). When the pool is stopping
+   * this worker for it meanwhile (CLAIM_KILLED), the worker must not go on to
+   * the next task it holds, which would die with it: it waits for its end.
+   */
+  finish(): void {
+    if (Atomics.compareExchange(this.#control, CONTROL_CLAIM, CLAIM_TAKEN, CLAIM_DONE) !== CLAIM_KILLED) return;
+    // Bounded waits: termination is seen between two of them at the latest.
+    for (;;) Atomics.wait(this.#control, CONTROL_CLAIM, CLAIM_KILLED, 50);
   }
 
   /**

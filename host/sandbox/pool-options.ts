@@ -1,0 +1,69 @@
+/** The sandbox pool's options, their defaults and checks, and the worker script it starts (see pool.ts). */
+import { availableParallelism } from 'node:os';
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export interface SandboxPoolOptions {
+  /** Worker threads (default: the machine's cores). */
+  threads?: number;
+  /** Tasks that may wait for a worker before calls are refused with OVERLOADED (default: 64 per thread). */
+  maxQueue?: number;
+  /** Idle workers above `minThreads` exit after this long (ms; default 60 s). */
+  idleTimeoutMs?: number;
+  /** V8 heap cap of each worker, in MiB (default 512). */
+  maxHeapMb?: number;
+  /**
+   * How long a worker may take to prepare a spare instance between calls
+   * (ms, default 5000): past it the guest's initialization is taken to hang,
+   * the worker is terminated and replaced, and `onWedged` is told.
+   */
+  spareTimeoutMs?: number;
+  /**
+   * When a task may wait in a busy worker's port behind the task it runs
+   * (see worker-holdings.ts): that task's tool averages under `averageMs`
+   * per call and it was handed over less than `withinMs` ago (defaults 1
+   * and 2 ms); `{ averageMs: 0 }` never lets a task wait there.
+   */
+  waitBehind?: { averageMs?: number; withinMs?: number };
+}
+
+export interface ResolvedPoolOptions {
+  threads: number;
+  maxQueue: number;
+  idleTimeoutMs: number;
+  maxHeapMb: number;
+  spareTimeoutMs: number;
+  waitBehind: { averageMs: number; withinMs: number };
+}
+
+export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
+  const threads = options.threads ?? availableParallelism();
+  if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
+  const maxQueue = options.maxQueue ?? threads * 64;
+  if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new TypeError('options.maxQueue must be a non-negative integer');
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  if (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs < 0) throw new TypeError('options.idleTimeoutMs must be a non-negative number');
+  const maxHeapMb = options.maxHeapMb ?? 512;
+  if (!Number.isInteger(maxHeapMb) || maxHeapMb < 16) throw new TypeError('options.maxHeapMb must be an integer of at least 16');
+  const spareTimeoutMs = options.spareTimeoutMs ?? 5_000;
+  if (!Number.isFinite(spareTimeoutMs) || spareTimeoutMs <= 0) throw new TypeError('options.spareTimeoutMs must be a positive number');
+  const waitBehind = { averageMs: options.waitBehind?.averageMs ?? 1, withinMs: options.waitBehind?.withinMs ?? 2 };
+  if (!(waitBehind.averageMs >= 0) || !(waitBehind.withinMs >= 0)) throw new TypeError('options.waitBehind takes non-negative numbers');
+  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind };
+}
+
+/**
+ * The worker script: the compiled CommonJS bootstrap next to this file, or,
+ * when toolhost runs from its TypeScript sources (tests), a bootstrap that
+ * loads the `.ts` entry through tsx. Both are CommonJS (see bootstrap.cts).
+ */
+export function workerScript(): { filename: string; execArgv: string[] } {
+  const compiled = new URL('./worker/bootstrap.cjs', import.meta.url);
+  if (existsSync(fileURLToPath(compiled))) return { filename: compiled.href, execArgv: [] };
+  // From the sources, a built worker may be named instead (the test suite builds dist/ first): booting tsx in
+  // every worker thread costs ~300 ms of CPU per worker. A built toolhost never reads this.
+  const built = process.env.TOOLHOST_DEV_WORKER;
+  if (built) return { filename: pathToFileURL(built).href, execArgv: [] };
+  return { filename: new URL('./worker/dev-bootstrap.cjs', import.meta.url).href, execArgv: [] };
+}
+

@@ -1,0 +1,75 @@
+/**
+ * Which tasks each worker of the pool holds: the one it runs and, at most,
+ * the next, waiting in its port.
+ *
+ * Why a worker may hold a second task: a task posted to a sleeping worker
+ * must wake its thread, and on a VM whose idle vCPUs halt that wake was the
+ * dearest part of a small call (~10-15 µs of the main thread's postMessage
+ * per call at 8 in flight, tens of µs of the worker's); a worker that finds
+ * its next task waiting does not sleep between them. A task waits only
+ * behind a short one (a tool whose calls average under a millisecond,
+ * handed over just now), so its wait is about one short call; a task stopped
+ * while it waits is taken back (see PoolTask.untilStopped).
+ */
+import type { PoolTask } from './pool-task.js';
+
+/** Tasks a worker may hold at once (piscina's concurrentTasksPerWorker). */
+export const TASKS_PER_WORKER = 2;
+
+/** The part of piscina's worker view used here. */
+interface WorkerView {
+  readonly id: number;
+}
+
+export class WorkerHoldings {
+  /** Tasks handed to each worker and not given back yet, oldest first. */
+  readonly #held = new Map<number, PoolTask[]>();
+  /** A task waits behind another only if that one's tool averages under `averageMs` a call, handed over less than `withinMs` ago. */
+  readonly #rule: { averageMs: number; withinMs: number };
+
+  constructor(rule: { averageMs: number; withinMs: number }) {
+    this.#rule = rule;
+  }
+
+  /** piscina posts `task` to `worker` next: remember where it is. Returns the worker (the balancer's answer). */
+  handOver<W extends WorkerView>(worker: W, task: PoolTask | undefined): W {
+    if (task !== undefined) {
+      task.worker = worker.id;
+      task.handedAt = performance.now();
+      const held = this.#held.get(worker.id);
+      if (held) held.push(task);
+      else this.#held.set(worker.id, [task]);
+    }
+    return worker;
+  }
+
+  /** The task is no longer with the worker it was handed to (answered, or the worker was lost). */
+  release(task: PoolTask): void {
+    const threadId = task.worker;
+    if (threadId === undefined) return;
+    task.worker = undefined;
+    const held = this.#held.get(threadId);
+    const at = held?.indexOf(task) ?? -1;
+    if (at !== -1) held!.splice(at, 1);
+  }
+
+  /**
+   * Whether a task may wait behind what worker `threadId` holds, given
+   * piscina's count of its tasks (`usage`): one task (ours may still list
+   * tasks piscina just gave back, oldest first, so the one it holds is our
+   * newest), of a short tool, handed over just now.
+   */
+  mayWaitBehind(threadId: number, usage: number): boolean {
+    if (usage !== 1) return false;
+    const held = this.#held.get(threadId);
+    const current = held?.[held.length - 1];
+    if (current === undefined) return false;
+    const averageMs = current.profile?.runMs;
+    return averageMs !== undefined && averageMs < this.#rule.averageMs && performance.now() - current.handedAt < this.#rule.withinMs;
+  }
+
+  /** A worker is gone. */
+  forget(threadId: number): void {
+    this.#held.delete(threadId);
+  }
+}
