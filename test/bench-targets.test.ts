@@ -1,7 +1,13 @@
-/** The targets (P1-P5, M) read the right rows, and the text and HTML reports render any run. */
+/**
+ * The targets (P1-P5, M) read the right rows (the paired phase when it ran),
+ * the paired phase's order turns every round, and the text and HTML reports
+ * render any run.
+ */
 import { describe, expect, it } from 'vitest';
+import { roundOrder } from '../host/bench/paired.js';
 import { renderHtmlReport } from '../host/bench/report-html.js';
-import type { BenchReport, BenchRow } from '../host/bench/row.js';
+import type { BenchReport, BenchRow, PairedRow } from '../host/bench/row.js';
+import { spread } from '../host/bench/statistics.js';
 import { formatReport } from '../host/bench/table.js';
 import { checkTargets } from '../host/bench/targets.js';
 
@@ -47,6 +53,78 @@ function report(): BenchReport {
     ],
   };
 }
+
+/** A paired row whose rounds have these p50 ratios to the floor (floor p50 0.1 ms, 5000 calls/s in every round). */
+function pairedRow(id: string, concurrency: number, ratios: number[], throughputRatios = ratios.map((r) => 1 / r)): PairedRow {
+  const rounds = ratios.map((ratio, round) => ({
+    round, position: 1, floorPosition: 0, p50Ms: 0.1 * ratio, floorP50Ms: 0.1, p50VsFloor: ratio,
+    callsPerSec: 5000 * throughputRatios[round]!, floorCallsPerSec: 5000, throughputVsFloor: throughputRatios[round]!,
+  }));
+  return {
+    id, label: `${id} <paired>`, kind: id.startsWith('extism') ? 'peer' : 'toolhost', concurrency, calls: 10 * ratios.length, errors: 0,
+    p50Ms: 0.1 * spread(ratios).median, p99Ms: 0.5, callsPerSec: 5000 * spread(throughputRatios).median, floorP50Ms: 0.1, floorCallsPerSec: 5000,
+    p50VsFloor: spread(ratios).median, throughputVsFloor: spread(throughputRatios).median,
+    p50VsFloorPerRound: spread(ratios), throughputVsFloorPerRound: spread(throughputRatios), rounds,
+  };
+}
+
+function pairedReport(): BenchReport {
+  const r = report();
+  r.paired = {
+    rounds: 3,
+    callsPerBlock: 10,
+    settleCalls: 4,
+    rows: [
+      pairedRow('toolhost:echo:call', 1, [1.3, 1.6, 1.7]), // median 1.6x: P1 missed, though the sequential row meets it
+      pairedRow('toolhost:echo:worker', 1, [1.1, 1.15, 3]), // one bad round does not move the median
+      pairedRow('toolhost:echo:conversation', 1, [1.0, 1.1, 1.2]),
+      pairedRow('extism:worker', 1, [2, 2, 2]),
+      pairedRow('toolhost:echo:call', 8, [1, 1, 1], [0.6, 0.8, 0.9]), // median 0.8x: P2 met, though the sequential row misses it
+    ],
+  };
+  return r;
+}
+
+describe('the paired phase', () => {
+  it('runs the floor first on even rounds and last on odd ones, the subjects turned by one each round', () => {
+    expect([0, 1, 2, 3].map((round) => roundOrder('F', ['a', 'b', 'c'], round).join(''))).toEqual(['Fabc', 'acbF', 'Fcab', 'cbaF']);
+    expect([0, 1].map((round) => roundOrder('F', ['a'], round).join(''))).toEqual(['Fa', 'aF']);
+  });
+
+  it('takes the median of an even count of ratios as the mean of the middle two', () => {
+    expect(spread([2, 1])).toEqual({ min: 1, median: 1.5, max: 2 });
+    expect(spread([3, 1, 2])).toEqual({ min: 1, median: 2, max: 3 });
+  });
+
+  it('is what the ratio targets read when it ran, and they say so', () => {
+    const checks = Object.fromEntries(checkTargets(pairedReport()).map((t) => [t.id, t]));
+    expect(Object.fromEntries(Object.entries(checks).map(([id, t]) => [id, t.met]))).toEqual({ P1: false, P2: true, P3: undefined, P4: true, P5: true, M: undefined });
+    for (const id of ['P1', 'P2', 'P4']) expect(checks[id]!.basis).toBe('paired, 3 rounds');
+    expect(checks.P5!.basis).toBeUndefined();
+    expect(checks.P1!.measured).toContain('1.60x the floor (median of the per-round ratios, per round 1.30x-1.70x');
+    // C echo over Extism, round by round: 1.3/2, 1.6/2, 1.7/2.
+    expect(checks.P1!.measured).toContain('C echo / Extism 0.80x');
+    const text = formatReport(pairedReport(), checkTargets(pairedReport()));
+    expect(text).toMatch(/^P1\s+MISSED\s+target:/m);
+    expect(text).toMatch(/measured \(paired, 3 rounds\): p50/);
+    expect(text).toMatch(/^paired row\s+conc\s+calls\s+err\s+floor p50 ms/m);
+    expect(text).toMatch(/^toolhost:echo:worker <paired>\s+1\s+30\s+0\s+0\.100\s+0\.11\d\s+1\.10 \/ 1\.15 \/ 3\.00/m);
+  });
+
+  it('misses P1 when Extism is faster round by round', () => {
+    const r = pairedReport();
+    r.paired!.rows = r.paired!.rows.map((row) => (row.id === 'extism:worker' ? pairedRow('extism:worker', 1, [1.2, 1.2, 1.2]) : row));
+    r.paired!.rows = r.paired!.rows.map((row) => (row.id === 'toolhost:echo:call' && row.concurrency === 1 ? pairedRow('toolhost:echo:call', 1, [1.3, 1.4, 1.45]) : row));
+    expect(checkTargets(r).find((t) => t.id === 'P1')!.met).toBe(false);
+  });
+
+  it('is drawn in the HTML report', () => {
+    const html = renderHtmlReport(pairedReport(), checkTargets(pairedReport()));
+    expect(html).toContain('Paired with the floor');
+    expect(html).toContain('&lt;paired&gt;');
+    expect(html).toContain('<em>paired, 3 rounds:</em>');
+  });
+});
 
 describe('benchmark targets', () => {
   it('checks P1-P5 against the rows, and says which were not measured', () => {

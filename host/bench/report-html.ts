@@ -2,10 +2,11 @@
  * The benchmark as one self-contained HTML page (inline SVG, CSS and a little
  * JS; nothing fetched): the targets, the latency distribution of every row
  * (p1-p99 whiskers, p25-p75 box, p50 mark, on a log scale), each row's ratio
- * to the floor, throughput, the full table, budgets and cold starts, and the
- * run's JSON for whoever wants to redraw it.
+ * to the floor, throughput, the full table, the paired phase (per-round ratios
+ * as ranges), budgets and cold starts, and the run's JSON for whoever wants to
+ * redraw it.
  */
-import type { BenchReport, BenchRow } from './row.js';
+import type { BenchReport, BenchRow, PairedPhase } from './row.js';
 import type { TargetCheck } from './targets.js';
 
 const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -92,6 +93,50 @@ function ratioChart(rows: BenchRow[], concurrency: number): string {
   return `<figure><figcaption>p50 / floor p50 at concurrency ${concurrency} (log scale; dashed: the 1.2x and 1.5x targets)</figcaption><svg viewBox="0 0 ${LABEL_W + PLOT_W + 90} ${height + 16}" width="100%" role="img">${axis(scale, height, 'x')}${marks}${body}</svg></figure>`;
 }
 
+/** The paired phase: each row's per-round p50 ratios to the floor as a range (min-max) with the median marked, and its table. */
+function pairedSection(phase: PairedPhase | undefined): string {
+  if (!phase || phase.rows.length === 0) return '';
+  const rows = phase.rows;
+  const scale = logScale(0.5, Math.max(2, ...rows.map((r) => r.p50VsFloorPerRound.max)));
+  const height = PAD_TOP + rows.length * ROW_H + 8;
+  const marks = [1.2, 1.5]
+    .map((m) => `<line x1="${scale.x(m).toFixed(1)}" x2="${scale.x(m).toFixed(1)}" y1="${PAD_TOP - 4}" y2="${height}" class="target"/><text x="${scale.x(m).toFixed(1)}" y="${height + 12}" class="tick">${m}x</text>`)
+    .join('');
+  const body = rows
+    .map((row, i) => {
+      const y = PAD_TOP + i * ROW_H + ROW_H / 2;
+      const s = row.p50VsFloorPerRound;
+      const color = COLORS[row.kind];
+      const label = `${row.label} @${row.concurrency}`;
+      const title = `${label}: p50 / floor p50 per round ${row.rounds.map((r) => fmt(r.p50VsFloor, 2)).join(', ')} (median ${fmt(s.median, 2)}x; pooled ${fmt(row.p50VsFloor, 2)}x)`;
+      return (
+        `<g><title>${escape(title)}</title><text x="${LABEL_W - 8}" y="${y + 4}" class="label">${escape(label)}</text>` +
+        `<line x1="${scale.x(s.min).toFixed(1)}" x2="${scale.x(s.max).toFixed(1)}" y1="${y}" y2="${y}" stroke="${color}" stroke-width="6" stroke-opacity="0.35"/>` +
+        row.rounds.map((r) => `<circle cx="${scale.x(r.p50VsFloor).toFixed(1)}" cy="${y}" r="2.5" fill="${color}"/>`).join('') +
+        `<line x1="${scale.x(s.median).toFixed(1)}" x2="${scale.x(s.median).toFixed(1)}" y1="${y - 8}" y2="${y + 8}" stroke="${color}" stroke-width="3"/>` +
+        `<text x="${LABEL_W + PLOT_W + 8}" y="${y + 4}" class="value">${fmt(s.median, 2)}x</text></g>`
+      );
+    })
+    .join('');
+  const chart = `<figure><figcaption>p50 / floor p50, round by round (log scale; dots: rounds, band: their range, bar: the median the targets read; dashed: 1.2x and 1.5x)</figcaption><svg viewBox="0 0 ${LABEL_W + PLOT_W + 90} ${height + 16}" width="100%" role="img">${axis(scale, height, 'x')}${marks}${body}</svg></figure>`;
+  const spreadText = (s: { min: number; median: number; max: number }): string => `${fmt(s.min, 2)} / ${fmt(s.median, 2)} / ${fmt(s.max, 2)}`;
+  const cells = rows.map((row) => [
+    row.label,
+    String(row.concurrency),
+    String(row.calls),
+    String(row.errors),
+    fmt(row.floorP50Ms),
+    fmt(row.p50Ms),
+    spreadText(row.p50VsFloorPerRound),
+    fmt(row.p50VsFloor, 2),
+    String(row.callsPerSec),
+    spreadText(row.throughputVsFloorPerRound),
+    fmt(row.throughputVsFloor, 2),
+  ]);
+  const intro = `<p>The floor and these rows open at once, measured in ${phase.rounds} rounds of alternating blocks of ${phase.callsPerBlock} calls (after ${phase.settleCalls} unmeasured ones each), the order rotated every round; each ratio is against the floor's block of the same round, and the targets read the median of the per-round ratios.</p>`;
+  return `<h2>Paired with the floor</h2>${intro}${chart}${table(['row', 'conc', 'calls', 'err', 'floor p50 ms', 'p50 ms', 'p50/floor per round min/med/max', 'pooled', 'calls/s', 'tput/floor per round min/med/max', 'pooled'], cells)}`;
+}
+
 function table(header: string[], cells: string[][], sortable = false): string {
   const head = header.map((h) => `<th>${escape(h)}</th>`).join('');
   const body = cells.map((line) => `<tr>${line.map((cell, i) => (i === 0 ? `<td>${escape(cell)}</td>` : `<td class="num">${escape(cell)}</td>`)).join('')}</tr>`).join('\n');
@@ -103,7 +148,7 @@ function targetsSection(targets: TargetCheck[] | undefined): string {
   const rows = targets
     .map((t) => {
       const status = t.met === undefined ? ['na', 'not measured'] : t.met ? ['met', 'met'] : ['missed', 'missed'];
-      return `<tr><td>${t.id}</td><td class="${status[0]}">${status[1]}</td><td>${escape(t.goal)}</td><td>${escape(t.measured)}</td></tr>`;
+      return `<tr><td>${t.id}</td><td class="${status[0]}">${status[1]}</td><td>${escape(t.goal)}</td><td>${t.basis === undefined ? '' : `<em>${escape(t.basis)}:</em> `}${escape(t.measured)}</td></tr>`;
     })
     .join('\n');
   return `<h2>Targets</h2><table><thead><tr><th></th><th>status</th><th>target</th><th>measured</th></tr></thead><tbody>${rows}</tbody></table>`;
@@ -169,6 +214,7 @@ ${targetsSection(targets)}
 ${concurrencies.map((c) => distributionChart(rows, c)).join('\n')}
 <h2>Ratio to the floor</h2>
 ${concurrencies.map((c) => ratioChart(rows, c)).join('\n')}
+${pairedSection(report.paired)}
 <h2>All rows</h2><p>Click a column to sort.</p>${fullTable}
 ${budgets}
 ${cold}

@@ -3,7 +3,7 @@
  * enforcement-precision rows, cold starts, and the run's machine. These are
  * the `--json` output and what the table, the targets and the HTML report read.
  */
-import type { LatencySummary } from './statistics.js';
+import type { LatencySummary, RatioSpread } from './statistics.js';
 
 export type Isolation = 'call' | 'conversation' | 'worker';
 
@@ -140,6 +140,56 @@ export interface BenchMeta {
   notes: string[];
 }
 
+/** One round of a paired row: its block, and the floor's block at the same concurrency in the same round. */
+export interface PairedRound {
+  round: number;
+  /** Where the subject's and the floor's blocks ran in the round's sequence at this concurrency (0: first). */
+  position: number;
+  floorPosition: number;
+  p50Ms: number;
+  floorP50Ms: number;
+  p50VsFloor: number;
+  callsPerSec: number;
+  floorCallsPerSec: number;
+  throughputVsFloor: number;
+}
+
+/** A subject measured in blocks interleaved with the floor's (see paired.ts). */
+export interface PairedRow {
+  id: string;
+  label: string;
+  kind: RowKind;
+  tool?: string;
+  isolation?: Isolation;
+  concurrency: number;
+  /** Measured calls over all rounds (the blocks' settling calls excluded). */
+  calls: number;
+  errors: number;
+  firstError?: string;
+  /** Over all of the subject's blocks; the floor's over its blocks of the same rounds. */
+  p50Ms: number;
+  p99Ms: number;
+  callsPerSec: number;
+  floorP50Ms: number;
+  floorCallsPerSec: number;
+  /** Pooled ratios: the subject's figure over all its blocks against the floor's over the same rounds. */
+  p50VsFloor: number;
+  throughputVsFloor: number;
+  /** The ratios round by round; the targets read their medians (robust to one round the scheduler was unkind to). */
+  p50VsFloorPerRound: RatioSpread;
+  throughputVsFloorPerRound: RatioSpread;
+  rounds: PairedRound[];
+}
+
+/** The paired phase: the floor and the subjects the targets read, open at once, measured in alternating blocks. */
+export interface PairedPhase {
+  rounds: number;
+  /** Measured calls per block, and unmeasured calls before each block (they wake the subject's sleeping workers). */
+  callsPerBlock: number;
+  settleCalls: number;
+  rows: PairedRow[];
+}
+
 export interface BenchReport {
   meta: BenchMeta;
   rows: BenchRow[];
@@ -148,4 +198,6 @@ export interface BenchReport {
   /** The no-growth checks (standard suite, or `--growth-calls`). */
   growth?: GrowthCheck[];
   kept?: KeptInstances[];
+  /** The paired phase (absent with --paired-rounds 0). */
+  paired?: PairedPhase;
 }

@@ -97,16 +97,22 @@ function instanceShare(accountings: CallAccounting[]): InstanceShare | undefined
 export type FloorRows = ReadonlyMap<number, BenchRow>;
 
 /**
+ * The warm-up before a subject's rows: as many calls as a row, up to 2000. V8 takes about
+ * that many to settle the code of a sandboxed call (main thread and workers). Measured on
+ * C echo, p50 after 200 warm-up calls vs 2000: 0.173 vs 0.111 ms (call isolation), 0.133
+ * vs 0.086 ms (worker).
+ */
+export function warmupCalls(calls: number): number {
+  return Math.min(2000, Math.max(10, calls));
+}
+
+/**
  * Warm the subject up (at the highest concurrency, so every worker has loaded
  * what it runs, and long enough for the JIT to settle), then one row per concurrency. A warm-up that fails throws:
  * a subject that cannot run one call has nothing to measure.
  */
 export async function runSubject(subject: Subject, concurrencies: readonly number[], floor: FloorRows): Promise<BenchRow[]> {
-  // As many calls as a row, up to 2000: V8 takes about that many to settle the code of a
-  // sandboxed call (main thread and workers). Measured on C echo, p50 after 200 warm-up
-  // calls vs 2000: 0.173 vs 0.111 ms (call isolation), 0.133 vs 0.086 ms (worker).
-  const warmup = Math.min(2000, Math.max(10, subject.calls));
-  const warm = await measure(subject.call, warmup, Math.max(...concurrencies));
+  const warm = await measure(subject.call, warmupCalls(subject.calls), Math.max(...concurrencies));
   if (warm.errors > 0) throw new Error(`${subject.label}: the warm-up failed: ${warm.firstError ?? 'unknown error'}`);
   const rssWarm = process.memoryUsage.rss();
 

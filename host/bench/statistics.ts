@@ -51,3 +51,19 @@ export function summarize(latencies: Float64Array): LatencySummary {
 export function round3(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
+
+/** Smallest, median and largest of a handful of ratios (the median of an even count is the mean of the middle two). */
+export interface RatioSpread {
+  min: number;
+  median: number;
+  max: number;
+}
+
+/** min, median (mean of the middle two for an even count) and max. */
+export function spread(values: readonly number[]): RatioSpread {
+  const sorted = [...values].sort((a, b) => a - b);
+  const n = sorted.length;
+  if (n === 0) return { min: Number.NaN, median: Number.NaN, max: Number.NaN };
+  const median = n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+  return { min: round3(sorted[0]!), median: round3(median), max: round3(sorted[n - 1]!) };
+}

@@ -1,7 +1,8 @@
 /**
  * A benchmark run: the floor first, then every subject in turn (one pool at a
  * time, closed before the next starts, so no two compete for the cores), then
- * the peers, the enforcement-precision rows and the cold starts.
+ * the peers, the paired phase (the rows the targets read, interleaved with the
+ * floor's; paired.ts), the enforcement-precision rows and the cold starts.
  *
  * Two shapes: a user's tool (`tool` set: that tool under each isolation mode)
  * or the standard suite (the example tools: C `echo`, componentize-js
@@ -11,20 +12,20 @@ import { existsSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { loadHostConfig } from '../compose/host.js';
-import { createRegistry, registryOptions, type RegistryOptions } from '../compose/registry.js';
+import { createRegistry } from '../compose/registry.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { packageRoot } from '../config/package-root.js';
 import { ToolhostError } from '../core/errors.js';
-import { createDefaultLogger } from '../core/logger.js';
-import type { WasmLoadOptions } from '../core/registry.js';
 import { defineNativeTool } from '../core/tool.js';
 import { measureEnforcement } from './budgets.js';
 import { measureColdStart } from './cold-start.js';
 import { measureGrowth, measureKeptInstances } from './growth.js';
 import { startFloor } from './floor.js';
+import { runPaired, type PairedSource } from './paired.js';
 import { startPeers } from './peers.js';
 import { ALL_ISOLATIONS, DEFAULT_CONCURRENCY, type BenchMeta, type BenchReport, type BenchRow, type ColdStart, type Isolation } from './row.js';
 import { runSubject, type CallOutcome, type FloorRows, type Subject } from './runner.js';
+import { benchRegistryOptions, openSandboxed, outcomeOf, type SandboxedTarget, type ToolSource } from './sandboxed.js';
 
 export interface BenchOptions {
   /** The tool to measure; undefined runs the standard suite. */
@@ -58,25 +59,17 @@ export interface BenchOptions {
    * default 100,000 in the standard suite; with a TOOL, only when given. 0 leaves it out.
    */
   growthCalls?: number;
+  /**
+   * Rounds of the paired phase (default 5): the floor and the rows the targets read (a TOOL: its rows) open
+   * at once and measured in alternating blocks (see paired.ts); the targets then read the paired figures.
+   * 0 leaves the phase out.
+   */
+  pairedRounds?: number;
   /** Told what is about to run (the CLI writes it to stderr). */
   progress?: (message: string) => void;
 }
 
 const STANDARD_PAYLOAD = { text: 'hello, toolhost', n: 42, ok: true };
-
-interface ToolSource {
-  path: string;
-  options: WasmLoadOptions;
-}
-
-/** A tool measured under each isolation mode, from these components. */
-interface SandboxedTarget {
-  tool: string;
-  label: string;
-  args: unknown;
-  calls: number;
-  sources: ToolSource[];
-}
 
 interface Run {
   meta: BenchMeta;
@@ -101,13 +94,6 @@ function meta(threads: number, concurrency: number[]): BenchMeta {
   };
 }
 
-/** The host's registry options for a benchmark: the config's, quiet (errors only), with the run's threads. */
-function benchRegistryOptions(config: ResolvedConfig, run: Run): RegistryOptions {
-  const options = registryOptions(config, { logger: createDefaultLogger('error') });
-  const maxQueue = Math.max(run.threads * 64, ...run.concurrency);
-  return { ...options, sandbox: { ...options.sandbox, threads: run.threads, maxQueue } };
-}
-
 async function measureSubject(run: Run, subject: Subject): Promise<void> {
   run.progress(`${subject.label}: ${subject.calls} calls at concurrency ${run.concurrency.join(', ')}`);
   const rows = await runSubject(subject, run.concurrency, run.floor as FloorRows);
@@ -124,13 +110,6 @@ async function measureFloor(run: Run, calls: number, payload: unknown): Promise<
   } finally {
     await floor.close();
   }
-}
-
-function outcomeOf(result: { isError: boolean; error?: { code: string; message: string }; accounting?: CallOutcome['accounting'] }): CallOutcome {
-  const outcome: CallOutcome = { ok: !result.isError };
-  if (result.accounting) outcome.accounting = result.accounting;
-  if (result.error) outcome.error = `${result.error.code}: ${result.error.message}`;
-  return outcome;
 }
 
 /**
@@ -167,32 +146,12 @@ async function measureMemory(run: Run, config: ResolvedConfig, target: Sandboxed
 async function measureSandboxed(run: Run, config: ResolvedConfig, target: SandboxedTarget, isolations: readonly Isolation[]): Promise<string | undefined> {
   let holder: string | undefined;
   for (const isolation of isolations) {
-    const rssBefore = process.memoryUsage.rss();
-    const registry = createRegistry(benchRegistryOptions(config, run));
+    const opened = await openSandboxed(config, run, target, isolation);
+    holder ??= opened.holder;
     try {
-      for (const source of target.sources) {
-        const report = await registry.registerWasmTools(source.path, { ...source.options, isolation });
-        for (const component of report.components) {
-          if (component.tools.includes(target.tool) && component.path !== undefined) holder ??= component.path;
-        }
-      }
-      if (!registry.has(target.tool)) {
-        throw new ToolhostError('TOOL_NOT_FOUND', `no tool named "${target.tool}" in ${target.sources.map((s) => s.path).join(', ')} (tools: ${registry.names().join(', ') || 'none'})`);
-      }
-      const callOptions = isolation === 'conversation' ? { conversationId: 'bench' } : {};
-      await measureSubject(run, {
-        id: `toolhost:${target.tool}:${isolation}`,
-        label: `${target.label}, isolation=${isolation}`,
-        kind: 'toolhost',
-        tool: target.tool,
-        isolation,
-        calls: target.calls,
-        threads: run.threads,
-        rssBefore,
-        call: async () => outcomeOf(await registry.execute(target.tool, target.args, callOptions)),
-      });
+      await measureSubject(run, opened.subject);
     } finally {
-      await registry.close();
+      await opened.close();
     }
   }
   return holder;
@@ -233,6 +192,53 @@ async function measurePeers(run: Run, calls: number, payload: unknown): Promise<
   }
 }
 
+/** The rows the targets read (P1, P2, P4), for the paired phase of the standard suite. */
+const TARGET_ROWS: ReadonlyArray<{ isolation: Isolation; concurrency: readonly number[] }> = [
+  { isolation: 'call', concurrency: [1, 8] },
+  { isolation: 'worker', concurrency: [1] },
+  { isolation: 'conversation', concurrency: [1] },
+];
+
+/** The Extism runInWorker peer at concurrency 1 (P1 compares against it), as a paired source. */
+function extismSource(run: Run, calls: number, payload: unknown): PairedSource {
+  return {
+    label: 'Extism runInWorker',
+    concurrency: [1],
+    optional: true,
+    open: async () => {
+      const peers = await startPeers({ threads: run.threads, calls, payload });
+      const subject = peers.subjects.find((s) => s.id === 'extism:worker');
+      if (!subject) {
+        await peers.close();
+        throw new Error(peers.notes.join('; ') || 'no runInWorker subject');
+      }
+      return { subject, close: () => peers.close() };
+    },
+  };
+}
+
+/** The paired phase over `sources` (the floor is added); its notes join the run's. */
+async function measurePaired(run: Run, rounds: number, calls: number, payload: unknown, sources: PairedSource[], report: BenchReport): Promise<void> {
+  if (rounds === 0) {
+    run.meta.notes.push('paired phase skipped (--paired-rounds 0): the targets read the sequential rows');
+    return;
+  }
+  if (sources.length === 0) {
+    run.meta.notes.push('paired phase skipped: none of the rows it pairs with the floor was measured');
+    return;
+  }
+  const result = await runPaired({ rounds, calls, threads: run.threads, payload, sources, progress: run.progress });
+  run.meta.notes.push(...result.notes);
+  report.paired = result.phase;
+}
+
+function sandboxedSources(run: Run, config: ResolvedConfig, target: SandboxedTarget, rows: ReadonlyArray<{ isolation: Isolation; concurrency: readonly number[] }>): PairedSource[] {
+  return rows
+    .map((row) => ({ isolation: row.isolation, concurrency: row.concurrency.filter((c) => run.concurrency.includes(c)) }))
+    .filter((row) => row.concurrency.length > 0)
+    .map((row) => ({ label: `${target.label}, isolation=${row.isolation}`, concurrency: row.concurrency, open: () => openSandboxed(config, run, target, row.isolation) }));
+}
+
 async function measureBudgets(run: Run, config: ResolvedConfig, samples: number): Promise<BenchReport['budgets']> {
   const spinner = join(packageRoot(), 'test', 'fixtures', 'dist', 'counter.wasm');
   if (!existsSync(spinner)) {
@@ -263,6 +269,12 @@ async function measureColdStarts(run: Run, targets: Array<{ component: string; t
   return starts;
 }
 
+function nonNegative(value: number | undefined, fallback: number, name: string): number {
+  const resolved = value ?? fallback;
+  if (!Number.isInteger(resolved) || resolved < 0) throw new ToolhostError('INVALID_INPUT', `${name} must be a non-negative integer, not ${String(value)}`);
+  return resolved;
+}
+
 function positive(value: number | undefined, fallback: number, name: string): number {
   const resolved = value ?? fallback;
   if (!Number.isInteger(resolved) || resolved < 1) throw new ToolhostError('INVALID_INPUT', `${name} must be a positive integer, not ${String(value)}`);
@@ -276,6 +288,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   for (const value of concurrency) positive(value, 1, 'concurrency');
   const isolations = [...new Set(options.isolation ?? ALL_ISOLATIONS)];
   const calls = positive(options.calls, 2000, 'calls');
+  const pairedRounds = nonNegative(options.pairedRounds, 5, 'pairedRounds');
   const run: Run = { meta: meta(threads, concurrency), concurrency, threads, floor: new Map(), rows: [], progress: options.progress ?? (() => {}) };
   const load = options.load ?? [];
   const { config, warnings } = await loadHostConfig({ load, ...(options.configPath === undefined ? {} : { configPath: options.configPath }) });
@@ -289,6 +302,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     await measureFloor(run, calls, args);
     const target: SandboxedTarget = { tool: options.tool, label: options.tool, args, calls, sources };
     const holder = await measureSandboxed(run, config, target, isolations);
+    const rows = isolations.map((isolation) => ({ isolation, concurrency }));
+    await measurePaired(run, pairedRounds, calls, args, sandboxedSources(run, config, target, rows), report);
     if (options.growthCalls !== undefined && options.growthCalls > 0) await measureMemory(run, config, target, options.growthCalls, 16, report);
     if (options.coldStart !== false && holder !== undefined) report.coldStarts = await measureColdStarts(run, [{ component: holder, tool: options.tool, args }]);
     return report;
@@ -302,12 +317,12 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   await measureFloor(run, calls, STANDARD_PAYLOAD);
   await measureNative(run, config, calls, STANDARD_PAYLOAD);
   const coldTargets: Array<{ component: string; tool: string; args: unknown }> = [];
+  const cEcho: SandboxedTarget = { tool: 'echo', label: 'C echo', args: STANDARD_PAYLOAD, calls, sources: [{ path: ctools, options: {} }] };
   if (existsSync(ctools)) {
-    const target: SandboxedTarget = { tool: 'echo', label: 'C echo', args: STANDARD_PAYLOAD, calls, sources: [{ path: ctools, options: {} }] };
-    await measureSandboxed(run, config, target, isolations);
+    await measureSandboxed(run, config, cEcho, isolations);
     const growthCalls = options.growthCalls ?? 100_000;
     if (growthCalls === 0) run.meta.notes.push('no-growth check skipped (--growth-calls 0)');
-    await measureMemory(run, config, target, growthCalls, 32, report);
+    await measureMemory(run, config, cEcho, growthCalls, 32, report);
     coldTargets.push({ component: ctools, tool: 'echo', args: STANDARD_PAYLOAD });
   } else {
     run.meta.notes.push(`C rows skipped: ${ctools} is missing (building it needs clang: node scripts/build-guests.mjs)`);
@@ -322,6 +337,11 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     run.meta.notes.push(`JS rows skipped: ${text} is missing (node scripts/build-guests.mjs)`);
   }
   if (options.peers !== false) await measurePeers(run, calls, STANDARD_PAYLOAD);
+  if (existsSync(ctools)) {
+    const sources = sandboxedSources(run, config, cEcho, TARGET_ROWS.filter((row) => isolations.includes(row.isolation)));
+    if (sources.length > 0 && options.peers !== false && run.concurrency.includes(1)) sources.push(extismSource(run, calls, STANDARD_PAYLOAD));
+    await measurePaired(run, pairedRounds, calls, STANDARD_PAYLOAD, sources, report);
+  }
   if (options.budgets !== false) report.budgets = await measureBudgets(run, config, positive(options.budgetSamples, 20, 'budgetSamples'));
   else run.meta.notes.push('budget rows skipped (--skip-budgets)');
   if (options.coldStart !== false) report.coldStarts = await measureColdStarts(run, coldTargets);

@@ -1,9 +1,9 @@
 /**
  * The benchmark as text: the machine, the rows (latency, throughput, ratio to
- * the floor, instances, memory), budget precision, cold starts and the
- * targets with their measured values. What `toolhost bench` prints.
+ * the floor, instances, memory), the paired phase, budget precision, cold
+ * starts and the targets with their measured values. What `toolhost bench` prints.
  */
-import type { BenchReport, BenchRow, BudgetRow, ColdStart, GrowthCheck, KeptInstances } from './row.js';
+import type { BenchReport, BenchRow, BudgetRow, ColdStart, GrowthCheck, KeptInstances, PairedPhase } from './row.js';
 import type { TargetCheck } from './targets.js';
 
 const fixed = (value: number | undefined, digits = 3): string => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
@@ -51,6 +51,26 @@ export function formatRows(rows: BenchRow[]): string {
   return layout(header, cells, (index) => rows[index]!.id);
 }
 
+/** The paired phase: each row against the floor's blocks of the same rounds; ratios per round as min/median/max. */
+export function formatPaired(phase: PairedPhase): string {
+  const header = ['paired row', 'conc', 'calls', 'err', 'floor p50 ms', 'p50 ms', 'p50/floor per round min/med/max', 'pooled', 'calls/s', 'tput/floor per round min/med/max', 'pooled'];
+  const spreadText = (s: { min: number; median: number; max: number }): string => `${s.min.toFixed(2)} / ${s.median.toFixed(2)} / ${s.max.toFixed(2)}`;
+  const cells = phase.rows.map((row) => [
+    row.label,
+    String(row.concurrency),
+    String(row.calls),
+    String(row.errors),
+    fixed(row.floorP50Ms),
+    fixed(row.p50Ms),
+    spreadText(row.p50VsFloorPerRound),
+    ratio(row.p50VsFloor),
+    String(row.callsPerSec),
+    spreadText(row.throughputVsFloorPerRound),
+    ratio(row.throughputVsFloor),
+  ]);
+  return layout(header, cells, (index) => String(phase.rows[index]!.concurrency));
+}
+
 export function formatBudgets(rows: BudgetRow[]): string {
   const header = ['budget', 'samples', 'wrong', 'overshoot p50 ms', 'overshoot p99 ms', 'max ms'];
   return layout(header, rows.map((row) => [`${row.kind} ${row.budgetMs} ms`, String(row.samples), String(row.wrong), fixed(row.p50Ms), fixed(row.p99Ms), fixed(row.maxMs)]));
@@ -96,7 +116,7 @@ export function formatGrowth(checks: GrowthCheck[], kept: KeptInstances[]): stri
 
 export function formatTargets(targets: TargetCheck[]): string {
   return targets
-    .map((t) => `${t.id}  ${t.met === undefined ? '   -   ' : t.met ? ' met   ' : ' MISSED'}  target: ${t.goal}\n${' '.repeat(13)}measured: ${t.measured}`)
+    .map((t) => `${t.id}  ${t.met === undefined ? '   -   ' : t.met ? ' met   ' : ' MISSED'}  target: ${t.goal}\n${' '.repeat(13)}measured${t.basis === undefined ? '' : ` (${t.basis})`}: ${t.measured}`)
     .join('\n');
 }
 
@@ -124,6 +144,20 @@ export function formatReport(report: BenchReport, targets?: TargetCheck[]): stri
   ];
   for (const row of report.rows) {
     if (row.errors > 0) out.push('', `${row.label} (concurrency ${row.concurrency}): ${row.errors} failed calls, first: ${row.firstError ?? '?'}`);
+  }
+  if (report.paired !== undefined) {
+    const { rounds, callsPerBlock, settleCalls } = report.paired;
+    out.push(
+      '',
+      `Paired (${rounds} rounds): the floor and these rows open at once, measured in alternating blocks of ${callsPerBlock} calls (after ${settleCalls}`,
+      'unmeasured ones each), the order rotated every round; each ratio is against the floor\'s block of the same round.',
+      'The targets read the median of the per-round ratios.',
+      '',
+      formatPaired(report.paired),
+    );
+    for (const row of report.paired.rows) {
+      if (row.errors > 0) out.push('', `paired: ${row.label} (concurrency ${row.concurrency}): ${row.errors} failed calls, first: ${row.firstError ?? '?'}`);
+    }
   }
   if (report.budgets.length > 0) {
     out.push('', 'Enforcement precision (a guest spinning forever; wall: call time past budget_wall_ms; cpu: thread CPU time', 'past budget_cpu_ms when the watchdog stopped it).', '', formatBudgets(report.budgets));

@@ -2,8 +2,14 @@
  * The performance targets of issue 10 (P1-P5, and M: memory), checked against one run's
  * rows. A target whose rows are missing (a skipped build, a filtered run) is
  * reported as not measured, never as met.
+ *
+ * The ratio targets (P1, P2, P4) read the paired phase when it ran (paired.ts:
+ * the floor measured in blocks alternating with the subject's), and then the
+ * median of the per-round ratios, which one unlucky round cannot move; without
+ * it, the sequential rows.
  */
-import type { BenchReport, BenchRow, GrowthCheck } from './row.js';
+import type { BenchReport, BenchRow, GrowthCheck, PairedRow } from './row.js';
+import { spread, type RatioSpread } from './statistics.js';
 
 export interface TargetCheck {
   id: string;
@@ -12,6 +18,8 @@ export interface TargetCheck {
   measured: string;
   /** undefined: not measured in this run. */
   met?: boolean;
+  /** Where a ratio target's figures came from, when the paired phase ran: `paired, K rounds`. */
+  basis?: string;
 }
 
 const SATURATION = 8;
@@ -23,12 +31,21 @@ function find(report: BenchReport, id: string, concurrency: number): BenchRow | 
 const x = (value: number): string => `${value.toFixed(2)}x`;
 const msText = (value: number): string => `${value.toFixed(3)} ms`;
 
+function findPaired(report: BenchReport, id: string, concurrency: number): PairedRow | undefined {
+  return report.paired?.rows.find((row) => row.id === id && row.concurrency === concurrency);
+}
+
+const basis = (report: BenchReport): string => `paired, ${report.paired?.rounds ?? 0} rounds`;
+const range = (s: RatioSpread): string => `per round ${x(s.min)}-${x(s.max)}`;
+
 function notMeasured(id: string, goal: string, missing: string): TargetCheck {
   return { id, goal, measured: `not measured (${missing})` };
 }
 
 function p1(report: BenchReport): TargetCheck {
   const goal = 'default isolation, C echo, concurrency 1: p50 <= 1.5x the floor, and <= Extism runInWorker';
+  const paired = findPaired(report, 'toolhost:echo:call', 1);
+  if (paired) return p1Paired(report, goal, paired);
   const row = find(report, 'toolhost:echo:call', 1);
   if (!row) return notMeasured('P1', goal, 'no C echo isolation=call row');
   const extism = find(report, 'extism:worker', 1);
@@ -38,8 +55,33 @@ function p1(report: BenchReport): TargetCheck {
   return { id: 'P1', goal, measured, met: againstFloor && againstExtism !== false };
 }
 
+function p1Paired(report: BenchReport, goal: string, row: PairedRow): TargetCheck {
+  const ratio = row.p50VsFloorPerRound;
+  let measured = `p50 ${msText(row.p50Ms)}, floor ${msText(row.floorP50Ms)}: ${x(ratio.median)} the floor (median of the per-round ratios, ${range(ratio)}; pooled ${x(row.p50VsFloor)})`;
+  const extism = findPaired(report, 'extism:worker', 1);
+  let againstExtism: boolean | undefined;
+  if (extism) {
+    // The same round's floor block divides both, so the ratio of their ratios is C echo's p50 over Extism's in that round.
+    const perRound = spread(row.rounds.flatMap((r) => {
+      const e = extism.rounds.find((other) => other.round === r.round);
+      return e ? [r.p50VsFloor / e.p50VsFloor] : [];
+    }));
+    againstExtism = perRound.median <= 1;
+    measured += `; Extism p50 ${msText(extism.p50Ms)}, C echo / Extism ${x(perRound.median)} (median per round, ${range(perRound)})`;
+  } else {
+    measured += '; Extism not in the paired phase';
+  }
+  return { id: 'P1', goal, measured, met: ratio.median <= 1.5 && againstExtism !== false, basis: basis(report) };
+}
+
 function p2(report: BenchReport): TargetCheck {
   const goal = `default isolation at saturation (${SATURATION} in flight): throughput >= 0.7x the floor's`;
+  const paired = findPaired(report, 'toolhost:echo:call', SATURATION);
+  if (paired) {
+    const ratio = paired.throughputVsFloorPerRound;
+    const measured = `${paired.callsPerSec} calls/s, floor ${paired.floorCallsPerSec}: ${x(ratio.median)} the floor's (median of the per-round ratios, ${range(ratio)}; pooled ${x(paired.throughputVsFloor)})`;
+    return { id: 'P2', goal, measured, met: ratio.median >= 0.7, basis: basis(report) };
+  }
   const row = find(report, 'toolhost:echo:call', SATURATION);
   if (!row) return notMeasured('P2', goal, `no C echo isolation=call row at concurrency ${SATURATION}`);
   return { id: 'P2', goal, measured: `${row.callsPerSec} calls/s = ${x(row.throughputVsFloor)} the floor's`, met: row.throughputVsFloor >= 0.7 };
@@ -55,6 +97,11 @@ function p3(report: BenchReport): TargetCheck {
 
 function p4(report: BenchReport): TargetCheck {
   const goal = 'reused-instance modes (worker, conversation), C echo, concurrency 1: p50 <= 1.2x the floor';
+  const paired = ['worker', 'conversation'].map((mode) => findPaired(report, `toolhost:echo:${mode}`, 1)).filter((row): row is PairedRow => row !== undefined);
+  if (paired.length > 0) {
+    const measured = paired.map((row) => `${row.isolation}: p50 ${msText(row.p50Ms)}, floor ${msText(row.floorP50Ms)}: ${x(row.p50VsFloorPerRound.median)} (${range(row.p50VsFloorPerRound)}; pooled ${x(row.p50VsFloor)})`).join('; ');
+    return { id: 'P4', goal, measured: `${measured} (medians of the per-round ratios)`, met: paired.every((row) => row.p50VsFloorPerRound.median <= 1.2), basis: basis(report) };
+  }
   const rows = ['worker', 'conversation'].map((mode) => find(report, `toolhost:echo:${mode}`, 1)).filter((row): row is BenchRow => row !== undefined);
   if (rows.length === 0) return notMeasured('P4', goal, 'no C echo worker or conversation rows');
   const measured = rows.map((row) => `${row.isolation}: p50 ${msText(row.p50Ms)} = ${x(row.p50VsFloor)}`).join('; ');

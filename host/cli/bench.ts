@@ -21,6 +21,7 @@ export interface BenchCommandOptions {
   threads?: string;
   budgetSamples?: string;
   growthCalls?: string;
+  pairedRounds?: string;
   budgets: boolean;
   coldStart: boolean;
   peers: boolean;
@@ -32,6 +33,12 @@ export interface BenchCommandOptions {
 function positiveInt(text: string, flag: string): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1) throw new UsageError(`${flag} must be a positive integer, not "${text}"`);
+  return value;
+}
+
+function nonNegativeInt(text: string, flag: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new UsageError(`${flag} must be a non-negative integer, not "${text}"`);
   return value;
 }
 
@@ -58,11 +65,8 @@ export function benchOptions(tool: string | undefined, options: BenchCommandOpti
   if (options.jsCalls !== undefined) result.jsCalls = positiveInt(options.jsCalls, '--js-calls');
   if (options.threads !== undefined) result.threads = positiveInt(options.threads, '--threads');
   if (options.budgetSamples !== undefined) result.budgetSamples = positiveInt(options.budgetSamples, '--budget-samples');
-  if (options.growthCalls !== undefined) {
-    const value = Number(options.growthCalls);
-    if (!Number.isInteger(value) || value < 0) throw new UsageError(`--growth-calls must be a non-negative integer, not "${options.growthCalls}"`);
-    result.growthCalls = value;
-  }
+  if (options.growthCalls !== undefined) result.growthCalls = nonNegativeInt(options.growthCalls, '--growth-calls');
+  if (options.pairedRounds !== undefined) result.pairedRounds = nonNegativeInt(options.pairedRounds, '--paired-rounds');
   result.concurrency = options.concurrency === undefined ? [...DEFAULT_CONCURRENCY] : list(options.concurrency, '--concurrency').map((c) => positiveInt(c, '--concurrency'));
   if (options.isolation !== undefined) {
     result.isolation = list(options.isolation, '--isolation').map((mode) => {
@@ -89,5 +93,5 @@ export async function bench(tool: string | undefined, options: BenchCommandOptio
     await writeFile(file, renderHtmlReport(report, targets));
     process.stderr.write(`bench: wrote ${file}\n`);
   }
-  return report.rows.some((row) => row.errors > 0) ? 1 : 0;
+  return [...report.rows, ...(report.paired?.rows ?? [])].some((row) => row.errors > 0) ? 1 : 0;
 }

@@ -280,6 +280,7 @@ function program(): Command {
     .option('--report <file.html>', 'also write a self-contained HTML page with charts')
     .option('--budget-samples <n>', 'standard suite: spinning calls per 50 and 200 ms budget (default 20)')
     .option('--growth-calls <n>', 'calls of the no-growth check in the default isolation, with the RSS of kept instances (default 100000 in the standard suite, none for a TOOL; 0 leaves it out)')
+    .option('--paired-rounds <n>', 'rounds of the paired phase: the floor and the rows the targets read (with a TOOL, its rows) open at once and measured in alternating blocks; the targets read it (default 5; 0 leaves it out)')
     .option('--no-budgets', 'standard suite: leave out the budget-precision rows')
     .option('--no-cold-start', 'leave out the cold starts (new processes, with and without the transpile cache)')
     .option('--no-peers', 'standard suite: leave out the Extism rows')
