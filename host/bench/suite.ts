@@ -343,8 +343,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     await measurePaired(run, pairedRounds, calls, STANDARD_PAYLOAD, sources, report);
   }
   if (options.budgets !== false) report.budgets = await measureBudgets(run, config, positive(options.budgetSamples, 20, 'budgetSamples'));
-  else run.meta.notes.push('budget rows skipped (--skip-budgets)');
+  else run.meta.notes.push('budget rows skipped (--no-budgets)');
   if (options.coldStart !== false) report.coldStarts = await measureColdStarts(run, coldTargets);
-  else run.meta.notes.push('cold starts skipped (--skip-cold-start)');
+  else run.meta.notes.push('cold starts skipped (--no-cold-start)');
   return report;
 }
