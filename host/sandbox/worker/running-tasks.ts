@@ -1,11 +1,42 @@
 /**
- * The tasks a worker has claimed and not finished, and the spare preparations
- * put off until none is in progress (see whenNoTaskRuns).
+ * The task a worker has claimed and not finished, and what waits for it to
+ * end: the next task the worker holds (see worker-holdings.ts) and spare
+ * preparations.
+ *
+ * A task that awaits (the first call of a component loads its glue) lets the
+ * event loop run, and the next task's message arrives meanwhile. A worker
+ * runs one task at a time all the same: the pool stops a whole worker to stop
+ * the task it runs, so a second task running beside it would die with it
+ * (the full soak found it: honest calls ended TOOL_CRASHED beside hostile
+ * first calls).
  */
-/** Tasks this worker has claimed and not finished (more than one only while a first call awaits its component). */
+/** Tasks this worker has claimed and not finished (0 or 1). */
 let tasksRunning = 0;
 /** Preparations put off until no task runs. */
 const putOff: Array<() => void> = [];
+/** Tasks that arrived while another ran, in order. */
+const waiting: Array<() => void> = [];
+
+/**
+ * Whether a task that arrives now must wait: one is in progress, or others
+ * wait before it (`hasTurn`: it was just let through, so those behind it do not count).
+ */
+export function mustWait(hasTurn: boolean): boolean {
+  return tasksRunning > 0 || (!hasTurn && waiting.length > 0);
+}
+
+/** Resolves when it is this task's turn (`front`: it had its turn and lost it to one let through with it). */
+export function waitTurn(front: boolean): Promise<void> {
+  return new Promise((resolve) => {
+    if (front) waiting.unshift(resolve);
+    else waiting.push(resolve);
+  });
+}
+
+/** Let the next waiting task through when none runs (one that finds another running waits again, at the front). */
+export function releaseNext(): void {
+  if (tasksRunning === 0) waiting.shift()?.();
+}
 
 /**
  * Run a spare's preparation once no claimed task is in progress. A task that
@@ -24,6 +55,9 @@ export function whenNoTaskRuns(prepare: () => void): void {
 /** A claimed task is in progress (`+1`) or over (`-1`); put-off preparations run once none is. */
 export function taskRunning(delta: 1 | -1): void {
   tasksRunning += delta;
-  if (tasksRunning === 0 && putOff.length > 0) for (const prepare of putOff.splice(0)) whenNoTaskRuns(prepare);
+  if (tasksRunning !== 0) return;
+  // The next waiting task first (it starts in a microtask, before any put-off preparation's setImmediate).
+  releaseNext();
+  if (putOff.length > 0) for (const prepare of putOff.splice(0)) whenNoTaskRuns(prepare);
 }
 
