@@ -7,8 +7,8 @@
  * dearest part of a small call (~10-15 µs of the main thread's postMessage
  * per call at 8 in flight, tens of µs of the worker's); a worker that finds
  * its next task waiting does not sleep between them. A task waits only
- * behind a short one (a tool whose calls average under a millisecond,
- * handed over just now), so its wait is about one short call; a task stopped
+ * behind a short one (the pool option `waitBehind`, off by default: see
+ * pool-options.ts), so its wait is about one short call; a task stopped
  * while it waits is taken back (see PoolTask.untilStopped).
  */
 import type { PoolTask } from './pool-task.js';
