@@ -16,7 +16,7 @@
  * settling ones; every subject had the usual warm-up before the first round.
  */
 import type { PairedPhase, PairedRound, PairedRow } from './row.js';
-import { measure, warmupCalls, type Subject } from './runner.js';
+import { measure, subjectFields, warmupCalls, type Subject } from './runner.js';
 import { round3, spread, summarize } from './statistics.js';
 import { startFloor } from './floor.js';
 import type { OpenedSubject } from './sandboxed.js';
@@ -115,11 +115,7 @@ function pairedRow(member: Member, concurrency: number, floorBlocks: readonly Bl
   const errors = blocks.reduce((sum, block) => sum + block.errors, 0);
   const firstError = blocks.find((block) => block.firstError !== undefined)?.firstError;
   return {
-    id: subject.id,
-    label: subject.label,
-    kind: subject.kind,
-    ...(subject.tool === undefined ? {} : { tool: subject.tool }),
-    ...(subject.isolation === undefined ? {} : { isolation: subject.isolation }),
+    ...subjectFields(subject),
     concurrency,
     calls,
     errors,

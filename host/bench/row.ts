@@ -155,17 +155,9 @@ export interface PairedRound {
 }
 
 /** A subject measured in blocks interleaved with the floor's (see paired.ts). */
-export interface PairedRow {
-  id: string;
-  label: string;
-  kind: RowKind;
-  tool?: string;
-  isolation?: Isolation;
-  concurrency: number;
+export interface PairedRow extends Pick<BenchRow, 'id' | 'label' | 'kind' | 'tool' | 'isolation' | 'concurrency' | 'errors' | 'firstError'> {
   /** Measured calls over all rounds (the blocks' settling calls excluded). */
   calls: number;
-  errors: number;
-  firstError?: string;
   /** Over all of the subject's blocks; the floor's over its blocks of the same rounds. */
   p50Ms: number;
   p99Ms: number;

@@ -93,6 +93,17 @@ function instanceShare(accountings: CallAccounting[]): InstanceShare | undefined
   return { fresh: pct(counts.fresh), prewarmed: pct(counts.prewarmed), restored: pct(counts.restored), reused: pct(counts.reused) };
 }
 
+/** What every row says of its subject. */
+export function subjectFields(subject: Subject): Pick<BenchRow, 'id' | 'label' | 'kind' | 'tool' | 'isolation'> {
+  return {
+    id: subject.id,
+    label: subject.label,
+    kind: subject.kind,
+    ...(subject.tool === undefined ? {} : { tool: subject.tool }),
+    ...(subject.isolation === undefined ? {} : { isolation: subject.isolation }),
+  };
+}
+
 /** The floor's rows by concurrency, for the ratio columns (empty while the floor itself runs). */
 export type FloorRows = ReadonlyMap<number, BenchRow>;
 
@@ -125,11 +136,7 @@ export async function runSubject(subject: Subject, concurrencies: readonly numbe
     const callsPerSec = (subject.calls / m.elapsedMs) * 1000;
     const base = floor.get(concurrency);
     const row: BenchRow = {
-      id: subject.id,
-      label: subject.label,
-      kind: subject.kind,
-      ...(subject.tool === undefined ? {} : { tool: subject.tool }),
-      ...(subject.isolation === undefined ? {} : { isolation: subject.isolation }),
+      ...subjectFields(subject),
       concurrency,
       calls: subject.calls,
       errors: m.errors,

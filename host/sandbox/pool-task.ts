@@ -173,11 +173,6 @@ export class PoolTask {
     });
   }
 
-  /** Whether the worker has started the guest (it publishes that in the control block). */
-  get started(): boolean {
-    return Atomics.load(this.slot.flags, CONTROL_STARTED) !== 0;
-  }
-
   /** The guest's start, once the worker has published it. */
   guestStart(): GuestStart | undefined {
     const { flags, times } = this.slot;

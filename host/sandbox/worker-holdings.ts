@@ -35,6 +35,8 @@ export class WorkerHoldings {
   handOver<W extends WorkerView>(worker: W, task: PoolTask | undefined): W {
     if (task !== undefined) {
       task.worker = worker.id;
+      // The lists only decide whether a task may wait behind another: kept only when one may.
+      if (this.#rule.averageMs <= 0) return worker;
       task.handedAt = performance.now();
       const held = this.#held.get(worker.id);
       if (held) held.push(task);
