@@ -54,4 +54,37 @@ describe.runIf(hasCGuests)('tasks held behind another on one worker', () => {
     expect(result.accounting?.attempts).toBe(1);
     expect(handedBack().reposted).toBe(before.reposted + 1);
   });
+
+  it('a call keeps its answer when the task behind it is stopped with their worker right after it', async () => {
+    // A worker fresh from its replacement loads the glue at its first call (it awaits), so the next task's message
+    // arrives while that call is in progress and waits for its turn. It must not run before the first call's answer
+    // has left the worker: stopped with the worker, it took that answer down with it.
+    for (let round = 0; round < 3; round += 1) {
+      expect((await registry.execute('sleep_for', { ms: 5_000 }, { policy: { budget_wall_ms: 100 } })).error).toMatchObject({ code: 'WALL_TIMEOUT' });
+      for (let i = 0; i < 20; i += 1) await registry.execute('sleep_for', { ms: 0 });
+      expect((await registry.execute('sleep_for', { ms: 5_000 }, { policy: { budget_wall_ms: 100 } })).error).toMatchObject({ code: 'WALL_TIMEOUT' });
+      const first = registry.execute('honest', { n: 6 });
+      const spinner = registry.execute('spin_for', { ms: 10_000 }, { policy: { budget_cpu_ms: 25, budget_wall_ms: 5_000 } });
+      expect((await spinner).error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED' });
+      const answer = await first;
+      expect(answer.error).toBeUndefined();
+      expect(answer.structuredContent).toEqual({ ok: true, sum: 21 });
+    }
+  });
+
+  it('a call keeps its answer when the task posted with it is stopped with their worker', async () => {
+    // Both tasks reach an idle worker together: piscina reads both from the port in one go, and the second's turn
+    // came before the first one's answer had left. A known component's call runs synchronously, so this is every call.
+    for (let round = 0; round < 3; round += 1) {
+      for (let i = 0; i < 20; i += 1) await registry.execute('honest', { n: 1 });
+      // The worker sleeps, waiting for tasks: both then wake it together.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const first = registry.execute('honest', { n: 6 });
+      const spinner = registry.execute('spin_for', { ms: 10_000 }, { policy: { budget_cpu_ms: 25, budget_wall_ms: 5_000 } });
+      expect((await spinner).error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED' });
+      const answer = await first;
+      expect(answer.error).toBeUndefined();
+      expect(answer.structuredContent).toEqual({ ok: true, sum: 21 });
+    }
+  });
 });

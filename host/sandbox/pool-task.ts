@@ -121,6 +121,8 @@ export class PoolTask {
   worker: number | undefined;
   /** When it was handed to that worker (performance.now()). */
   handedAt = 0;
+  /** What piscina does with the task, until it gives the task back (the pool's; see SandboxPool.#work). */
+  work: Promise<unknown> | undefined;
 
   /** Whether a worker has claimed the task (it may have run guest code since; see CONTROL_CLAIM). */
   get claimed(): boolean {

@@ -16,10 +16,13 @@ import { ControlSlots } from './control-slots.js';
 import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoolOptions } from './pool-options.js';
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
 import { TASKS_PER_WORKER, WorkerHoldings } from './worker-holdings.js';
+import { WorkerStops } from './worker-stops.js';
 import { SpareStatus } from './spare-status.js';
 import { TaskProfiles, recordRun, type ProfileEntry } from './task-profiles.js';
 import type { StopSignal } from './task-stop.js';
 import {
+  CLAIM_DONE,
+  CONTROL_CLAIM,
   type CallProfile,
   type CallTask,
   type CollectTask,
@@ -81,13 +84,8 @@ export class SandboxPool {
   readonly #spareComponents = new Map<number, Map<number, string>>();
   /** The spare watchdog's next look, while some worker may be preparing. */
   #spareSweep: NodeJS.Timeout | undefined;
-  /** piscina's view of each worker, by thread id (seen by the load balancer): how a wedged one is terminated. */
-  readonly #workers = new Map<number, PiscinaWorker>();
-  /**
-   * Workers the pool is terminating (for a hung spare): given no task, since
-   * piscina counts a worker live until its exit event and would hand it one.
-   */
-  readonly #dying = new Set<number>();
+  /** How a worker is stopped (after the answers it already posted are read, see worker-stops.ts). */
+  readonly #stops = new WorkerStops<PiscinaWorker>();
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
   /** Tasks taken back before a worker claimed them, and tasks posted again (see SandboxRunner.handedBack). */
   readonly #handedBack = { abandoned: 0, reposted: 0 };
@@ -180,7 +178,9 @@ export class SandboxPool {
       task.profile = profile;
       let outcome: WorkerOutcome | TaskAbandoned;
       try {
-        outcome = await task.untilStopped(this.#work(task, message, profile), this.#terminateFor);
+        const work = this.#work(task, message, profile);
+        task.work = work;
+        outcome = await task.untilStopped(work, this.#terminateFor);
       } catch (error) {
         const used = task.cpuUsed();
         const guest = task.guestStart();
@@ -259,8 +259,8 @@ export class SandboxPool {
     let preparing: PiscinaWorker | null = null;
     let behind: PiscinaWorker | null = null;
     for (const worker of workers) {
-      if (!this.#workers.has(worker.id)) this.#workers.set(worker.id, worker);
-      if (this.#dying.has(worker.id)) continue;
+      this.#stops.see(worker);
+      if (this.#stops.isDying(worker.id)) continue;
       if (worker.currentUsage === 0) {
         if (!this.#isPreparing(worker.id)) return this.#held.handOver(worker, task);
         preparing ??= worker;
@@ -319,19 +319,14 @@ export class SandboxPool {
     this.#spareSweep = setTimeout(sweep, interval).unref();
   }
 
-  /** Terminate one worker (piscina sees it exit, fails its task if it had one, and starts a replacement). */
+  /** Stop one worker once the answers it already posted are read (see worker-stops.ts); piscina replaces it. */
   #terminate(threadId: number): void {
-    const handle = this.#workers.get(threadId);
-    if (!handle) return;
-    this.#dying.add(threadId);
-    // piscina keeps its Worker behind a symbol on the handle its balancer sees (5.x: kWorkerData).
-    for (const symbol of Object.getOwnPropertySymbols(handle)) {
-      const info = (handle as unknown as Record<symbol, unknown>)[symbol] as { worker?: { terminate?: () => Promise<number> } } | undefined;
-      if (typeof info?.worker?.terminate === 'function') {
-        void info.worker.terminate();
-        return;
-      }
+    // The tasks it answered whose answers are still on their way (their claim says done; not read yet).
+    const answering: Promise<unknown>[] = [];
+    for (const task of this.#routes.values()) {
+      if (task.worker === threadId && task.work !== undefined && Atomics.load(task.slot.flags, CONTROL_CLAIM) === CLAIM_DONE) answering.push(task.work);
     }
+    this.#stops.stop(threadId, answering);
   }
 
   /** A message a worker posted on its parentPort: a hello, or one of a task's messages. */
@@ -346,8 +341,7 @@ export class SandboxPool {
         if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
         this.#statuses.delete(threadId);
         this.#spareComponents.delete(threadId);
-        this.#workers.delete(threadId);
-        this.#dying.delete(threadId);
+        this.#stops.forget(threadId);
         this.#held.forget(threadId);
         this.#profiles.forget(threadId);
       });

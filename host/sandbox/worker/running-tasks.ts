@@ -18,11 +18,24 @@ const putOff: Array<() => void> = [];
 const waiting: Array<() => void> = [];
 
 /**
- * Whether a task that arrives now must wait: one is in progress, or others
- * wait before it (`hasTurn`: it was just let through, so those behind it do not count).
+ * A claimed task has just ended and its answer has not left yet: piscina
+ * posts it in the microtasks after the task returns, and with its async
+ * atomics it reads every message waiting in the port in one go, so the next
+ * task's turn may come in those same microtasks, before that post. Nothing
+ * else runs guest code until the next turn of the event loop: were that
+ * guest (the next task, or a spare's preparation) then stopped with its
+ * worker, the finished task's answer would be lost with it (the stress
+ * harness found it: honest calls ended TOOL_CRASHED whose guest had returned).
+ */
+let answerLeaving = false;
+
+/**
+ * Whether a task that arrives now must wait: one is in progress or its answer
+ * is leaving, or others wait before it (`hasTurn`: it was just let through,
+ * so those behind it do not count).
  */
 export function mustWait(hasTurn: boolean): boolean {
-  return tasksRunning > 0 || (!hasTurn && waiting.length > 0);
+  return tasksRunning > 0 || answerLeaving || (!hasTurn && waiting.length > 0);
 }
 
 /** Resolves when it is this task's turn (`front`: it had its turn and lost it to one let through with it). */
@@ -33,9 +46,13 @@ export function waitTurn(front: boolean): Promise<void> {
   });
 }
 
-/** Let the next waiting task through when none runs (one that finds another running waits again, at the front). */
+/** Let the next waiting task through, at the next turn of the event loop, once none runs (one that finds another running waits again, at the front). */
 export function releaseNext(): void {
-  if (tasksRunning === 0) waiting.shift()?.();
+  if (waiting.length > 0) setImmediate(letNextThrough);
+}
+
+function letNextThrough(): void {
+  if (tasksRunning === 0 && !answerLeaving) waiting.shift()?.();
 }
 
 /**
@@ -43,11 +60,11 @@ export function releaseNext(): void {
  * awaits (the first call of a component loads its glue) lets the event loop
  * run, and a preparation is guest code the pool may stop the whole worker
  * for (spare_ms): it must not run while a task the worker has claimed is
- * still in progress, or that task would die with it.
+ * still in progress (or its answer is leaving), or that task would die with it.
  */
 export function whenNoTaskRuns(prepare: () => void): void {
   setImmediate(() => {
-    if (tasksRunning === 0) prepare();
+    if (tasksRunning === 0 && !answerLeaving) prepare();
     else putOff.push(prepare);
   });
 }
@@ -56,8 +73,14 @@ export function whenNoTaskRuns(prepare: () => void): void {
 export function taskRunning(delta: 1 | -1): void {
   tasksRunning += delta;
   if (tasksRunning !== 0) return;
-  // The next waiting task first (it starts in a microtask, before any put-off preparation's setImmediate).
-  releaseNext();
-  if (putOff.length > 0) for (const prepare of putOff.splice(0)) whenNoTaskRuns(prepare);
+  answerLeaving = true;
+  setImmediate(answerLeft);
 }
 
+/** The answer of the task that ended has left: the next waiting task first, then put-off preparations (they find it running, if it awaits). */
+function answerLeft(): void {
+  answerLeaving = false;
+  if (tasksRunning !== 0) return;
+  letNextThrough();
+  if (putOff.length > 0) for (const prepare of putOff.splice(0)) whenNoTaskRuns(prepare);
+}
