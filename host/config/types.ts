@@ -54,6 +54,7 @@ export interface HostSection {
     max_heap_mb?: number;
     cache_dir?: string;
     idle_timeout_ms?: number;
+    wait_behind?: { average_ms?: number; within_ms?: number };
     containment?: 'process' | 'thread';
   };
   output_limits?: {

@@ -7,9 +7,11 @@
  * dearest part of a small call (~10-15 µs of the main thread's postMessage
  * per call at 8 in flight, tens of µs of the worker's); a worker that finds
  * its next task waiting does not sleep between them. A task waits only
- * behind a short one (the pool option `waitBehind`, off by default: see
- * pool-options.ts), so its wait is about one short call; a task stopped
- * while it waits is taken back (see PoolTask.untilStopped).
+ * behind a short one (the pool option `waitBehind`, see pool-options.ts),
+ * so its wait is about one short call; a task stopped while it waits is
+ * taken back (see PoolTask.untilStopped). It runs only once the previous
+ * task's answer has left the worker (worker/running-tasks.ts), and a worker
+ * is stopped only once the answers it posted are read (worker-stops.ts).
  */
 import type { PoolTask } from './pool-task.js';
 
