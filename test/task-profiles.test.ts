@@ -33,6 +33,29 @@ describe('call profiles', () => {
     expect(profiles.wire(input(), entry, task, [1, 3]).fixed).toBeDefined();
   });
 
+  it('finds the entry of a call by its fields, whether its limits are the same object or an equal one', () => {
+    const profiles = new TaskProfiles();
+    const first = profiles.entry(input());
+    expect(profiles.entry(input())).toBe(first);
+    // An equal limits object (a call that came through a sandbox process, say) finds the same entry by key.
+    expect(profiles.entry(input({ limits: { ...DEFAULT_GUEST_OUTPUT_LIMITS } }))).toBe(first);
+    // Anything else that differs is another profile, with the same limits object or not.
+    const others = [
+      profiles.entry(input({ memoryMb: 128 })),
+      profiles.entry(input({ tool: 'sha256' })),
+      profiles.entry(input({ isolation: 'worker' })),
+      profiles.entry(input({ componentId: 'c2' })),
+      profiles.entry(input({ moduleUrl: 'file:///cache/c2/component.js' })),
+      profiles.entry(input({ capabilities: { env: [], network: 'FULL_ACCESS' } })),
+      profiles.entry(input({ limits: { ...DEFAULT_GUEST_OUTPUT_LIMITS, maxEvents: 1 } })),
+    ];
+    expect(new Set([first, ...others].map((entry) => entry.id)).size).toBe(8);
+    // Past the entries remembered per limits object, the rest are still found (by key), and still the same.
+    const many = Array.from({ length: 20 }, (_, i) => profiles.entry(input({ memoryMb: 200 + i })));
+    expect(Array.from({ length: 20 }, (_, i) => profiles.entry(input({ memoryMb: 200 + i })))).toEqual(many);
+    expect(profiles.entry(input({ memoryMb: 128 }))).toBe(others[0]);
+  });
+
   it('forgets a worker that is gone, in every profile', () => {
     const profiles = new TaskProfiles();
     const one = profiles.entry(input());

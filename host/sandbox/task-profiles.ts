@@ -35,18 +35,44 @@ export function recordRun(entry: ProfileEntry, ms: number): void {
 /** A call task as the pool is given it. */
 export type CallInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'>;
 
+type Network = CallInput['capabilities']['network'];
+
+/** Entries remembered per limits object (calls of one tool that vary their memory cap or network label have several; more are found by key). */
+const MEMO_PER_LIMITS = 8;
+
 export class TaskProfiles {
   readonly #byKey = new Map<string, ProfileEntry>();
+  /**
+   * The entries found for a limits object: a tool passes the same one with
+   * every call, so its entry is found by comparing a few fields instead of
+   * building the whole key (a string of ~200 characters per call).
+   */
+  #byLimits = new WeakMap<CallInput['limits'], ProfileEntry[]>();
   #nextId = 1;
 
   /** The profile entry of a call (made the first time). */
   entry(input: CallInput): ProfileEntry {
     const { limits } = input;
     const network = input.capabilities.network;
+    const seen = this.#byLimits.get(limits);
+    if (seen) {
+      for (const entry of seen) if (sameProfile(entry.profile, input, network)) return entry;
+    }
+    const entry = this.#byKeyEntry(input, network);
+    if (!seen) this.#byLimits.set(limits, [entry]);
+    else if (seen.length < MEMO_PER_LIMITS) seen.push(entry);
+    return entry;
+  }
+
+  #byKeyEntry(input: CallInput, network: Network): ProfileEntry {
+    const { limits } = input;
     const key = `${input.componentId}\n${input.memoryMb}\n${input.tool}\n${input.isolation}\n${network}\n${limits.stdioBytes}/${limits.maxEvents}/${limits.maxEventBytes}/${limits.maxResultBytes}/${limits.maxHostCalls}/${limits.maxHandles}\n${input.moduleUrl}`;
     let entry = this.#byKey.get(key);
     if (!entry) {
-      if (this.#byKey.size >= MAX_PROFILES) this.#byKey.clear();
+      if (this.#byKey.size >= MAX_PROFILES) {
+        this.#byKey.clear();
+        this.#byLimits = new WeakMap();
+      }
       const profile: CallProfile = { componentId: input.componentId, memoryMb: input.memoryMb, moduleUrl: input.moduleUrl, tool: input.tool, isolation: input.isolation, limits: { ...limits }, network };
       entry = { id: this.#nextId++, profile, knownBy: new Set() };
       this.#byKey.set(key, entry);
@@ -72,6 +98,11 @@ export class TaskProfiles {
     if (!knownByAll(entry, workers)) wire.fixed = entry.profile;
     return wire;
   }
+}
+
+/** Whether `profile` is the one of a call with `input` (its limits are the same object; see TaskProfiles.#byLimits). */
+function sameProfile(profile: CallProfile, input: CallInput, network: Network): boolean {
+  return profile.componentId === input.componentId && profile.memoryMb === input.memoryMb && profile.tool === input.tool && profile.isolation === input.isolation && profile.network === network && profile.moduleUrl === input.moduleUrl;
 }
 
 function knownByAll(entry: ProfileEntry, workers: Iterable<number>): boolean {
