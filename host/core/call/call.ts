@@ -17,7 +17,6 @@ import type { ToolContext } from '../context.js';
 import { ToolhostError, toErrorData, type ToolErrorData } from '../errors.js';
 import { EventChannel } from '../event-channel.js';
 import type { CallWatcher, ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } from '../events.js';
-import { Extensions } from '../extensions.js';
 import type { Logger } from '../logger.js';
 import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
@@ -25,6 +24,7 @@ import { ConversationState, InMemoryStateStore, conversationScope, type StateLim
 import type { ToolRun } from '../tool.js';
 import { nestsDeeperThan } from '../result-depth.js';
 import type { AdmittedCall } from './admission.js';
+import { CallContext, CallSink } from './call-views.js';
 import type { CallStream } from './options.js';
 import { failureOf } from './precedence.js';
 
@@ -96,9 +96,7 @@ export class Call {
     this.deps = deps;
     const { options, tool } = admitted;
     const source = tool.executionMode === 'native' ? 'native' : 'guest';
-    // The getters below read the call's signals, made when first read.
-    const call = this;
-    this.sink = {
+    this.sink = new CallSink(this, {
       progress: (pct, message) => {
         const event: ToolEvent = { type: 'progress', callId: this.id };
         if (typeof pct === 'number' && Number.isFinite(pct)) event.pct = Math.min(100, Math.max(0, pct));
@@ -114,39 +112,15 @@ export class Call {
         Object.assign(this.#measured, partial);
       },
       limit: (limit) => deps.onLimit(tool.name, limit),
-      get hardSignal() {
-        return call.hardSignal;
-      },
       watch: (watcher) => this.watch(watcher),
-    };
-    const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
-    // Made when the tool first uses state (most calls never do; a call without a conversation gets a scratch store of its own).
-    let made: ConversationState | undefined;
-    const state = (): ConversationState =>
-      (made ??= options.conversationId
+    });
+    // A call without a conversation gets a scratch store of its own.
+    this.context = new CallContext(this, admitted, () => {
+      const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
+      return options.conversationId
         ? new ConversationState(deps.stateStore, conversationScope(options.principal, options.conversationId), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
-        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit));
-    this.context = {
-      callId: this.id,
-      ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
-      ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
-      ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
-      ...(options.principal === undefined ? {} : { principal: options.principal }),
-      ...(admitted.workingDir === undefined ? {} : { workingDir: admitted.workingDir }),
-      env: Object.freeze({ ...admitted.capabilities.env }),
-      capabilities: admitted.capabilities,
-      get signal() {
-        return call.softSignal;
-      },
-      get state() {
-        return state();
-      },
-      extensions: options.extensions ?? new Extensions(),
-      policy: admitted.policy,
-      budgets: admitted.budgets,
-      getState: (key, fallback) => state().getState(key, fallback),
-      setState: (key, value) => state().setState(key, value),
-    };
+        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
+    });
   }
 
   /**
