@@ -26,6 +26,16 @@ describe.runIf(hasCGuests)('tasks held behind another on one worker', () => {
 
   const handedBack = (): { abandoned: number; reposted: number } => ({ ...registry.sandboxStats()!.handedBack! });
 
+  /** An honest call, and a spinner posted right behind it on the same worker that its CPU budget stops with the worker. */
+  const honestBesideStoppedSpinner = async (): Promise<void> => {
+    const first = registry.execute('honest', { n: 6 });
+    const spinner = registry.execute('spin_for', { ms: 10_000 }, { policy: { budget_cpu_ms: 25, budget_wall_ms: 5_000 } });
+    expect((await spinner).error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED' });
+    const answer = await first;
+    expect(answer.error).toBeUndefined();
+    expect(answer.structuredContent).toEqual({ ok: true, sum: 21 });
+  };
+
   it('a task stopped while it waits is taken back, and the call in front of it goes on', async () => {
     const before = handedBack();
     const running = registry.execute('sleep_for', { ms: 600 });
@@ -63,12 +73,7 @@ describe.runIf(hasCGuests)('tasks held behind another on one worker', () => {
       expect((await registry.execute('sleep_for', { ms: 5_000 }, { policy: { budget_wall_ms: 100 } })).error).toMatchObject({ code: 'WALL_TIMEOUT' });
       for (let i = 0; i < 20; i += 1) await registry.execute('sleep_for', { ms: 0 });
       expect((await registry.execute('sleep_for', { ms: 5_000 }, { policy: { budget_wall_ms: 100 } })).error).toMatchObject({ code: 'WALL_TIMEOUT' });
-      const first = registry.execute('honest', { n: 6 });
-      const spinner = registry.execute('spin_for', { ms: 10_000 }, { policy: { budget_cpu_ms: 25, budget_wall_ms: 5_000 } });
-      expect((await spinner).error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED' });
-      const answer = await first;
-      expect(answer.error).toBeUndefined();
-      expect(answer.structuredContent).toEqual({ ok: true, sum: 21 });
+      await honestBesideStoppedSpinner();
     }
   });
 
@@ -79,12 +84,7 @@ describe.runIf(hasCGuests)('tasks held behind another on one worker', () => {
       for (let i = 0; i < 20; i += 1) await registry.execute('honest', { n: 1 });
       // The worker sleeps, waiting for tasks: both then wake it together.
       await new Promise((resolve) => setTimeout(resolve, 50));
-      const first = registry.execute('honest', { n: 6 });
-      const spinner = registry.execute('spin_for', { ms: 10_000 }, { policy: { budget_cpu_ms: 25, budget_wall_ms: 5_000 } });
-      expect((await spinner).error).toMatchObject({ code: 'CPU_BUDGET_EXCEEDED' });
-      const answer = await first;
-      expect(answer.error).toBeUndefined();
-      expect(answer.structuredContent).toEqual({ ok: true, sum: 21 });
+      await honestBesideStoppedSpinner();
     }
   });
 });
