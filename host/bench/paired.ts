@@ -16,7 +16,8 @@
  * settling ones; every subject had the usual warm-up before the first round.
  */
 import type { PairedPhase, PairedRound, PairedRow } from './row.js';
-import { measure, subjectFields, warmupCalls, type Subject } from './runner.js';
+import { measure, warmUp, type WarmUp } from './measure.js';
+import { subjectFields, warmUpFields, warmupCalls, type Subject } from './runner.js';
 import { round3, spread, summarize } from './statistics.js';
 import { startFloor } from './floor.js';
 import type { OpenedSubject } from './sandboxed.js';
@@ -60,6 +61,7 @@ interface Block {
 
 interface Member {
   subject: Subject;
+  warm: WarmUp;
   concurrency: readonly number[];
   /** Blocks by concurrency. */
   blocks: Map<number, Block[]>;
@@ -116,6 +118,7 @@ function pairedRow(member: Member, concurrency: number, floorBlocks: readonly Bl
   const firstError = blocks.find((block) => block.firstError !== undefined)?.firstError;
   return {
     ...subjectFields(subject),
+    ...warmUpFields(member.warm),
     concurrency,
     calls,
     errors,
@@ -158,13 +161,13 @@ export async function runPaired(options: PairedOptions): Promise<PairedResult> {
     const members: Member[] = [];
     const concurrencies = [...new Set(opened.flatMap((o) => o.source.concurrency))];
     const warmup = warmupCalls(options.calls);
-    progress(`paired phase: the floor and ${opened.map((o) => o.opened.subject.label).join('; ')} open at once; ${warmup} warm-up calls each`);
-    const floorWarm = await measure(floor.subject.call, warmup, Math.max(...concurrencies));
+    progress(`paired phase: the floor and ${opened.map((o) => o.opened.subject.label).join('; ')} open at once; each warmed up until its rate settles (at least ${warmup} calls)`);
+    const floorWarm = await warmUp(floor.subject.call, warmup, Math.max(...concurrencies));
     if (floorWarm.errors > 0) throw new Error(`${floor.subject.label}: the warm-up failed: ${floorWarm.firstError ?? 'unknown error'}`);
     for (const { source, opened: o } of opened) {
-      const warm = await measure(o.subject.call, warmup, Math.max(...source.concurrency));
+      const warm = await warmUp(o.subject.call, warmup, Math.max(...source.concurrency));
       if (warm.errors === 0) {
-        members.push({ subject: o.subject, concurrency: source.concurrency, blocks: new Map() });
+        members.push({ subject: o.subject, warm, concurrency: source.concurrency, blocks: new Map() });
         continue;
       }
       const message = `${o.subject.label}: the warm-up failed: ${warm.firstError ?? 'unknown error'}`;

@@ -57,6 +57,10 @@ export interface BenchRow extends LatencySummary {
   /** Sandboxed rows: mean `accounting.instantiateMs`. */
   instantiateMs?: number;
   memory?: MemoryFigures;
+  /** Calls of the subject's warm-up (until its rate stopped rising, see measure.ts warmUp). */
+  warmUpCalls?: number;
+  /** Set when the warm-up reached its time cap before the rate settled. */
+  warmUpUnsettled?: true;
 }
 
 export interface BudgetRow {
@@ -155,7 +159,7 @@ export interface PairedRound {
 }
 
 /** A subject measured in blocks interleaved with the floor's (see paired.ts). */
-export interface PairedRow extends Pick<BenchRow, 'id' | 'label' | 'kind' | 'tool' | 'isolation' | 'concurrency' | 'errors' | 'firstError'> {
+export interface PairedRow extends Pick<BenchRow, 'id' | 'label' | 'kind' | 'tool' | 'isolation' | 'concurrency' | 'errors' | 'firstError' | 'warmUpCalls' | 'warmUpUnsettled'> {
   /** Measured calls over all rounds (the blocks' settling calls excluded). */
   calls: number;
   /** Over all of the subject's blocks; the floor's over its blocks of the same rounds. */

@@ -1,23 +1,15 @@
 /**
- * The measuring loop: a fixed number of calls with at most N in flight, each
- * timed from the caller's side, after a warm-up; one row per concurrency,
+ * A subject's rows: a warm-up, then a fixed number of calls per concurrency
+ * (see measure.ts); one row per concurrency,
  * with its ratio to the floor and what the calls' accounting says about
  * instances and memory.
  */
-import { performance } from 'node:perf_hooks';
 import type { CallAccounting } from '../core/result.js';
+import { measure, warmUp, type CallFn, type WarmUp } from './measure.js';
 import type { BenchRow, InstanceShare, Isolation, MemoryFigures, RowKind } from './row.js';
 import { mean, median, round3, summarize } from './statistics.js';
 
-/** What one call told the loop. */
-export interface CallOutcome {
-  ok: boolean;
-  /** Why it failed, when it did. */
-  error?: string;
-  accounting?: CallAccounting;
-}
-
-export type CallFn = () => Promise<CallOutcome>;
+export type { CallFn, CallOutcome } from './measure.js';
 
 /** Something measured: a floor, a tool through the host, a peer runtime. */
 export interface Subject {
@@ -33,49 +25,6 @@ export interface Subject {
   threads: number;
   /** Process RSS (bytes) before the subject's workers were started, when the caller took it. */
   rssBefore?: number;
-}
-
-interface Measurement {
-  latencies: Float64Array;
-  elapsedMs: number;
-  errors: number;
-  firstError?: string;
-  accountings: CallAccounting[];
-}
-
-/**
- * Run `calls` calls with at most `concurrency` in flight: that many lanes,
- * each starting its next call as soon as its previous one ends.
- */
-export async function measure(call: CallFn, calls: number, concurrency: number): Promise<Measurement> {
-  const latencies = new Float64Array(calls);
-  const accountings: CallAccounting[] = [];
-  let next = 0;
-  let errors = 0;
-  let firstError: string | undefined;
-  const lane = async (): Promise<void> => {
-    while (next < calls) {
-      const index = next++;
-      const t0 = performance.now();
-      let outcome: CallOutcome;
-      try {
-        outcome = await call();
-      } catch (error) {
-        outcome = { ok: false, error: error instanceof Error ? error.message : String(error) };
-      }
-      latencies[index] = performance.now() - t0;
-      if (!outcome.ok) {
-        errors += 1;
-        firstError ??= outcome.error ?? 'unknown error';
-      }
-      if (outcome.accounting) accountings.push(outcome.accounting);
-    }
-  };
-  const start = performance.now();
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, calls)) }, lane));
-  const result: Measurement = { latencies, elapsedMs: performance.now() - start, errors, accountings };
-  if (firstError !== undefined) result.firstError = firstError;
-  return result;
 }
 
 const MIB = 1024 * 1024;
@@ -108,22 +57,27 @@ export function subjectFields(subject: Subject): Pick<BenchRow, 'id' | 'label' |
 export type FloorRows = ReadonlyMap<number, BenchRow>;
 
 /**
- * The warm-up before a subject's rows: as many calls as a row, up to 2000. V8 takes about
- * that many to settle the code of a sandboxed call (main thread and workers). Measured on
- * C echo, p50 after 200 warm-up calls vs 2000: 0.173 vs 0.111 ms (call isolation), 0.133
- * vs 0.086 ms (worker).
+ * The least warm-up before a subject's rows: four rows' worth of calls, up to
+ * 8,000 (warmUp goes on until the rate settles). C echo's rate at 8 in
+ * flight was still rising at 6,000 calls, from 2,500 to 16,000 calls/s, and
+ * steady from about 8,000; the floor's, from about 7,000.
  */
 export function warmupCalls(calls: number): number {
-  return Math.min(2000, Math.max(10, calls));
+  return Math.min(8000, Math.max(10, calls * 4));
+}
+
+/** What a row says of its subject's warm-up. */
+export function warmUpFields(warm: WarmUp): Pick<BenchRow, 'warmUpCalls' | 'warmUpUnsettled'> {
+  return warm.settled ? { warmUpCalls: warm.calls } : { warmUpCalls: warm.calls, warmUpUnsettled: true };
 }
 
 /**
  * Warm the subject up (at the highest concurrency, so every worker has loaded
- * what it runs, and long enough for the JIT to settle), then one row per concurrency. A warm-up that fails throws:
+ * what it runs, and until its rate settles: see warmUp), then one row per concurrency. A warm-up that fails throws:
  * a subject that cannot run one call has nothing to measure.
  */
 export async function runSubject(subject: Subject, concurrencies: readonly number[], floor: FloorRows): Promise<BenchRow[]> {
-  const warm = await measure(subject.call, warmupCalls(subject.calls), Math.max(...concurrencies));
+  const warm = await warmUp(subject.call, warmupCalls(subject.calls), Math.max(...concurrencies));
   if (warm.errors > 0) throw new Error(`${subject.label}: the warm-up failed: ${warm.firstError ?? 'unknown error'}`);
   const rssWarm = process.memoryUsage.rss();
 
@@ -137,6 +91,7 @@ export async function runSubject(subject: Subject, concurrencies: readonly numbe
     const base = floor.get(concurrency);
     const row: BenchRow = {
       ...subjectFields(subject),
+      ...warmUpFields(warm),
       concurrency,
       calls: subject.calls,
       errors: m.errors,
