@@ -73,7 +73,7 @@ export class PoolTask {
   readonly slot: ControlSlot;
   /** When the main thread submitted the task (epoch ms, sub-ms precision). */
   readonly submittedAt: number;
-  /** What piscina watches: aborting it stops the task (the caller's signal, or the budget's controller). */
+  /** What the pool watches: aborting it stops the task (the caller's signal, or the budget's controller). */
   readonly signal: StopSignal | undefined;
   readonly #handlers: PoolTaskHandlers;
   readonly #replyPort: (threadId: number) => MessagePort | undefined;
@@ -99,7 +99,7 @@ export class PoolTask {
     this.#replyPort = replyPort;
     const budget = handlers.cpuBudgetMs;
     if (budget !== undefined) {
-      // The caller's signal is forwarded to the budget's controller: piscina watches one signal.
+      // The caller's signal is forwarded to the budget's controller: the pool watches one signal.
       this.#budgetAbort = new TaskStop();
       if (handlers.signal?.aborted) this.#forwardAbort();
       else handlers.signal?.addEventListener('abort', this.#forwardAbort, { once: true });
@@ -117,11 +117,11 @@ export class PoolTask {
 
   /** The call's profile (calls only): how long its tool's calls take decides whether a task may wait behind it. */
   profile: ProfileEntry | undefined;
-  /** The worker piscina handed the task to last (the pool's balancer records it), while it is there. */
+  /** The worker the task was handed to last (see TaskDispatch), while it is there. */
   worker: number | undefined;
   /** When it was handed to that worker (performance.now()). */
   handedAt = 0;
-  /** What piscina does with the task, until it gives the task back (the pool's; see SandboxPool.#work). */
+  /** What becomes of the task until a worker gives it back (the pool's; see SandboxPool.#work). */
   work: Promise<unknown> | undefined;
 
   /** Whether a worker has claimed the task (it may have run guest code since; see CONTROL_CLAIM). */
@@ -142,7 +142,7 @@ export class PoolTask {
   }
 
   /**
-   * `work` (what piscina does with the task), or the task's stop, whichever
+   * `work` (what becomes of the task), or the task's stop, whichever
    * comes first. At the stop the task is taken back if no worker has claimed
    * it, and `terminate` stops the worker that runs it (see stopClaim); either
    * way the caller is answered at once, with the stop's reason.

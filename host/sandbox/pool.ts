@@ -1,23 +1,27 @@
 /**
  * The sandbox pool: piscina workers that run guest code, one task at a time
  * per worker (a worker may hold the next one, behind a short one: see
- * worker-holdings.ts), with a bounded queue. A stop is the pool's, not
- * piscina's: a task no worker has claimed is taken back, a claimed one loses
- * its worker (PoolTask.untilStopped). Each task gets an id and a shared control
+ * worker-holdings.ts), with a bounded queue. piscina starts, replaces and
+ * caps the workers; tasks travel on each worker's task lane (task-lanes.ts),
+ * and wait in the pool's own queue when no worker fits. A stop is the pool's,
+ * not piscina's: a task no worker has claimed is taken back, a claimed one
+ * loses its worker (PoolTask.untilStopped). Each task gets an id and a shared control
  * block for its flags (pool-task.ts; a reused slot, control-slots.ts); a call
  * carries its profile's id rather than its fixed parts (task-profiles.ts);
  * its events and host calls travel on channels each worker set up once (see
  * protocol.ts).
  */
-import type { MessagePort } from 'node:worker_threads';
-import { Piscina, queueOptionsSymbol } from 'piscina';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
 import { ControlSlots } from './control-slots.js';
 import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoolOptions } from './pool-options.js';
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
-import { TASKS_PER_WORKER, WorkerHoldings } from './worker-holdings.js';
+import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
 import { SpareStatus } from './spare-status.js';
+import { TaskDispatch } from './task-dispatch.js';
+import { LaneClosed } from './task-lanes.js';
 import { TaskProfiles, recordRun, type ProfileEntry } from './task-profiles.js';
 import type { StopSignal } from './task-stop.js';
 import {
@@ -27,7 +31,6 @@ import {
   type CallTask,
   type CollectTask,
   type DescribeTask,
-  type ProfileMiss,
   type TaskAbandoned,
   type TaskWire,
   type WorkerMessage,
@@ -53,16 +56,13 @@ const DRAIN_TIMEOUT_MS = 2_000;
 /** Times a task that no worker claimed is posted again after the worker holding it was lost. */
 const REPOSTS = 3;
 
-/** The worker view piscina hands a load balancer (its type is not exported by name). */
-type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>>[1][number];
-
 export type { SandboxPoolOptions } from './pool-options.js';
 export { resolveOptions } from './pool-options.js';
 
 export class SandboxPool {
   readonly #piscina: Piscina;
   readonly #options: ResolvedPoolOptions;
-  /** Tasks accepted that piscina still holds (running, waiting, or stopped and not yet given back by piscina). */
+  /** Tasks accepted and not given back (running, waiting, or stopped and not yet failed by their lane). */
   #pending = 0;
   #nextTaskId = 1;
   readonly #slots = new ControlSlots();
@@ -85,7 +85,17 @@ export class SandboxPool {
   /** The spare watchdog's next look, while some worker may be preparing. */
   #spareSweep: NodeJS.Timeout | undefined;
   /** How a worker is stopped (after the answers it already posted are read, see worker-stops.ts). */
-  readonly #stops = new WorkerStops<PiscinaWorker>();
+  readonly #stops = new WorkerStops((threadId) => this.#piscina.threads.find((worker) => worker.threadId === threadId)?.terminate());
+  /** Where tasks go: each worker's task lane, and the queue of those no worker fits yet. */
+  readonly #dispatch: TaskDispatch;
+  /** What the last worker that died on its own said (a worker that fails as it starts never says hello). */
+  #lastWorkerError: Error | undefined;
+  /**
+   * Keeps the process alive while the pool has tasks (ref'd only then):
+   * piscina's workers do not (it refs a worker only for its own tasks), nor
+   * do the lanes, and a task may wait for a worker that is still starting.
+   */
+  readonly #keepAlive = new MessageChannel();
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
   /** Tasks taken back before a worker claimed them, and tasks posted again (see SandboxRunner.handedBack). */
   readonly #handedBack = { abandoned: 0, reposted: 0 };
@@ -95,32 +105,33 @@ export class SandboxPool {
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
     this.#held = new WorkerHoldings(this.#options.waitBehind);
+    this.#dispatch = new TaskDispatch({ isDying: (threadId) => this.#stops.isDying(threadId), isPreparing: (threadId) => this.#isPreparing(threadId) }, this.#held);
     const script = workerScript();
     this.#piscina = new Piscina({
       filename: script.filename,
       execArgv: script.execArgv,
       minThreads: this.#options.threads,
       maxThreads: this.#options.threads,
-      // Admission is bounded here, not by piscina's maxQueue: piscina keeps
-      // abortable tasks (all of ours) in a side queue that maxQueue does not count.
       idleTimeout: this.#options.idleTimeoutMs,
-      // Our tasks are not abortable as far as piscina knows (it runs an
-      // abortable one alone on its worker): a stop is the pool's (see PoolTask.untilStopped).
-      concurrentTasksPerWorker: TASKS_PER_WORKER,
-      // Idle workers must run their event loop: that is when they prepare the
-      // next call's spare instance and release the previous task's port.
-      // (With piscina's default 'sync', an idle worker blocks in Atomics.wait.)
+      // Measurement tasks only (collect): one per worker.
+      concurrentTasksPerWorker: 1,
+      // Idle workers must run their event loop: that is when they read their
+      // task lane and prepare the next call's spare instance. (With piscina's
+      // default 'sync', an idle worker blocks in Atomics.wait.)
       atomics: 'async',
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
       // A worker's env is its own empty copy: guest glue never sees the host's.
       env: {},
-      loadBalancer: (task, workers) => {
-        // A call or describe task carries its PoolTask there; a collect task carries nothing (piscina gives null).
-        const marked = (task as unknown as Record<symbol, unknown>)[queueOptionsSymbol];
-        return this.#pickWorker(marked instanceof PoolTask ? marked : undefined, workers);
-      },
+      // Only measurement tasks (collect) go through piscina's dispatch: any idle worker the pool is not stopping.
+      loadBalancer: (_task, workers) => workers.find((worker) => worker.currentUsage === 0 && !this.#stops.isDying(worker.id)) ?? null,
     });
     this.#piscina.on('message', (post: WorkerPost) => this.#onWorkerPost(post));
+    // A port counts for the event loop only while it listens (and while its other end lives: both are kept).
+    this.#keepAlive.port1.on('message', () => {});
+    this.#keepAlive.port1.unref();
+    // A worker that dies with no piscina task (all of ours travel on lanes) is reported here, not to a task:
+    // its lane's tasks fail when the lane closes. Unheard, piscina's 'error' event would throw.
+    this.#piscina.on('error', (error: unknown) => this.#workerDied(error instanceof Error ? error : new Error(String(error))));
   }
 
   /**
@@ -145,9 +156,9 @@ export class SandboxPool {
     return Math.max(0, this.#pending - this.#options.threads);
   }
 
-  /** Share of worker time spent running tasks since the pool started (0..1). */
+  /** Share of worker time spent with a task since the pool started (0..1). */
   get utilization(): number {
-    return this.#piscina.utilization;
+    return this.#dispatch.lanes.utilization(this.#options.threads);
   }
 
   /**
@@ -173,8 +184,6 @@ export class SandboxPool {
       const base = { taskId, control: slot.ref, submittedAt: task.submittedAt };
       const profile = input.kind === 'call' ? this.#profiles.entry(input) : undefined;
       const message: TaskWire = input.kind === 'call' ? this.#profiles.wire(input, profile!, base, this.#replies.keys()) : { ...input, ...base };
-      // The balancer finds the task here (piscina hands it the message's queue options; symbols are not posted).
-      (message as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = task;
       task.profile = profile;
       let outcome: WorkerOutcome | TaskAbandoned;
       try {
@@ -208,19 +217,18 @@ export class SandboxPool {
   }
 
   /**
-   * What piscina does with a task, until it gives the task back: the
-   * worker's answer (or TaskAbandoned, for a task the caller stopped before
-   * a worker claimed it). A task no worker claimed is posted again when the
+   * What becomes of a task, until a worker gives it back: the worker's answer
+   * (or TaskAbandoned, for a task the caller stopped before a worker claimed it). A task no worker claimed is posted again when the
    * worker holding it is lost (stopped for another task, or dead): nothing
    * of it ran. Its slot goes back only when a worker answered (control-slots.ts).
    */
   async #work(task: PoolTask, message: TaskWire, profile: ProfileEntry | undefined): Promise<WorkerOutcome | TaskAbandoned> {
-    this.#pending += 1;
+    if (this.#pending++ === 0) this.#keepAlive.port1.ref();
     let answered = false;
     try {
       for (let reposts = 0; ; reposts += 1) {
         try {
-          const outcome = await this.#post(message, profile?.profile);
+          const outcome = await this.#post(task, message, profile?.profile);
           answered = true;
           if ('abandoned' in outcome) this.#handedBack.abandoned += 1;
           return outcome;
@@ -232,45 +240,25 @@ export class SandboxPool {
       }
     } finally {
       this.#held.release(task);
-      this.#pending -= 1;
+      if (--this.#pending === 0) this.#keepAlive.port1.unref();
       if (answered) this.#slots.release(task.slot);
     }
   }
 
-  /** Hand a task to piscina; a call whose worker lacks its profile (new, or it dropped its profiles) is sent again with it. */
-  async #post(message: TaskWire, profile: CallProfile | undefined): Promise<WorkerOutcome | TaskAbandoned> {
-    const answer = (await this.#piscina.run(message)) as WorkerOutcome | ProfileMiss | TaskAbandoned;
+  /** Hand a task to a worker; a call whose worker lacks its profile (new, or it dropped its profiles) is sent again with it. */
+  async #post(task: PoolTask, message: TaskWire, profile: CallProfile | undefined): Promise<WorkerOutcome | TaskAbandoned> {
+    const answer = await this.#dispatch.dispatch(task, message);
     if (!('profileMiss' in answer)) return answer;
     // Nothing ran: send the profile along.
+    this.#held.release(task);
     if (message.kind === 'call' && profile) message.fixed = profile;
-    return (await this.#piscina.run(message)) as WorkerOutcome | TaskAbandoned;
+    const again = await this.#dispatch.dispatch(task, message);
+    if ('profileMiss' in again) throw new ToolhostError('INTERNAL', 'a worker did not take the call profile it was sent');
+    return again;
   }
 
   /** A stopped task's worker had claimed it: the worker is stopped (piscina replaces it; the task it held next is posted again). */
   readonly #terminateFor = (threadId: number): void => this.#terminate(threadId);
-
-  /**
-   * A worker for a task: an idle one that is not preparing a spare (it would
-   * start the task only once its spare is made), else an idle one that is,
-   * else one whose only task is short (the task waits in its port, see
-   * TASKS_PER_WORKER); null when none fits (the task waits in piscina's queue).
-   */
-  #pickWorker(task: PoolTask | undefined, workers: PiscinaWorker[]): PiscinaWorker | null {
-    let preparing: PiscinaWorker | null = null;
-    let behind: PiscinaWorker | null = null;
-    for (const worker of workers) {
-      this.#stops.see(worker);
-      if (this.#stops.isDying(worker.id)) continue;
-      if (worker.currentUsage === 0) {
-        if (!this.#isPreparing(worker.id)) return this.#held.handOver(worker, task);
-        preparing ??= worker;
-      } else if (task !== undefined && behind === null && this.#held.mayWaitBehind(worker.id, worker.currentUsage)) {
-        behind = worker;
-      }
-    }
-    const pick = preparing ?? behind;
-    return pick === null ? null : this.#held.handOver(pick, task);
-  }
 
   #isPreparing(threadId: number): boolean {
     const status = this.#statuses.get(threadId);
@@ -333,9 +321,11 @@ export class SandboxPool {
   #onWorkerPost(post: WorkerPost): void {
     if (typeof post !== 'object' || post === null) return;
     if (post.toolhost === 'hello') {
-      const { threadId, replies, status } = post;
+      const { threadId, tasks, replies, status } = post;
       this.#replies.set(threadId, replies);
       this.#statuses.set(threadId, new SpareStatus(status));
+      this.#dispatch.lanes.open(threadId, tasks);
+      this.#lastWorkerError = undefined;
       // The port closes when its worker exits (stopped by a budget, or by the pool).
       replies.on('close', () => {
         if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
@@ -346,6 +336,7 @@ export class SandboxPool {
         this.#profiles.forget(threadId);
       });
       replies.unref();
+      this.#dispatch.drain();
     } else if (post.toolhost === 'task') {
       // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
       this.#routes.get(post.taskId)?.receive(post.message, post.threadId);
@@ -369,19 +360,32 @@ export class SandboxPool {
       const reason: unknown = signal.reason;
       return reason instanceof ToolhostError ? reason : new ToolhostError('CANCELLED', 'the call was aborted');
     }
+    if (error instanceof ToolhostError) return error;
     const message = error instanceof Error ? error.message : String(error);
-    if (message === 'Task queue is at limit' || message === 'No task queue available and all Workers are busy') {
-      return new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting); try again later`);
+    if (error instanceof LaneClosed && !error.stopped && this.#lastWorkerError !== undefined) {
+      return new ToolhostError('TOOL_CRASHED', `the sandbox worker died: ${this.#lastWorkerError.message}`, { details: { reason: 'worker-death' } });
     }
-    if (message.includes('pool is closed') || message === 'Terminating worker thread') {
+    if ((error instanceof LaneClosed && error.stopped) || message.includes('pool is closed') || message === 'Terminating worker thread') {
       return new ToolhostError('TOOL_CRASHED', `the sandbox worker was stopped: ${message}`, { details: { reason: 'worker-exit' } });
     }
     return new ToolhostError('TOOL_CRASHED', `the sandbox worker died: ${message}`, { details: { reason: 'worker-death' } });
   }
 
+  /**
+   * A worker died on its own (piscina's 'error'). Its lane's tasks fail as its
+   * lane closes; with no worker left at all (they fail as they start, so none
+   * will say hello), the queued tasks fail too rather than wait forever.
+   */
+  #workerDied(error: Error): void {
+    this.#lastWorkerError = error;
+    if (this.#dispatch.lanes.size === 0) this.#dispatch.failQueued(error);
+  }
+
   async close(): Promise<void> {
     clearTimeout(this.#spareSweep);
     this.#spareSweep = undefined;
+    this.#dispatch.failQueued(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the task ran', { details: { reason: 'worker-exit' } }));
     await this.#piscina.destroy();
+    this.#keepAlive.port1.close();
   }
 }

@@ -1,13 +1,15 @@
 /**
  * Messages between the main thread and the sandbox workers.
  *
- * A task travels through piscina with an id and its control block (a slot of
- * a SharedArrayBuffer the pool reuses: posting a new SharedArrayBuffer cost
- * more than the rest of a small task). A call task carries what changes per
+ * A task travels on its worker's task lane (see task-lanes.ts) with an id and
+ * its control block (a slot of a SharedArrayBuffer the pool reuses: posting a
+ * new SharedArrayBuffer cost more than the rest of a small task). A call task carries what changes per
  * call; what is the same for every call of one tool under one cap, isolation,
  * limits and network label (its profile) goes to each worker once.
- * Nothing else is made per task: each worker has one persistent channel
- * each way, set up when the worker starts.
+ * Nothing else is made per task: each worker has persistent channels, set
+ * up when the worker starts.
+ * - tasks and their answers: the task lane, a MessagePort the worker sends in
+ *   its hello.
  * - worker → main: the worker's `parentPort` (piscina hands messages it does
  *   not know to the pool's 'message' event); each message names its task.
  * - main → worker: a MessagePort the worker sends in its hello; the worker
@@ -187,6 +189,12 @@ export interface CallWire {
 /** What is posted to a worker for a task. */
 export type TaskWire = CallWire | DescribeTask;
 
+/** What a worker answers to a call or describe task. */
+export type TaskAnswer = WorkerOutcome | ProfileMiss | TaskAbandoned;
+
+/** What a worker posts on its task lane: a task's answer, or what its task threw (the worker's bug, never the guest's). */
+export type LaneAnswer = { taskId: number; answer: TaskAnswer } | { taskId: number; error: string };
+
 /** A worker's answer to a call whose profile it does not know (nothing ran). */
 export interface ProfileMiss {
   profileMiss: number;
@@ -259,8 +267,8 @@ export type WorkerMessage =
 
 /** What a worker posts on its `parentPort`. */
 export type WorkerPost =
-  /** Once, when the worker starts: where the main thread answers its host calls, and the worker's status block. */
-  | { toolhost: 'hello'; threadId: number; replies: MessagePort; status: SharedArrayBuffer }
+  /** Once, when the worker starts: its task lane, where the main thread answers its host calls, and the worker's status block. */
+  | { toolhost: 'hello'; threadId: number; tasks: MessagePort; replies: MessagePort; status: SharedArrayBuffer }
   | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage };
 
 export type RpcRequest =

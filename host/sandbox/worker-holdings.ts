@@ -1,6 +1,6 @@
 /**
  * Which tasks each worker of the pool holds: the one it runs and, at most,
- * the next, waiting in its port.
+ * the next, waiting in its task lane.
  *
  * Why a worker may hold a second task: a task posted to a sleeping worker
  * must wake its thread, and on a VM whose idle vCPUs halt that wake was the
@@ -15,13 +15,8 @@
  */
 import type { PoolTask } from './pool-task.js';
 
-/** Tasks a worker may hold at once (piscina's concurrentTasksPerWorker). */
+/** Tasks a worker may hold at once (the task it runs and one waiting in its lane). */
 export const TASKS_PER_WORKER = 2;
-
-/** The part of piscina's worker view used here. */
-interface WorkerView {
-  readonly id: number;
-}
 
 export class WorkerHoldings {
   /** Tasks handed to each worker and not given back yet, oldest first. */
@@ -33,18 +28,16 @@ export class WorkerHoldings {
     this.#rule = rule;
   }
 
-  /** piscina posts `task` to `worker` next: remember where it is. Returns the worker (the balancer's answer). */
-  handOver<W extends WorkerView>(worker: W, task: PoolTask | undefined): W {
-    if (task !== undefined) {
-      task.worker = worker.id;
-      // The lists only decide whether a task may wait behind another: kept only when one may.
-      if (this.#rule.averageMs <= 0) return worker;
-      task.handedAt = performance.now();
-      const held = this.#held.get(worker.id);
-      if (held) held.push(task);
-      else this.#held.set(worker.id, [task]);
-    }
-    return worker;
+  /** `task` is posted to worker `threadId` next: remember where it is. Returns the worker's thread id. */
+  handOver(threadId: number, task: PoolTask): number {
+    task.worker = threadId;
+    // The lists only decide whether a task may wait behind another: kept only when one may.
+    if (this.#rule.averageMs <= 0) return threadId;
+    task.handedAt = performance.now();
+    const held = this.#held.get(threadId);
+    if (held) held.push(task);
+    else this.#held.set(threadId, [task]);
+    return threadId;
   }
 
   /** The task is no longer with the worker it was handed to (answered, or the worker was lost). */
@@ -58,9 +51,9 @@ export class WorkerHoldings {
   }
 
   /**
-   * Whether a task may wait behind what worker `threadId` holds, given
-   * piscina's count of its tasks (`usage`): one task (ours may still list
-   * tasks piscina just gave back, oldest first, so the one it holds is our
+   * Whether a task may wait behind what worker `threadId` holds, given its
+   * lane's count of unanswered tasks (`usage`): one task (ours may still list
+   * tasks its lane just answered, oldest first, so the one it holds is our
    * newest), of a short tool, handed over just now.
    */
   mayWaitBehind(threadId: number, usage: number): boolean {

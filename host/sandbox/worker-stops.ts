@@ -6,29 +6,23 @@
  * Why wait for those: a worker that holds its next task (worker-holdings.ts)
  * starts it right after it posted the previous one's answer (never before:
  * worker/running-tasks.ts), and the pool may stop it for that next task
- * while the answer still waits in the task port. piscina fails every task of
- * a worker that exits, and Node does not promise that a worker's exit is
- * read after what it posted on another port: the finished task, an honest
+ * while the answer still waits in its task lane. The lane fails every
+ * unanswered task of a worker that exits, and Node does not promise that a
+ * worker's exit is read after what it posted: the finished task, an honest
  * call, would end TOOL_CRASHED. Its caller is not kept waiting meanwhile (a
  * stopped task is answered at once), and a dying worker is given nothing.
  */
 /** The longest a worker's stop waits for answers already posted (ms): they are one turn of the event loop away. */
 export const ANSWERS_WAIT_MS = 250;
 
-/** The part of piscina's worker view used here (its balancer's view; piscina keeps its Worker behind a symbol). */
-interface WorkerView {
-  readonly id: number;
-}
-
-export class WorkerStops<W extends WorkerView> {
-  /** piscina's view of each worker, by thread id (seen by the load balancer): how a worker is terminated. */
-  readonly #workers = new Map<number, W>();
-  /** Workers being stopped: given no task, since piscina counts a worker live until its exit event and would hand it one. */
+export class WorkerStops {
+  /** How a worker is terminated (piscina sees it exit and starts a replacement). */
+  readonly #terminate: (threadId: number) => void;
+  /** Workers being stopped: given no task, since their lanes stay open until they exit. */
   readonly #dying = new Set<number>();
 
-  /** The balancer saw `worker`. */
-  see(worker: W): void {
-    if (!this.#workers.has(worker.id)) this.#workers.set(worker.id, worker);
+  constructor(terminate: (threadId: number) => void) {
+    this.#terminate = terminate;
   }
 
   /** Whether worker `threadId` is being stopped. */
@@ -41,11 +35,10 @@ export class WorkerStops<W extends WorkerView> {
    * answers are not read yet) have settled, or after ANSWERS_WAIT_MS.
    */
   stop(threadId: number, answering: readonly Promise<unknown>[]): void {
-    const worker = this.#workers.get(threadId);
-    if (!worker || this.#dying.has(threadId)) return;
+    if (this.#dying.has(threadId)) return;
     this.#dying.add(threadId);
     if (answering.length === 0) {
-      terminate(worker);
+      this.#terminate(threadId);
       return;
     }
     let stopped = false;
@@ -53,7 +46,7 @@ export class WorkerStops<W extends WorkerView> {
       if (stopped) return;
       stopped = true;
       clearTimeout(timer);
-      terminate(worker);
+      this.#terminate(threadId);
     };
     const timer = setTimeout(stopOnce, ANSWERS_WAIT_MS);
     void Promise.allSettled(answering).then(stopOnce);
@@ -61,19 +54,6 @@ export class WorkerStops<W extends WorkerView> {
 
   /** Worker `threadId` is gone. */
   forget(threadId: number): void {
-    this.#workers.delete(threadId);
     this.#dying.delete(threadId);
-  }
-}
-
-/** Terminate a worker through piscina's view of it (piscina sees it exit, fails its tasks, and starts a replacement). */
-function terminate(view: WorkerView): void {
-  // piscina keeps its Worker behind a symbol on the view its balancer sees (5.x: kWorkerData).
-  for (const symbol of Object.getOwnPropertySymbols(view)) {
-    const info = (view as unknown as Record<symbol, unknown>)[symbol] as { worker?: { terminate?: () => Promise<number> } } | undefined;
-    if (typeof info?.worker?.terminate === 'function') {
-      void info.worker.terminate();
-      return;
-    }
   }
 }

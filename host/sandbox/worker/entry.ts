@@ -1,12 +1,13 @@
 /**
- * The sandbox worker: piscina runs one task at a time here. Untrusted guest
+ * The sandbox worker: one task at a time runs here, from its task lane
+ * (piscina starts the thread and carries only measurement tasks). Untrusted guest
  * code runs only in these threads, never on the main thread, so a runaway
  * guest can always be stopped by terminating its worker.
  */
 import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
-import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, ProfileMiss, SandboxTask, TaskAbandoned, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
+import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
@@ -40,7 +41,29 @@ interface ComponentRuntime {
   conversations: Map<string, GuestInstance>;
 }
 
-helloMainThread();
+/** Tasks come on the lane (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
+const lane = helloMainThread();
+lane?.on('message', (wire: TaskWire) => {
+  let answer: TaskAnswer | Promise<TaskAnswer>;
+  try {
+    answer = runInTurn(wire, false);
+  } catch (error) {
+    lane.postMessage({ taskId: wire.taskId, error: errorText(error) } satisfies LaneAnswer);
+    return;
+  }
+  if (!(answer instanceof Promise)) {
+    lane.postMessage({ taskId: wire.taskId, answer } satisfies LaneAnswer);
+    return;
+  }
+  answer.then(
+    (settled) => lane.postMessage({ taskId: wire.taskId, answer: settled } satisfies LaneAnswer),
+    (error: unknown) => lane.postMessage({ taskId: wire.taskId, error: errorText(error) } satisfies LaneAnswer),
+  );
+});
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
 
 /** Spares that took less than this to make are warmed with describe() (see prepareSpare). */
 const WARM_SPARES_BELOW_MS = 1;
@@ -310,9 +333,6 @@ export default function runTask(wire: TaskWire | CollectTask): TaskAnswer | Work
   if (wire.kind === 'collect') return collectTask(wire);
   return runInTurn(wire, false);
 }
-
-/** What a call or describe task answers. */
-type TaskAnswer = WorkerOutcome | ProfileMiss | TaskAbandoned;
 
 /** One task at a time, even while one awaits (see running-tasks.ts): a task is claimed only when its turn comes. */
 function runInTurn(wire: TaskWire, hasTurn: boolean): TaskAnswer | Promise<TaskAnswer> {

@@ -41,15 +41,17 @@ let nextRpcId = 1;
 /** This worker's status block (see spare-status.ts): spare preparations, read by the pool. */
 export const preparation = new SpareStatus();
 
-/** Send the main thread this worker's reply port and status block; once, when the worker starts. */
-export function helloMainThread(): void {
-  if (replies || !parentPort) return;
+/** Send the main thread this worker's task lane, reply port and status block; once, when the worker starts. Returns the worker's end of the lane. */
+export function helloMainThread(): MessagePort | undefined {
+  if (replies || !parentPort) return undefined;
   const channel = new MessageChannel();
   replies = channel.port1;
   // Read only with receiveMessageOnPort: the port must not keep the thread alive or dispatch events.
   replies.unref();
-  const hello: WorkerPost = { toolhost: 'hello', threadId, replies: channel.port2, status: preparation.buffer };
-  parentPort.postMessage(hello, [channel.port2]);
+  const lane = new MessageChannel();
+  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer };
+  parentPort.postMessage(hello, [lane.port2, channel.port2]);
+  return lane.port1;
 }
 
 /** Thrown into the guest when it sends more than its limits allow; the call ends with OUTPUT_LIMIT_EXCEEDED. */

@@ -18,10 +18,10 @@ const putOff: Array<() => void> = [];
 const waiting: Array<() => void> = [];
 
 /**
- * A claimed task has just ended and its answer has not left yet: piscina
- * posts it in the microtasks after the task returns, and with its async
- * atomics it reads every message waiting in the port in one go, so the next
- * task's turn may come in those same microtasks, before that post. Nothing
+ * A claimed task has just ended and its answer may not have left yet (the
+ * answer of a task that awaited is posted in the microtasks after it ends;
+ * when tasks came through piscina, piscina read every message waiting in the
+ * port in one go, so the next task's turn came before that post). Nothing
  * else runs guest code until the next turn of the event loop: were that
  * guest (the next task, or a spare's preparation) then stopped with its
  * worker, the finished task's answer would be lost with it (the stress

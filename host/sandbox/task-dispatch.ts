@@ -1,0 +1,94 @@
+/**
+ * Which worker takes a task, and the queue of tasks no worker fits yet.
+ *
+ * A task goes to an idle worker that is not preparing a spare (it would start
+ * the task only once its spare is made), else to an idle one that is, else
+ * behind a short task (see worker-holdings.ts); otherwise it waits here, in
+ * order, until a worker's lane frees up or a new worker says hello. A task
+ * taken back while it waits (its caller stopped it) leaves without ever
+ * reaching a worker.
+ */
+import { CLAIM_ABANDONED, CONTROL_CLAIM, type TaskAnswer, type TaskWire } from './protocol.js';
+import type { PoolTask } from './pool-task.js';
+import { TaskLanes } from './task-lanes.js';
+import type { WorkerHoldings } from './worker-holdings.js';
+
+/** What the pool knows of its workers that decides where a task goes. */
+export interface WorkerStates {
+  /** Being stopped: given nothing. */
+  isDying(threadId: number): boolean;
+  /** Making a spare instance after its last answer. */
+  isPreparing(threadId: number): boolean;
+}
+
+interface QueuedTask {
+  task: PoolTask;
+  wire: TaskWire;
+  resolve(answer: TaskAnswer): void;
+  reject(error: Error): void;
+}
+
+export class TaskDispatch {
+  /** Each worker's task lane, by thread id (opened at its hello). */
+  readonly lanes: TaskLanes;
+  readonly #workers: WorkerStates;
+  readonly #held: WorkerHoldings;
+  /** Oldest first; bounded by the pool's admission (SandboxPool.run). */
+  readonly #queue: QueuedTask[] = [];
+
+  constructor(workers: WorkerStates, held: WorkerHoldings) {
+    this.#workers = workers;
+    this.#held = held;
+    this.lanes = new TaskLanes({ freed: () => this.drain(), stopping: (threadId) => workers.isDying(threadId) });
+  }
+
+  /** Post `wire` to a worker that fits now, or queue it until one does. */
+  dispatch(task: PoolTask, wire: TaskWire): Promise<TaskAnswer> {
+    if (this.#queue.length === 0) {
+      const threadId = this.#pick(task);
+      if (threadId !== undefined) return this.lanes.post(threadId, wire);
+    }
+    return new Promise<TaskAnswer>((resolve, reject) => {
+      this.#queue.push({ task, wire, resolve, reject });
+    });
+  }
+
+  /** Hand queued tasks to workers, oldest first, while one fits (a lane was freed, or a worker said hello). */
+  drain(): void {
+    while (this.#queue.length > 0) {
+      const head = this.#queue[0]!;
+      if (Atomics.load(head.task.slot.flags, CONTROL_CLAIM) === CLAIM_ABANDONED) {
+        this.#queue.shift();
+        head.resolve({ abandoned: head.task.taskId });
+        continue;
+      }
+      const threadId = this.#pick(head.task);
+      if (threadId === undefined) return;
+      this.#queue.shift();
+      this.lanes.post(threadId, head.wire).then(head.resolve, head.reject);
+    }
+  }
+
+  /** Fail every queued task (the pool closes, or no worker can start). */
+  failQueued(error: Error): void {
+    for (const queued of this.#queue.splice(0)) queued.reject(error);
+  }
+
+  /** A worker for `task` (recorded as handed over), or undefined when none fits. */
+  #pick(task: PoolTask): number | undefined {
+    let preparing: number | undefined;
+    let behind: number | undefined;
+    for (const threadId of this.lanes.threads()) {
+      if (this.#workers.isDying(threadId)) continue;
+      const load = this.lanes.load(threadId);
+      if (load === 0) {
+        if (!this.#workers.isPreparing(threadId)) return this.#held.handOver(threadId, task);
+        preparing ??= threadId;
+      } else if (behind === undefined && this.#held.mayWaitBehind(threadId, load)) {
+        behind = threadId;
+      }
+    }
+    const pick = preparing ?? behind;
+    return pick === undefined ? undefined : this.#held.handOver(pick, task);
+  }
+}

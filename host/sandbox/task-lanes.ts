@@ -1,0 +1,134 @@
+/**
+ * Task lanes: one persistent channel per worker that carries the pool's
+ * tasks to it and their answers back (the worker sends its end in its hello).
+ *
+ * piscina still owns the workers (it starts them, replaces one that exits,
+ * caps their heaps), but a task no longer goes through piscina's per-task
+ * dispatch: its task record, async resource, balancer views, atomics wake-up
+ * and drain microtasks cost ~26 µs of main-thread CPU a task on a 2-vCPU VM
+ * (bare piscina 33-36 µs a round trip at 8 in flight, a bare MessagePort
+ * round trip 8 µs), more than the rest of a sandboxed call's main-thread work.
+ *
+ * A lane knows which of its tasks are unanswered. When its worker exits the
+ * port closes, and every unanswered task fails with LaneClosed (the pool
+ * posts again the ones no worker claimed). Lanes never keep the process
+ * alive: the pool does, while it has tasks.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
+
+/** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
+export class LaneClosed extends Error {
+  readonly stopped: boolean;
+  constructor(threadId: number, stopped: boolean) {
+    super(stopped ? `the sandbox worker ${threadId} was stopped` : `the sandbox worker ${threadId} exited`);
+    this.stopped = stopped;
+  }
+}
+
+interface Unanswered {
+  resolve(answer: TaskAnswer): void;
+  reject(error: Error): void;
+}
+
+interface Lane {
+  port: MessagePort;
+  unanswered: Map<number, Unanswered>;
+  /** When the lane last went from idle to busy (performance.now()), while busy. */
+  busySince: number;
+}
+
+export interface TaskLaneEvents {
+  /** A task was answered or failed on `threadId`'s lane: it may take another. */
+  freed(threadId: number): void;
+  /** Whether the pool stopped `threadId` (its tasks fail as stopped rather than exited). */
+  stopping(threadId: number): boolean;
+}
+
+export class TaskLanes {
+  readonly #lanes = new Map<number, Lane>();
+  readonly #events: TaskLaneEvents;
+  readonly #startedAt = performance.now();
+  /** Time lanes were busy (ms), closed stretches only. */
+  #busyMs = 0;
+
+  constructor(events: TaskLaneEvents) {
+    this.#events = events;
+  }
+
+  /** Open `threadId`'s lane on the port its worker sent. */
+  open(threadId: number, port: MessagePort): void {
+    const lane: Lane = { port, unanswered: new Map(), busySince: 0 };
+    this.#lanes.set(threadId, lane);
+    port.on('message', (message: LaneAnswer) => this.#answer(threadId, lane, message));
+    port.on('close', () => this.#close(threadId, lane));
+    port.unref();
+  }
+
+  /** The workers whose lanes are open, by thread id. */
+  threads(): IterableIterator<number> {
+    return this.#lanes.keys();
+  }
+
+  get size(): number {
+    return this.#lanes.size;
+  }
+
+  /** Tasks posted on `threadId`'s lane and not answered. */
+  load(threadId: number): number {
+    return this.#lanes.get(threadId)?.unanswered.size ?? 0;
+  }
+
+  /** Post a task to `threadId`'s worker; resolves with its answer, rejects with LaneClosed when the worker exits first. */
+  post(threadId: number, wire: TaskWire): Promise<TaskAnswer> {
+    const lane = this.#lanes.get(threadId);
+    if (lane === undefined) return Promise.reject(new LaneClosed(threadId, this.#events.stopping(threadId)));
+    return new Promise<TaskAnswer>((resolve, reject) => {
+      if (lane.unanswered.size === 0) lane.busySince = performance.now();
+      lane.unanswered.set(wire.taskId, { resolve, reject });
+      try {
+        lane.port.postMessage(wire);
+      } catch (error) {
+        // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on.
+        this.#settled(lane);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+
+  /** Share of lane time spent with a task unanswered since the pool started (0..1, over `threads` lanes). */
+  utilization(threads: number): number {
+    const now = performance.now();
+    let busy = this.#busyMs;
+    for (const lane of this.#lanes.values()) if (lane.unanswered.size > 0) busy += now - lane.busySince;
+    const elapsed = (now - this.#startedAt) * Math.max(1, threads);
+    return elapsed > 0 ? Math.min(1, busy / elapsed) : 0;
+  }
+
+  #answer(threadId: number, lane: Lane, message: LaneAnswer): void {
+    const waiting = lane.unanswered.get(message.taskId);
+    if (waiting === undefined) return;
+    lane.unanswered.delete(message.taskId);
+    this.#settled(lane);
+    if ('answer' in message) waiting.resolve(message.answer);
+    else waiting.reject(new Error(message.error));
+    this.#events.freed(threadId);
+  }
+
+  /** A task left the lane: an idle lane's busy stretch is over. */
+  #settled(lane: Lane): void {
+    if (lane.unanswered.size === 0) this.#busyMs += performance.now() - lane.busySince;
+  }
+
+  #close(threadId: number, lane: Lane): void {
+    if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
+    const unanswered = [...lane.unanswered.values()];
+    if (unanswered.length > 0) {
+      lane.unanswered.clear();
+      this.#settled(lane);
+    }
+    const stopped = this.#events.stopping(threadId);
+    for (const waiting of unanswered) waiting.reject(new LaneClosed(threadId, stopped));
+    this.#events.freed(threadId);
+  }
+}

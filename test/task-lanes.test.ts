@@ -1,0 +1,165 @@
+/**
+ * Task lanes and dispatch (host/sandbox/task-lanes.ts, task-dispatch.ts), on real MessagePorts with this test as the
+ * worker's end: answers find their task, a closed lane fails every unanswered task (as stopped or as exited), a task
+ * waits in order until a lane frees up, and a task taken back while it waits never reaches a worker. The pool's own
+ * behaviour on real workers (kills, deaths, tasks held behind others) is covered by worker-holdings and the budget tests.
+ */
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ControlSlots } from '../host/sandbox/control-slots.js';
+import { PoolTask } from '../host/sandbox/pool-task.js';
+import { CLAIM_ABANDONED, CONTROL_CLAIM, type LaneAnswer, type TaskWire } from '../host/sandbox/protocol.js';
+import { TaskDispatch } from '../host/sandbox/task-dispatch.js';
+import { LaneClosed, TaskLanes } from '../host/sandbox/task-lanes.js';
+import { WorkerHoldings } from '../host/sandbox/worker-holdings.js';
+
+const slots = new ControlSlots();
+const opened: MessagePort[] = [];
+
+afterEach(() => {
+  for (const port of opened.splice(0)) port.close();
+});
+
+/** A lane's two ends: the pool's (given to TaskLanes) and the worker's (this test). */
+function channel(): { pool: MessagePort; worker: MessagePort } {
+  const { port1, port2 } = new MessageChannel();
+  opened.push(port1, port2);
+  return { pool: port1, worker: port2 };
+}
+
+function task(taskId: number): { task: PoolTask; wire: TaskWire } {
+  const slot = slots.acquire();
+  const poolTask = new PoolTask(taskId, slot, { onMessage: () => {}, rpc: async () => undefined }, () => undefined);
+  const wire: TaskWire = { kind: 'describe', componentId: 'c', memoryMb: 16, moduleUrl: 'file:///c.mjs', taskId, control: slot.ref, submittedAt: 0 };
+  return { task: poolTask, wire };
+}
+
+/** The worker's end answers each task it gets with `answer(wire)`; returns the tasks it got, in order. */
+function answering(worker: MessagePort, answer: (wire: TaskWire) => LaneAnswer | undefined): TaskWire[] {
+  const got: TaskWire[] = [];
+  worker.on('message', (wire: TaskWire) => {
+    got.push(wire);
+    const reply = answer(wire);
+    if (reply) worker.postMessage(reply);
+  });
+  return got;
+}
+
+const outcome = (taskId: number): LaneAnswer => ({
+  taskId,
+  answer: { ok: true, tools: [], accounting: { startedAt: 0, instance: 'fresh', isolation: 'call', instantiateMs: 0, cpuClock: 'none', messages: 0, threadId: 1 } },
+});
+
+describe('task lanes', () => {
+  it('resolves each task with its own answer, whatever the order of the answers', async () => {
+    const freed: number[] = [];
+    const lanes = new TaskLanes({ freed: (threadId) => freed.push(threadId), stopping: () => false });
+    const { pool, worker } = channel();
+    lanes.open(7, pool);
+    const held: TaskWire[] = [];
+    answering(worker, (wire) => {
+      held.push(wire);
+      // Answer both at once, newest first.
+      if (held.length === 2) for (const w of [...held].reverse()) worker.postMessage(outcome(w.taskId));
+      return undefined;
+    });
+    const first = lanes.post(7, task(1).wire);
+    const second = lanes.post(7, task(2).wire);
+    expect(lanes.load(7)).toBe(2);
+    const answers = await Promise.all([first, second]);
+    expect(answers.map((a) => ('ok' in a ? a.ok : a))).toEqual([true, true]);
+    expect(lanes.load(7)).toBe(0);
+    expect(freed).toEqual([7, 7]);
+    const utilization = lanes.utilization(1);
+    expect(utilization).toBeGreaterThan(0);
+    expect(utilization).toBeLessThanOrEqual(1);
+  });
+
+  it('fails what its task threw, and goes on', async () => {
+    const lanes = new TaskLanes({ freed: () => {}, stopping: () => false });
+    const { pool, worker } = channel();
+    lanes.open(1, pool);
+    answering(worker, (wire) => (wire.taskId === 1 ? { taskId: 1, error: 'the worker broke' } : outcome(wire.taskId)));
+    await expect(lanes.post(1, task(1).wire)).rejects.toThrow('the worker broke');
+    await expect(lanes.post(1, task(2).wire)).resolves.toMatchObject({ ok: true });
+  });
+
+  it('fails every unanswered task when its worker goes away: as stopped when the pool stopped it, else as exited', async () => {
+    let stopping = true;
+    const lanes = new TaskLanes({ freed: () => {}, stopping: () => stopping });
+    const a = channel();
+    lanes.open(3, a.pool);
+    const pending = [lanes.post(3, task(1).wire), lanes.post(3, task(2).wire)];
+    a.worker.close();
+    for (const failed of pending) {
+      const error = await failed.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LaneClosed);
+      expect((error as LaneClosed).stopped).toBe(true);
+    }
+    expect([...lanes.threads()]).toEqual([]);
+    await expect(lanes.post(3, task(3).wire)).rejects.toBeInstanceOf(LaneClosed);
+
+    stopping = false;
+    const b = channel();
+    lanes.open(4, b.pool);
+    const lost = lanes.post(4, task(4).wire);
+    b.worker.close();
+    const error = await lost.catch((e: unknown) => e);
+    expect(error).toMatchObject({ stopped: false, message: 'the sandbox worker 4 exited' });
+  });
+});
+
+describe('task dispatch', () => {
+  const idle = { isDying: () => false, isPreparing: () => false };
+  const noWaiting = new WorkerHoldings({ averageMs: 0, withinMs: 0 });
+
+  it('queues tasks while no worker fits, and hands them over in order as lanes free up', async () => {
+    const dispatch = new TaskDispatch(idle, noWaiting);
+    const { pool, worker } = channel();
+    // Before any worker said hello: everything waits.
+    const tasks = [task(1), task(2), task(3)];
+    const answers = tasks.map((t) => dispatch.dispatch(t.task, t.wire));
+    const got = answering(worker, (wire) => outcome(wire.taskId));
+    dispatch.lanes.open(9, pool);
+    dispatch.drain();
+    await Promise.all(answers);
+    expect(got.map((wire) => wire.taskId)).toEqual([1, 2, 3]);
+    expect(tasks.map((t) => t.task.worker)).toEqual([9, 9, 9]);
+  });
+
+  it('gives a queued task its caller took back its answer at once, without a worker ever seeing it', async () => {
+    const dispatch = new TaskDispatch(idle, noWaiting);
+    const { pool, worker } = channel();
+    const taken = task(5);
+    const queued = dispatch.dispatch(taken.task, taken.wire);
+    Atomics.store(taken.task.slot.flags, CONTROL_CLAIM, CLAIM_ABANDONED);
+    const got = answering(worker, (wire) => outcome(wire.taskId));
+    dispatch.lanes.open(2, pool);
+    dispatch.drain();
+    await expect(queued).resolves.toEqual({ abandoned: 5 });
+    const next = task(6);
+    await dispatch.dispatch(next.task, next.wire);
+    expect(got.map((wire) => wire.taskId)).toEqual([6]);
+  });
+
+  it('prefers an idle worker that is not preparing, and gives a dying one nothing', async () => {
+    const states = { isDying: (threadId: number) => threadId === 1, isPreparing: (threadId: number) => threadId === 2 };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    const ends = [channel(), channel(), channel()];
+    for (const [i, end] of ends.entries()) {
+      dispatch.lanes.open(i + 1, end.pool);
+      answering(end.worker, (wire) => outcome(wire.taskId));
+    }
+    const first = task(10);
+    await dispatch.dispatch(first.task, first.wire);
+    expect(first.task.worker).toBe(3);
+  });
+
+  it('fails queued tasks when asked (the pool closes)', async () => {
+    const dispatch = new TaskDispatch(idle, noWaiting);
+    const waiting = task(11);
+    const queued = dispatch.dispatch(waiting.task, waiting.wire);
+    dispatch.failQueued(new Error('closed'));
+    await expect(queued).rejects.toThrow('closed');
+  });
+});
