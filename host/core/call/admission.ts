@@ -114,7 +114,8 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   if (invalid) return refuse(invalid);
 
   // 4. ids
-  const badId = callIdProblem(callId, deps.maxCallIdLength);
+  // A caller's id is checked; one the host made (a UUID: options.callId unset) always fits.
+  const badId = options.callId === undefined ? undefined : callIdProblem(callId, deps.maxCallIdLength);
   if (badId !== undefined) return refuse(new ToolhostError('INVALID_INPUT', badId, { details: { reason: 'call_id' } }));
   // An empty conversation id would make every such caller share one conversation (and one instance).
   if (options.conversationId === '') return refuse(new ToolhostError('INVALID_INPUT', 'conversationId must not be empty: leave it out for no conversation', { details: { reason: 'conversation_id' } }));
