@@ -73,8 +73,15 @@ export interface WarmUp {
 const STEADY_GAIN = 1.1;
 /** Blocks in a row that must find the rate steady (one may be a slow block by chance). */
 const STEADY_BLOCKS = 2;
-/** A warm-up stops at this, settled or not (ms). */
+/** A warm-up stops at this, settled or not (ms)... */
 const WARM_UP_CAP_MS = 5_000;
+/** ...or sooner for short rows: this much per call of the least warm-up (a 2,000-call row's 8,000 get the whole cap). */
+const WARM_UP_MS_PER_CALL = 0.625;
+
+/** How long a warm-up of at least `minCalls` calls may go on for its rate to settle (ms). */
+export function warmUpCapMs(minCalls: number): number {
+  return Math.max(200, Math.min(WARM_UP_CAP_MS, minCalls * WARM_UP_MS_PER_CALL));
+}
 
 /**
  * Warm a subject up until its rate stops rising: blocks of calls at
@@ -86,7 +93,7 @@ const WARM_UP_CAP_MS = 5_000;
  * flight went 7k, 12k, 16k, 16k, 15k, 20k calls/s in blocks of 2,000 after
  * that many. A steady rate is what a long-running host sees.
  */
-export async function warmUp(call: CallFn, minCalls: number, concurrency: number, capMs = WARM_UP_CAP_MS): Promise<WarmUp> {
+export async function warmUp(call: CallFn, minCalls: number, concurrency: number, capMs = warmUpCapMs(minCalls)): Promise<WarmUp> {
   const block = Math.max(100, Math.ceil(minCalls / 4));
   const start = performance.now();
   const rates: number[] = [];
@@ -99,7 +106,8 @@ export async function warmUp(call: CallFn, minCalls: number, concurrency: number
     rates.push(block / m.elapsedMs);
     const calls = rates.length * block;
     const settled = calls >= minCalls && rateSettled(rates);
-    if (settled || errors > 0 || performance.now() - start >= capMs) {
+    // The least calls are always made; past them, the cap ends a rate that keeps moving.
+    if (settled || errors > 0 || (calls >= minCalls && performance.now() - start >= capMs)) {
       return { calls, settled, errors, ...(firstError === undefined ? {} : { firstError }) };
     }
   }
