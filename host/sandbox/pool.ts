@@ -88,6 +88,8 @@ export class SandboxPool {
   readonly #stops = new WorkerStops((threadId) => this.#piscina.threads.find((worker) => worker.threadId === threadId)?.terminate());
   /** Where tasks go: each worker's task lane, and the queue of those no worker fits yet. */
   readonly #dispatch: TaskDispatch;
+  /** Set by close(): every worker is being stopped. */
+  #closing = false;
   /** What the last worker that died on its own said (a worker that fails as it starts never says hello). */
   #lastWorkerError: Error | undefined;
   /**
@@ -105,7 +107,7 @@ export class SandboxPool {
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
     this.#held = new WorkerHoldings(this.#options.waitBehind);
-    this.#dispatch = new TaskDispatch({ isDying: (threadId) => this.#stops.isDying(threadId), isPreparing: (threadId) => this.#isPreparing(threadId) }, this.#held);
+    this.#dispatch = new TaskDispatch({ isDying: (threadId) => this.#closing || this.#stops.isDying(threadId), isPreparing: (threadId) => this.#isPreparing(threadId) }, this.#held);
     const script = workerScript();
     this.#piscina = new Piscina({
       filename: script.filename,
@@ -382,6 +384,8 @@ export class SandboxPool {
   }
 
   async close(): Promise<void> {
+    // Tasks still on a lane end as stopped (worker-exit), not as if their worker had died.
+    this.#closing = true;
     clearTimeout(this.#spareSweep);
     this.#spareSweep = undefined;
     this.#dispatch.failQueued(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the task ran', { details: { reason: 'worker-exit' } }));
