@@ -84,6 +84,17 @@ describe('task lanes', () => {
     await expect(lanes.post(1, task(2).wire)).resolves.toMatchObject({ ok: true });
   });
 
+  it('fails a task that cannot be posted, and does not count it as the worker\'s', async () => {
+    const lanes = new TaskLanes({ freed: () => {}, stopping: () => false });
+    const { pool, worker } = channel();
+    lanes.open(2, pool);
+    answering(worker, (wire) => outcome(wire.taskId));
+    const unclonable = { ...task(1).wire, args: (() => {}) as unknown as string };
+    await expect(lanes.post(2, unclonable)).rejects.toThrow(/could not be cloned/);
+    expect(lanes.load(2)).toBe(0);
+    await expect(lanes.post(2, task(2).wire)).resolves.toMatchObject({ ok: true });
+  });
+
   it('fails every unanswered task when its worker goes away: as stopped when the pool stopped it, else as exited', async () => {
     let stopping = true;
     const lanes = new TaskLanes({ freed: () => {}, stopping: () => stopping });

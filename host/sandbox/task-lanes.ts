@@ -90,6 +90,7 @@ export class TaskLanes {
         lane.port.postMessage(wire);
       } catch (error) {
         // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on.
+        lane.unanswered.delete(wire.taskId);
         this.#settled(lane);
         reject(error instanceof Error ? error : new Error(String(error)));
       }
