@@ -16,8 +16,8 @@
  * settling ones; every subject had the usual warm-up before the first round.
  */
 import type { PairedPhase, PairedRound, PairedRow } from './row.js';
-import { measure, warmUp, type WarmUp } from './measure.js';
-import { subjectFields, warmUpFields, warmupCalls, type Subject } from './runner.js';
+import { measure, warmUp, warmupCalls, type WarmUp } from './measure.js';
+import { subjectFields, warmUpFields, type Subject } from './runner.js';
 import { round3, spread, summarize } from './statistics.js';
 import { startFloor } from './floor.js';
 import type { OpenedSubject } from './sandboxed.js';

@@ -5,7 +5,7 @@
  * instances and memory.
  */
 import type { CallAccounting } from '../core/result.js';
-import { measure, warmUp, type CallFn, type WarmUp } from './measure.js';
+import { measure, warmUp, warmupCalls, type CallFn, type WarmUp } from './measure.js';
 import type { BenchRow, InstanceShare, Isolation, MemoryFigures, RowKind } from './row.js';
 import { mean, median, round3, summarize } from './statistics.js';
 
@@ -55,16 +55,6 @@ export function subjectFields(subject: Subject): Pick<BenchRow, 'id' | 'label' |
 
 /** The floor's rows by concurrency, for the ratio columns (empty while the floor itself runs). */
 export type FloorRows = ReadonlyMap<number, BenchRow>;
-
-/**
- * The least warm-up before a subject's rows: four rows' worth of calls, up to
- * 8,000 (warmUp goes on until the rate settles). C echo's rate at 8 in
- * flight was still rising at 6,000 calls, from 2,500 to 16,000 calls/s, and
- * steady from about 8,000; the floor's, from about 7,000.
- */
-export function warmupCalls(calls: number): number {
-  return Math.min(8000, Math.max(10, calls * 4));
-}
 
 /** What a row says of its subject's warm-up. */
 export function warmUpFields(warm: WarmUp): Pick<BenchRow, 'warmUpCalls' | 'warmUpUnsettled'> {

@@ -90,8 +90,7 @@ export class TaskLanes {
         lane.port.postMessage(wire);
       } catch (error) {
         // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on.
-        lane.unanswered.delete(wire.taskId);
-        this.#settled(lane);
+        this.#take(lane, wire.taskId);
         reject(error instanceof Error ? error : new Error(String(error)));
       }
     });
@@ -107,27 +106,25 @@ export class TaskLanes {
   }
 
   #answer(threadId: number, lane: Lane, message: LaneAnswer): void {
-    const waiting = lane.unanswered.get(message.taskId);
+    const waiting = this.#take(lane, message.taskId);
     if (waiting === undefined) return;
-    lane.unanswered.delete(message.taskId);
-    this.#settled(lane);
     if ('answer' in message) waiting.resolve(message.answer);
     else waiting.reject(new Error(message.error));
     this.#events.freed(threadId);
   }
 
-  /** A task left the lane: an idle lane's busy stretch is over. */
-  #settled(lane: Lane): void {
+  /** Take a task off the lane (undefined when it is not there); an idle lane's busy stretch is over. */
+  #take(lane: Lane, taskId: number): Unanswered | undefined {
+    const waiting = lane.unanswered.get(taskId);
+    if (waiting === undefined) return undefined;
+    lane.unanswered.delete(taskId);
     if (lane.unanswered.size === 0) this.#busyMs += performance.now() - lane.busySince;
+    return waiting;
   }
 
   #close(threadId: number, lane: Lane): void {
     if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
-    const unanswered = [...lane.unanswered.values()];
-    if (unanswered.length > 0) {
-      lane.unanswered.clear();
-      this.#settled(lane);
-    }
+    const unanswered = [...lane.unanswered.keys()].map((taskId) => this.#take(lane, taskId)!);
     const stopped = this.#events.stopping(threadId);
     for (const waiting of unanswered) waiting.reject(new LaneClosed(threadId, stopped));
     this.#events.freed(threadId);

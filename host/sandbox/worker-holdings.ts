@@ -57,7 +57,8 @@ export class WorkerHoldings {
    * newest), of a short tool, handed over just now.
    */
   mayWaitBehind(threadId: number, usage: number): boolean {
-    if (usage !== 1) return false;
+    // Behind exactly one: a worker holds at most TASKS_PER_WORKER.
+    if (usage !== TASKS_PER_WORKER - 1) return false;
     const held = this.#held.get(threadId);
     const current = held?.[held.length - 1];
     if (current === undefined) return false;
