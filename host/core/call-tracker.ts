@@ -4,13 +4,15 @@
  * forgotten first), so no caller can make the host hold more than that.
  */
 import { DEFAULT_REMEMBERED_CALL_ID_BYTES } from './call/ids.js';
+import { ChurnTable } from './churn-table.js';
 import type { CancelOutcome } from './errors.js';
 
 /** What remembering one id costs beyond its characters (a Set entry, roughly). */
 const ENTRY_OVERHEAD_BYTES = 64;
 
 export class CallTracker {
-  readonly #inFlight = new Map<string, { cancel: () => void; principal: string | undefined }>();
+  /** Calls in flight, by id (a ChurnTable, not a Map: see churn-table.ts). */
+  readonly #inFlight = new ChurnTable<string, { cancel: () => void; principal: string | undefined }>();
   readonly #completed = new Set<string>();
   readonly #maxBytes: number;
   #bytes = 0;

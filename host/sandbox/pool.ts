@@ -14,6 +14,7 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../core/errors.js';
+import { ChurnTable } from '../core/churn-table.js';
 import { ControlSlots } from './control-slots.js';
 import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoolOptions } from './pool-options.js';
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
@@ -67,8 +68,8 @@ export class SandboxPool {
   #nextTaskId = 1;
   readonly #slots = new ControlSlots();
   readonly #profiles = new TaskProfiles();
-  /** Where each running task's messages go, by task id. */
-  readonly #routes = new Map<number, PoolTask>();
+  /** Where each running task's messages go, by task id (a ChurnTable, not a Map: see churn-table.ts). */
+  readonly #routes = new ChurnTable<number, PoolTask>();
   /** Each worker's reply port, by thread id (from its hello). */
   readonly #replies = new Map<number, MessagePort>();
   /**

@@ -15,6 +15,7 @@
  * alive: the pool does, while it has tasks.
  */
 import type { MessagePort } from 'node:worker_threads';
+import { ChurnTable } from '../core/churn-table.js';
 import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
 
 /** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
@@ -27,13 +28,15 @@ export class LaneClosed extends Error {
 }
 
 interface Unanswered {
+  taskId: number;
   resolve(answer: TaskAnswer): void;
   reject(error: Error): void;
 }
 
 interface Lane {
   port: MessagePort;
-  unanswered: Map<number, Unanswered>;
+  /** A ChurnTable, not a Map: see churn-table.ts. */
+  unanswered: ChurnTable<number, Unanswered>;
   /** When the lane last went from idle to busy (performance.now()), while busy. */
   busySince: number;
 }
@@ -58,7 +61,7 @@ export class TaskLanes {
 
   /** Open `threadId`'s lane on the port its worker sent. */
   open(threadId: number, port: MessagePort): void {
-    const lane: Lane = { port, unanswered: new Map(), busySince: 0 };
+    const lane: Lane = { port, unanswered: new ChurnTable(), busySince: 0 };
     this.#lanes.set(threadId, lane);
     port.on('message', (message: LaneAnswer) => this.#answer(threadId, lane, message));
     port.on('close', () => this.#close(threadId, lane));
@@ -85,7 +88,7 @@ export class TaskLanes {
     if (lane === undefined) return Promise.reject(new LaneClosed(threadId, this.#events.stopping(threadId)));
     return new Promise<TaskAnswer>((resolve, reject) => {
       if (lane.unanswered.size === 0) lane.busySince = performance.now();
-      lane.unanswered.set(wire.taskId, { resolve, reject });
+      lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
       try {
         lane.port.postMessage(wire);
       } catch (error) {
@@ -124,7 +127,7 @@ export class TaskLanes {
 
   #close(threadId: number, lane: Lane): void {
     if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
-    const unanswered = [...lane.unanswered.keys()].map((taskId) => this.#take(lane, taskId)!);
+    const unanswered = lane.unanswered.values().map(({ taskId }) => this.#take(lane, taskId)!);
     const stopped = this.#events.stopping(threadId);
     for (const waiting of unanswered) waiting.reject(new LaneClosed(threadId, stopped));
     this.#events.freed(threadId);
