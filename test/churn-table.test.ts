@@ -42,6 +42,23 @@ describe('ChurnTable', () => {
     expect(table.values()).toHaveLength(5);
   });
 
+  it('is empty after clear, and fills again', () => {
+    const table = new ChurnTable<number, string>();
+    table.set(3, 'c');
+    table.set(1, 'a');
+    table.clear();
+    expect(table.size).toBe(0);
+    expect(table.values()).toEqual([]);
+    table.set(2, 'b');
+    expect(table.values()).toEqual(['b']);
+  });
+
+  it('gives integer keys ascending, as the process supervisor relies on (its job ids grow)', () => {
+    const table = new ChurnTable<number, number>();
+    for (const id of [5, 12, 7, 100, 1]) table.set(id, id);
+    expect(table.values()).toEqual([1, 5, 7, 12, 100]);
+  });
+
   it('stays correct through heavy churn', () => {
     const table = new ChurnTable<string, number>();
     const live: string[] = [];

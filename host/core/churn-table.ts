@@ -47,7 +47,16 @@ export class ChurnTable<K extends string | number, V> {
     return true;
   }
 
-  /** The entries now (a copy: the table may change while they are used). */
+  /** Remove every entry. */
+  clear(): void {
+    for (const key in this.#entries) delete this.#entries[key as K];
+    this.#size = 0;
+  }
+
+  /**
+   * The entries now (a copy: the table may change while they are used), in
+   * JS property order: integer keys ascending, then the others as added.
+   */
   values(): V[] {
     const values: V[] = [];
     for (const key in this.#entries) values.push(this.#entries[key as K]!);

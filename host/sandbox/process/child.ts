@@ -10,6 +10,7 @@
  * compiled here, from bytes the host capped and checked, once per cap.
  */
 import { ToolhostError, type ToolErrorData } from '../../core/errors.js';
+import { ChurnTable } from '../../core/churn-table.js';
 import { SandboxPool } from '../pool.js';
 import type { CoreModules, RpcRequest } from '../protocol.js';
 import { STATS_INTERVAL_MS, type ChildPoolOptions, type FromChild, type ToChild } from './messages.js';
@@ -31,7 +32,7 @@ pool.onWedged((componentId, threadId) => send({ type: 'wedged', componentId, thr
 
 type Rpcs = Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>;
 /** Tasks here, by the host's id: how each is stopped, cancelled and answered. */
-const tasks = new Map<number, { stop: AbortController; cancel: AbortController; rpcs: Rpcs }>();
+const tasks = new ChurnTable<number, { stop: AbortController; cancel: AbortController; rpcs: Rpcs }>();
 /** Tasks waiting for a worker, in order (the host decides which start, see messages.ts). */
 const waiting: Array<Extract<ToChild, { type: 'run' }>> = [];
 let nextRpcId = 1;

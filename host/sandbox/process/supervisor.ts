@@ -19,6 +19,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ToolhostError } from '../../core/errors.js';
+import { ChurnTable } from '../../core/churn-table.js';
 import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
@@ -61,7 +62,8 @@ interface SandboxChild {
   finished: number;
   /** Tasks it started and has not finished, as far as this side knows (the child may have finished more). */
   running: number;
-  jobs: Map<number, Job>;
+  /** By id; ids grow, so its values come oldest first (a ChurnTable, not a Map: see churn-table.ts). */
+  jobs: ChurnTable<number, Job>;
   exited: boolean;
 }
 
@@ -240,7 +242,7 @@ export class ProcessSandboxPool implements SandboxRunner {
       // The child's stdout goes to the host's stderr: over MCP stdio, stdout carries the protocol and nothing else.
       stdio: ['ignore', 2, 'inherit', 'ipc'],
     });
-    const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new Map(), exited: false };
+    const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new ChurnTable(), exited: false };
     this.#child = child;
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
     // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `next`) was read.
