@@ -11,7 +11,7 @@ import { parse } from '@bytecodealliance/jco';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GLUE_RESOURCES, GLUE_STATE, type GlueHandleTable, type GlueResources } from '../host/sandbox/glue-patch.js';
 import { SNAPSHOT_EXPORT_PREFIX } from '../host/sandbox/snapshot-exports.js';
-import { InstanceSnapshot, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
+import { InstanceSnapshot, restoreMemory, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
 
 const P = SNAPSHOT_EXPORT_PREFIX;
 const WAT = `(module
@@ -108,6 +108,22 @@ describe('a snapshot reset', () => {
     glue.state = 'a borrow left behind';
     expect(snapshot.restore()).toBe('glue-state-changed');
   });
+});
+
+describe('putting a memory back', () => {
+  for (const pages of [2, 40]) {
+    it(`makes a ${pages * 64} KiB memory byte for byte what it was, whichever bytes changed (${pages > 16 ? 'chunks compared' : 'copied whole'})`, () => {
+      const memory = new WebAssembly.Memory({ initial: pages });
+      const live = new Uint8Array(memory.buffer);
+      for (let i = 0; i < live.length; i += 7) live[i] = (i * 31) & 0xff;
+      const bytes = Buffer.from(live);
+      // A chunk's first and last byte, one in the middle, the memory's first and last, and a run across a chunk boundary.
+      for (const at of [0, 16_383, 16_384, 40_000, live.length - 1]) live[at]! ^= 0xff;
+      live.fill(0xab, 32_760, 32_800);
+      restoreMemory({ memory, bytes });
+      expect(Buffer.compare(Buffer.from(memory.buffer), bytes)).toBe(0);
+    });
+  }
 });
 
 describe('the glue resource tables on reset', () => {
