@@ -187,3 +187,48 @@ describe('benchmark reports', () => {
     expect(html).not.toMatch(/https?:\/\//);
   });
 });
+
+describe('the paired phase with a subject that renews itself', () => {
+  it('renews it before each of its blocks, warms the new one, measures it, and says so in a note', async () => {
+    const { runPaired } = await import('../host/bench/paired.js');
+    let renewals = 0;
+    let callsSinceRenewal = 0;
+    const callsSeen: number[] = [];
+    const result = await runPaired({
+      rounds: 2,
+      calls: 20,
+      threads: 1,
+      payload: { text: 'x' },
+      sources: [{
+        label: 'ageing peer',
+        concurrency: [1],
+        open: async () => ({
+          subject: {
+            id: 'peer:ageing',
+            label: 'an ageing peer',
+            kind: 'peer',
+            calls: 20,
+            threads: 0,
+            call: async () => {
+              callsSinceRenewal += 1;
+              callsSeen.push(callsSinceRenewal);
+              return { ok: true };
+            },
+            renew: async () => {
+              renewals += 1;
+              callsSinceRenewal = 0;
+            },
+            renewWarmUpCalls: 5,
+          },
+          close: async () => {},
+        }),
+      }],
+    });
+    expect(renewals).toBe(2);
+    const row = result.phase.rows.find((r) => r.id === 'peer:ageing');
+    expect(row?.calls).toBe(20);
+    expect(result.notes.some((note) => note.includes('an ageing peer is measured new in every block, after 5 calls'))).toBe(true);
+    // Each block's calls come after the 5 warm-up calls and the settle calls of a new subject, never more than a block's worth past them.
+    expect(Math.max(...callsSeen.slice(-10))).toBeLessThanOrEqual(5 + 4 + 10);
+  }, 60_000);
+});

@@ -137,6 +137,10 @@ function pairedRow(member: Member, concurrency: number, floorBlocks: readonly Bl
 }
 
 async function runBlock(subject: Subject, calls: number, settle: number, concurrency: number, round: number, position: number): Promise<Block> {
+  if (subject.renew) {
+    await subject.renew();
+    await measure(subject.call, subject.renewWarmUpCalls ?? 0, concurrency);
+  }
   if (settle > 0) await measure(subject.call, settle, concurrency);
   const m = await measure(subject.call, calls, concurrency);
   return { round, position, latencies: m.latencies, elapsedMs: m.elapsedMs, errors: m.errors, ...(m.firstError === undefined ? {} : { firstError: m.firstError }) };
@@ -175,6 +179,9 @@ export async function runPaired(options: PairedOptions): Promise<PairedResult> {
       notes.push(`paired phase: ${message}; left out`);
     }
 
+    for (const { subject } of members) {
+      if (subject.renew) notes.push(`paired phase: ${subject.label} is measured new in every block, after ${subject.renewWarmUpCalls ?? 0} calls (it slows down as it serves calls)`);
+    }
     // A few calls before each block wake the workers that slept through the other blocks; the floor gets as many.
     const settleCalls = Math.min(callsPerBlock, 4 * options.threads);
     const floorBlocks = new Map<number, Block[]>();

@@ -25,6 +25,13 @@ export interface Subject {
   threads: number;
   /** Process RSS (bytes) before the subject's workers were started, when the caller took it. */
   rssBefore?: number;
+  /**
+   * For a subject whose speed depends on how many calls it has served (a peer
+   * that slows down as it ages): start afresh. The paired phase then measures
+   * each block on a new one, warmed with `renewWarmUpCalls` calls first.
+   */
+  renew?(): Promise<void>;
+  renewWarmUpCalls?: number;
 }
 
 const MIB = 1024 * 1024;
