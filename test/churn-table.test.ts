@@ -18,7 +18,7 @@ describe('ChurnTable', () => {
     expect(table.size).toBe(1);
   });
 
-  it('takes numeric keys, and keys that would be Object.prototype members elsewhere', () => {
+  it('takes numeric keys, and keys that are Object.prototype members', () => {
     const table = new ChurnTable<number | string, string>();
     table.set(1, 'one');
     table.set(1_000_000, 'million');
@@ -53,10 +53,12 @@ describe('ChurnTable', () => {
     expect(table.values()).toEqual(['b']);
   });
 
-  it('gives integer keys ascending, as the process supervisor relies on (its job ids grow)', () => {
+  it('gives its values in the order they were added, as the process supervisor relies on (oldest job first)', () => {
     const table = new ChurnTable<number, number>();
-    for (const id of [5, 12, 7, 100, 1]) table.set(id, id);
-    expect(table.values()).toEqual([1, 5, 7, 12, 100]);
+    for (const id of [1, 5, 7, 12, 100]) table.set(id, id);
+    table.delete(7);
+    table.set(200, 200);
+    expect(table.values()).toEqual([1, 5, 12, 100, 200]);
   });
 
   it('stays correct through heavy churn', () => {

@@ -62,7 +62,7 @@ interface SandboxChild {
   finished: number;
   /** Tasks it started and has not finished, as far as this side knows (the child may have finished more). */
   running: number;
-  /** By id; ids grow, so its values come oldest first (a ChurnTable, not a Map: see churn-table.ts). */
+  /** By id, oldest first (a ChurnTable, not a Map: see churn-table.ts). */
   jobs: ChurnTable<number, Job>;
   exited: boolean;
 }
