@@ -5,8 +5,7 @@
  * V8 itself) then ends the child, never the host:
  * - the calls the child was running end with TOOL_CRASHED (one each), naming
  *   the signal or exit code;
- * - calls not yet handed to it wait here and run on the next child, which is
- *   started at once;
+ * - calls not yet handed to it wait here and run on the next child (started at once);
  * - a child that dies without running anything (it cannot start) is started
  *   again after a growing delay, and after MAX_IDLE_DEATHS such deaths in a row
  *   calls fail at once with a clear TOOL_CRASHED for CRASH_LOOP_COOLDOWN_MS.
@@ -62,7 +61,6 @@ interface SandboxChild {
   finished: number;
   /** Tasks it started and has not finished, as far as this side knows (the child may have finished more). */
   running: number;
-  /** By id, oldest first (a ChurnTable, not a Map: see churn-table.ts). */
   jobs: ChurnTable<number, Job>;
   exited: boolean;
 }
