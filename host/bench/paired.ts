@@ -136,6 +136,16 @@ function pairedRow(member: Member, concurrency: number, floorBlocks: readonly Bl
   };
 }
 
+/**
+ * Calls in a block at `concurrency`: C times the base. A block at 8 in flight
+ * of the base count lasted 20-40 ms, so one scavenge or scheduling hiccup
+ * moved its rate a lot (per-round throughput ratios spanned 0.32x-1.00x in one
+ * run); scaled, a block lasts about as long at every concurrency.
+ */
+export function blockCalls(callsPerBlock: number, concurrency: number): number {
+  return callsPerBlock * Math.max(1, concurrency);
+}
+
 async function runBlock(subject: Subject, calls: number, settle: number, concurrency: number, round: number, position: number): Promise<Block> {
   if (subject.renew) {
     await subject.renew();
@@ -186,13 +196,13 @@ export async function runPaired(options: PairedOptions): Promise<PairedResult> {
     const settleCalls = Math.min(callsPerBlock, 4 * options.threads);
     const floorBlocks = new Map<number, Block[]>();
     for (let round = 0; round < options.rounds; round += 1) {
-      progress(`paired phase: round ${round + 1} of ${options.rounds}, ${callsPerBlock} calls per block`);
+      progress(`paired phase: round ${round + 1} of ${options.rounds}, ${callsPerBlock} calls per block (times the concurrency)`);
       for (const concurrency of concurrencies) {
         const here = members.filter((member) => member.concurrency.includes(concurrency));
         if (here.length === 0) continue;
         const order = roundOrder<Member | undefined>(undefined, here, round);
         for (const [position, member] of order.entries()) {
-          const block = await runBlock(member?.subject ?? floor.subject, callsPerBlock, settleCalls, concurrency, round, position);
+          const block = await runBlock(member?.subject ?? floor.subject, blockCalls(callsPerBlock, concurrency), settleCalls, concurrency, round, position);
           const into = member === undefined ? floorBlocks : member.blocks;
           into.set(concurrency, [...(into.get(concurrency) ?? []), block]);
         }

@@ -133,7 +133,7 @@ function pairedSection(phase: PairedPhase | undefined): string {
     spreadText(row.throughputVsFloorPerRound),
     fmt(row.throughputVsFloor, 2),
   ]);
-  const intro = `<p>The floor and these rows open at once, measured in ${phase.rounds} rounds of alternating blocks of ${phase.callsPerBlock} calls (after ${phase.settleCalls} unmeasured ones each), the order rotated every round; each ratio is against the floor's block of the same round, and the targets read the median of the per-round ratios.</p>`;
+  const intro = `<p>The floor and these rows open at once, measured in ${phase.rounds} rounds of alternating blocks of ${phase.callsPerBlock} calls times the concurrency (after ${phase.settleCalls} unmeasured ones each), the order rotated every round; each ratio is against the floor's block of the same round, and the targets read the median of the per-round ratios.</p>`;
   return `<h2>Paired with the floor</h2>${intro}${chart}${table(['row', 'conc', 'calls', 'err', 'floor p50 ms', 'p50 ms', 'p50/floor per round min/med/max', 'pooled', 'calls/s', 'tput/floor per round min/med/max', 'pooled'], cells)}`;
 }
 

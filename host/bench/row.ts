@@ -180,7 +180,11 @@ export interface PairedRow extends Pick<BenchRow, 'id' | 'label' | 'kind' | 'too
 /** The paired phase: the floor and the subjects the targets read, open at once, measured in alternating blocks. */
 export interface PairedPhase {
   rounds: number;
-  /** Measured calls per block, and unmeasured calls before each block (they wake the subject's sleeping workers). */
+  /**
+   * Measured calls per block at concurrency 1 (a block at C in flight runs C
+   * times as many), and unmeasured calls before each block (they wake the
+   * subject's sleeping workers).
+   */
   callsPerBlock: number;
   settleCalls: number;
   rows: PairedRow[];

@@ -149,8 +149,8 @@ export function formatReport(report: BenchReport, targets?: TargetCheck[]): stri
     const { rounds, callsPerBlock, settleCalls } = report.paired;
     out.push(
       '',
-      `Paired (${rounds} rounds): the floor and these rows open at once, measured in alternating blocks of ${callsPerBlock} calls (after ${settleCalls}`,
-      'unmeasured ones each), the order rotated every round; each ratio is against the floor\'s block of the same round.',
+      `Paired (${rounds} rounds): the floor and these rows open at once, measured in alternating blocks of ${callsPerBlock} calls times the concurrency`,
+      `(after ${settleCalls} unmeasured ones each), the order rotated every round; each ratio is against the floor's block of the same round.`,
       'The targets read the median of the per-round ratios.',
       '',
       formatPaired(report.paired),
