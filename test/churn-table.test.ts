@@ -42,6 +42,16 @@ describe('ChurnTable', () => {
     expect(table.values()).toHaveLength(5);
   });
 
+  it('gives its keys with their values, in the order they were added', () => {
+    const table = new ChurnTable<string, number>();
+    table.set('b', 2);
+    table.set('a', 1);
+    table.set('c', 3);
+    table.delete('a');
+    table.set('b', 20);
+    expect(table.entries()).toEqual([['b', 20], ['c', 3]]);
+  });
+
   it('is empty after clear, and fills again', () => {
     const table = new ChurnTable<number, string>();
     table.set(3, 'c');

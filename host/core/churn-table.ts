@@ -61,6 +61,13 @@ export class ChurnTable<K, V> {
     this.#free.length = 0;
   }
 
+  /** The keys and values now, in the order they were added (a copy). */
+  entries(): Array<[K, V]> {
+    const entries: Array<[K, V]> = [];
+    for (const [key, slot] of this.#slotOf) entries.push([key, this.#slots[slot]!]);
+    return entries;
+  }
+
   /** The entries now, in the order they were added (a copy: the table may change while they are used). */
   values(): V[] {
     const values: V[] = [];

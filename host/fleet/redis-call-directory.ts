@@ -20,6 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ToolhostError, type CancelOutcome } from '../core/errors.js';
+import { ChurnTable } from '../core/churn-table.js';
 import type { CallDirectory, FleetCall, FleetHostHooks, FleetStatus } from '../core/fleet.js';
 import type { Logger } from '../core/logger.js';
 import type { RedisLink } from './redis-link.js';
@@ -100,7 +101,8 @@ export class RedisCallDirectory implements CallDirectory {
   readonly #describe: () => Record<string, unknown>;
   readonly #hostId: string;
   readonly #startedAt = new Date().toISOString();
-  readonly #entered = new Map<string, EnteredCall>();
+  /** Calls entered here (a ChurnTable, not a Map: see churn-table.ts). */
+  readonly #entered = new ChurnTable<string, EnteredCall>();
   readonly #unregistered = new Set<string>();
   readonly #pending = new Map<string, (outcome: CancelOutcome) => void>();
   #hooks: FleetHostHooks | undefined;
@@ -279,14 +281,14 @@ export class RedisCallDirectory implements CallDirectory {
       startedAt: this.#startedAt,
       heartbeatAt: new Date(now).toISOString(),
       inFlight: this.#entered.size + this.#unregistered.size,
-      calls: [...this.#entered].slice(0, 1000).map(([callId, { record: _record, ...call }]) => ({ callId, ...call })),
+      calls: this.#entered.entries().slice(0, 1000).map(([callId, { record: _record, ...call }]) => ({ callId, ...call })),
     };
     const commands: string[][] = [
       ['SET', this.#key('host', this.#hostId), JSON.stringify(record), 'PX', lease],
       ['ZADD', `${this.#prefix}hosts`, expiry, this.#hostId],
       ['ZREMRANGEBYSCORE', `${this.#prefix}hosts`, '-inf', String(now)],
     ];
-    for (const [callId, call] of this.#entered) {
+    for (const [callId, call] of this.#entered.entries()) {
       // SET and ZADD rather than renewals: a Redis that restarted empty learns this host's calls back.
       commands.push(['SET', this.#key('call', callId), call.record, 'PX', lease]);
       commands.push(['ZADD', this.#slots('tool', call.tool), expiry, callId]);
@@ -314,7 +316,7 @@ export class RedisCallDirectory implements CallDirectory {
     clearInterval(this.#timer);
     if (!this.#link.up) return;
     const commands: string[][] = [['DEL', this.#key('host', this.#hostId)], ['ZREM', `${this.#prefix}hosts`, this.#hostId]];
-    for (const callId of this.#entered.keys()) commands.push(['DEL', this.#key('call', callId)]);
+    for (const [callId] of this.#entered.entries()) commands.push(['DEL', this.#key('call', callId)]);
     await this.#link.transaction(commands).catch(() => undefined);
   }
 }

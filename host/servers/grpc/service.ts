@@ -39,6 +39,7 @@ import {
   type ServerErrorResponse,
 } from '@grpc/grpc-js';
 import { DEFAULT_MAX_CALL_ID_LENGTH } from '../../core/call/ids.js';
+import { ChurnTable } from '../../core/churn-table.js';
 import type { ServerLimitMetrics } from '../metrics.js';
 import { TokenTable, type NamedToken } from '../principals.js';
 import type { CallStream } from '../../core/call/options.js';
@@ -97,7 +98,7 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
   const log = registry.logger.child({ component: 'grpc' });
   const maxCallIdLength = options.maxCallIdLength ?? DEFAULT_MAX_CALL_ID_LENGTH;
   /** gRPC calls in flight, by id, with the principal that started them. */
-  const owners = new Map<string, Principal>();
+  const owners = new ChurnTable<string, Principal>();
   /** The caller's principal, or the refusal to answer. */
   const authenticate = (call: SurfaceCall): { principal: Principal } | { refused: ServerErrorResponse } => {
     if (tokens === undefined) return { principal: ANONYMOUS };
@@ -172,7 +173,8 @@ interface ServiceContext {
   registry: GrpcToolSource;
   options: ToolServiceOptions;
   log: Logger;
-  owners: Map<string, Principal>;
+  /** Who started each call in flight (a ChurnTable, not a Map: see churn-table.ts). */
+  owners: ChurnTable<string, Principal>;
   maxCallIdLength: number;
 }
 
