@@ -139,7 +139,7 @@ function pairedRow(member: Member, concurrency: number, floorBlocks: readonly Bl
 /**
  * Calls in a block at `concurrency`: C times the base. A block at 8 in flight
  * of the base count lasted 20-40 ms, so one scavenge or scheduling hiccup
- * moved its rate a lot (per-round throughput ratios spanned 0.32x-1.00x in one
+ * moved its rate a lot (per-round throughput ratios spanned 0.31x-1.48x in one
  * run); scaled, a block lasts about as long at every concurrency.
  */
 export function blockCalls(callsPerBlock: number, concurrency: number): number {

@@ -1,8 +1,7 @@
 /**
  * A subject's rows: a warm-up, then a fixed number of calls per concurrency
- * (see measure.ts); one row per concurrency,
- * with its ratio to the floor and what the calls' accounting says about
- * instances and memory.
+ * (see measure.ts); one row per concurrency, with its ratio to the floor and
+ * what the calls' accounting says about instances and memory.
  */
 import type { CallAccounting } from '../core/result.js';
 import { measure, warmUp, warmupCalls, type CallFn, type WarmUp } from './measure.js';

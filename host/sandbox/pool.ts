@@ -5,8 +5,8 @@
  * caps the workers; tasks travel on each worker's task lane (task-lanes.ts),
  * and wait in the pool's own queue when no worker fits. A stop is the pool's,
  * not piscina's: a task no worker has claimed is taken back, a claimed one
- * loses its worker (PoolTask.untilStopped). Each task gets an id and a shared control
- * block for its flags (pool-task.ts; a reused slot, control-slots.ts); a call
+ * loses its worker (PoolTask.untilStopped). Each task gets an id and a
+ * shared control block for its flags (pool-task.ts; a reused slot, control-slots.ts); a call
  * carries its profile's id rather than its fixed parts (task-profiles.ts);
  * its events and host calls travel on channels each worker set up once (see
  * protocol.ts).
@@ -221,9 +221,9 @@ export class SandboxPool {
 
   /**
    * What becomes of a task, until a worker gives it back: the worker's answer
-   * (or TaskAbandoned, for a task the caller stopped before a worker claimed it). A task no worker claimed is posted again when the
-   * worker holding it is lost (stopped for another task, or dead): nothing
-   * of it ran. Its slot goes back only when a worker answered (control-slots.ts).
+   * (or TaskAbandoned, for a task the caller stopped before a worker claimed
+   * it). A task no worker claimed is posted again when the worker holding it
+   * is lost (stopped for another task, or dead): nothing of it ran. Its slot goes back only when a worker answered (control-slots.ts).
    */
   async #work(task: PoolTask, message: TaskWire, profile: ProfileEntry | undefined): Promise<WorkerOutcome | TaskAbandoned> {
     if (this.#pending++ === 0) this.#keepAlive.port1.ref();

@@ -3,8 +3,8 @@
  *
  * A task travels on its worker's task lane (see task-lanes.ts) with an id and
  * its control block (a slot of a SharedArrayBuffer the pool reuses: posting a
- * new SharedArrayBuffer cost more than the rest of a small task). A call task carries what changes per
- * call; what is the same for every call of one tool under one cap, isolation,
+ * new SharedArrayBuffer cost more than the rest of a small task). A call
+ * task carries what changes per call; what is the same for every call of one tool under one cap, isolation,
  * limits and network label (its profile) goes to each worker once.
  * Nothing else is made per task: each worker has persistent channels, set
  * up when the worker starts.
@@ -15,8 +15,8 @@
  * - main → worker: a MessagePort the worker sends in its hello; the worker
  *   reads it synchronously, only while it waits for a host call's answer.
  * Each worker also shares one status block with the main thread (sent in its
- * hello): whether it is preparing a spare instance, and since when. The load
- * balancer and the spare watchdog read it; nothing is posted when a spare is
+ * hello): whether it is preparing a spare instance, and since when. The task
+ * dispatch (task-dispatch.ts) and the spare watchdog read it; nothing is posted when a spare is
  * done (a message per call cost the main thread a wake-up per call).
  * The control block holds the cooperative cancel flag the guest reads with
  * `cancelled()`, the doorbell of the synchronous host bridge (a guest's

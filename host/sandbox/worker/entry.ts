@@ -5,7 +5,7 @@
  * guest can always be stopped by terminating its worker.
  */
 import { performance } from 'node:perf_hooks';
-import { threadId } from 'node:worker_threads';
+import { threadId, type MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
@@ -44,25 +44,25 @@ interface ComponentRuntime {
 /** Tasks come on the lane (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
 const lane = helloMainThread();
 lane?.on('message', (wire: TaskWire) => {
+  const { taskId } = wire;
   let answer: TaskAnswer | Promise<TaskAnswer>;
   try {
     answer = runInTurn(wire, false);
   } catch (error) {
-    lane.postMessage({ taskId: wire.taskId, error: errorText(error) } satisfies LaneAnswer);
+    postFailure(lane, taskId, error);
     return;
   }
-  if (!(answer instanceof Promise)) {
-    lane.postMessage({ taskId: wire.taskId, answer } satisfies LaneAnswer);
-    return;
-  }
-  answer.then(
-    (settled) => lane.postMessage({ taskId: wire.taskId, answer: settled } satisfies LaneAnswer),
-    (error: unknown) => lane.postMessage({ taskId: wire.taskId, error: errorText(error) } satisfies LaneAnswer),
-  );
+  if (answer instanceof Promise) answer.then((settled) => postAnswer(lane, taskId, settled), (error: unknown) => postFailure(lane, taskId, error));
+  else postAnswer(lane, taskId, answer);
 });
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+function postAnswer(port: MessagePort, taskId: number, answer: TaskAnswer): void {
+  port.postMessage({ taskId, answer } satisfies LaneAnswer);
+}
+
+/** What a task threw (the worker's bug, never the guest's). */
+function postFailure(port: MessagePort, taskId: number, error: unknown): void {
+  port.postMessage({ taskId, error: error instanceof Error ? error.message : String(error) } satisfies LaneAnswer);
 }
 
 /** Spares that took less than this to make are warmed with describe() (see prepareSpare). */

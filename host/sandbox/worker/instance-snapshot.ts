@@ -38,7 +38,8 @@ const { Global: WasmGlobalClass, Table: WasmTableClass } = WebAssembly as unknow
   Table: abstract new (...args: never[]) => WasmTable;
 };
 
-interface SavedMemory {
+/** A memory and its bytes when the snapshot was taken. */
+export interface SavedMemory {
   memory: WebAssembly.Memory;
   bytes: Buffer;
 }
@@ -54,7 +55,7 @@ const CHUNK_BYTES = 16 * 1024;
  * whole of it cost more than reading it twice. A small one (C guests: 128 KiB)
  * is copied whole, which is cheaper than comparing it.
  */
-export function restoreMemory(saved: { memory: WebAssembly.Memory; bytes: Buffer }): void {
+export function restoreMemory(saved: SavedMemory): void {
   const { bytes } = saved;
   const live = Buffer.from(saved.memory.buffer);
   if (bytes.byteLength <= COMPARE_ABOVE_BYTES) {
