@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { defineNativeTool } from '../host/index.js';
 import { CallTracker } from '../host/core/call-tracker.js';
+import { CallIdSource } from '../host/core/call/call-id-source.js';
 import { callIdProblem } from '../host/core/call/ids.js';
 import { makeRegistry } from './helpers.js';
 
@@ -14,6 +15,32 @@ describe('call ids', () => {
         await expect(registry.execute('ok', {}, { callId })).rejects.toMatchObject({ code: 'INVALID_INPUT', details: { reason: 'call_id' } });
       }
       expect((await registry.execute('ok', {}, { callId: 'a'.repeat(40) })).isError).toBeFalsy();
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it('the host makes random version-4 UUIDs, unique across many batches', () => {
+    const source = new CallIdSource();
+    const seen = new Set<string>();
+    for (let i = 0; i < 1000; i += 1) {
+      const id = source.next();
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      seen.add(id);
+    }
+    expect(seen.size).toBe(1000);
+    // Every hex digit appears in every free position over 1000 ids (a formatting slip would pin one).
+    const free = [0, 9, 15, 20, 35];
+    for (const at of free) expect(new Set([...seen].map((id) => id[at])).size).toBe(16);
+  });
+
+  it('a call without an id gets a UUID of its own', async () => {
+    const registry = makeRegistry();
+    registry.register(defineNativeTool({ name: 'ok', description: 'ok', inputSchema: { type: 'object' }, run: () => ({}) }));
+    try {
+      const ids = [registry.stream('ok', {}).callId, registry.stream('ok', {}).callId];
+      for (const id of ids) expect(callIdProblem(id)).toBeUndefined();
+      expect(ids[0]).not.toBe(ids[1]);
     } finally {
       await registry.close();
     }

@@ -2,21 +2,21 @@
  * The registry: native and sandboxed tools under one namespace, and the one
  * call path (`stream`, `execute`) every entry point goes through.
  */
-import { randomUUID } from 'node:crypto';
 import { planComponentNames } from './component-names.js';
 import { checkRegistryOptions } from './registry-options.js';
 import type { SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
 import { performance } from 'node:perf_hooks';
 import type { AuditEntry } from '../policy/audit.js';
 import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
-import { Call, rejectedCall, type CallDeps } from './call/call.js';
+import { Call, CallEvents, rejectedCall, type CallDeps } from './call/call.js';
+import { CallIdSource } from './call/call-id-source.js';
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
 import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
 import { modelNames, toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from './errors.js';
 import type { FleetStatus } from './fleet.js';
-import { isTerminal, type TerminalEvent, type ToolEvent } from './events.js';
+import type { TerminalEvent } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ToolResult } from './result.js';
 import { denyAllApprovals } from '../policy/approval.js';
@@ -30,18 +30,8 @@ const TOOL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
 
 export type { LoadedComponentTools, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
 
-/**
- * A new call id: a UUID as one flat string. Node's `randomUUID()` builds it
- * by concatenation, which V8 keeps as a tree of pieces, and the tracker
- * remembers finished ids (ALREADY_COMPLETED), so each tree outlived two
- * scavenges and was promoted: ~480 bytes a call (heap sampling of scavenge
- * survivors). Native echo at 8 in flight: promoted 1.70 -> 1.31 KiB a call,
- * main-thread GC pauses 5.5 -> 3.9 µs a call. (A sandboxed call's id is
- * flattened anyway when it is posted to the worker.)
- */
-function newCallId(): string {
-  return Buffer.from(randomUUID(), 'latin1').toString('latin1');
-}
+/** New call ids (flat UUID strings, see call-id-source.ts). */
+const callIds = new CallIdSource();
 
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
@@ -277,9 +267,14 @@ export class ToolRegistry {
    * first; a refused call's stream holds only its error (`stage: 'rejected'`).
    */
   stream(name: string, args: unknown, options: CallOptions = {}): CallStream {
-    const callId = options.callId ?? newCallId();
+    return this.#start(name, args, options);
+  }
+
+  /** `stream`, as the events type that can also give the terminal event alone (`execute`). */
+  #start(name: string, args: unknown, options: CallOptions): CallEvents {
+    const callId = options.callId ?? callIds.next();
     const startedAt = performance.now();
-    const reject = (error: ToolhostError, audit?: AuditEntry): CallStream => {
+    const reject = (error: ToolhostError, audit?: AuditEntry): CallEvents => {
       if (audit) this.#deps.audit.record(audit);
       return rejectedCall(callId, error, startedAt, (event) => this.#deps.onFinished(name, event));
     };
@@ -311,7 +306,7 @@ export class ToolRegistry {
    * ran and failed resolves to a result with `isError: true`.
    */
   async execute(name: string, args: unknown, options?: CallOptions): Promise<ToolResult> {
-    const terminal = await lastEvent(this.stream(name, args, options));
+    const terminal = await this.#start(name, args, options ?? {}).terminal();
     if (terminal.type === 'result') return terminal.result;
     const error = new ToolhostError(terminal.code, terminal.message, { details: terminal.details, callId: terminal.callId });
     if (terminal.stage === 'rejected') throw error;
@@ -378,11 +373,4 @@ export class ToolRegistry {
       return lower.endsWith(`.${wanted}`) || lower.includes(wanted) || (wanted.length > 3 && wanted.includes(lower));
     }).slice(0, 3);
   }
-}
-
-async function lastEvent(events: AsyncIterable<ToolEvent>): Promise<TerminalEvent> {
-  for await (const event of events) {
-    if (isTerminal(event)) return event;
-  }
-  throw new ToolhostError('INTERNAL', 'the call ended without a terminal event');
 }

@@ -14,9 +14,9 @@ import type { AuditLog } from '../../policy/audit.js';
 import type { CallTracker } from '../call-tracker.js';
 import type { CallDirectory } from '../fleet.js';
 import type { ToolContext } from '../context.js';
-import { ToolhostError, toErrorData, type ToolErrorData } from '../errors.js';
+import { ToolhostError, toErrorData, type CancelOutcome, type ToolErrorData } from '../errors.js';
 import { EventChannel } from '../event-channel.js';
-import type { CallWatcher, ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } from '../events.js';
+import { isTerminal, type CallWatcher, type ErrorEvent, type RunnerSink, type TerminalEvent, type ToolEvent } from '../events.js';
 import type { Logger } from '../logger.js';
 import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
@@ -136,12 +136,8 @@ export class Call {
   }
 
   /** The caller's events. */
-  stream(): CallStream {
-    return {
-      callId: this.id,
-      cancel: () => this.deps.tracker.cancel(this.id),
-      [Symbol.asyncIterator]: () => this.#channel[Symbol.asyncIterator](),
-    };
+  stream(): CallEvents {
+    return new CallEvents(this.id, () => this.deps.tracker.cancel(this.id), this.#channel);
   }
 
   get cancelRequested(): boolean {
@@ -324,13 +320,38 @@ export class Call {
  * A call refused before it started: its stream holds only the error, with
  * `stage: 'rejected'`; `onEvent` sees that event too (metrics).
  */
-export function rejectedCall(callId: string, error: unknown, startedAt = performance.now(), onEvent?: (event: ErrorEvent) => void): CallStream {
+export function rejectedCall(callId: string, error: unknown, startedAt = performance.now(), onEvent?: (event: ErrorEvent) => void): CallEvents {
   const event = errorEvent(callId, toErrorData(error, callId), 'rejected', { wallMs: elapsed(startedAt), queuedMs: 0, attempts: 0, events: 0 });
   const channel = new EventChannel<ToolEvent>();
   channel.push(event);
   channel.close();
   onEvent?.(event);
-  return { callId, cancel: () => 'ALREADY_COMPLETED', [Symbol.asyncIterator]: () => channel[Symbol.asyncIterator]() };
+  return new CallEvents(callId, () => 'ALREADY_COMPLETED', channel);
+}
+
+/** A call's events as its caller sees them (see CallStream), read either way: all of them, or the terminal one alone. */
+export class CallEvents implements CallStream {
+  readonly callId: string;
+  readonly cancel: () => CancelOutcome;
+  readonly #channel: EventChannel<ToolEvent>;
+
+  constructor(callId: string, cancel: () => CancelOutcome, channel: EventChannel<ToolEvent>) {
+    this.callId = callId;
+    this.cancel = cancel;
+    this.#channel = channel;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ToolEvent> {
+    return this.#channel[Symbol.asyncIterator]();
+  }
+
+  /** The terminal event, for a caller that wants only that (`execute`): the other events are not kept. */
+  async terminal(): Promise<TerminalEvent> {
+    const last = await this.#channel.last();
+    // A call's channel is closed right after its terminal event (Call.#finish), and only then.
+    if (last === undefined || !isTerminal(last)) throw new ToolhostError('INTERNAL', 'the call ended without a terminal event', { callId: this.callId });
+    return last;
+  }
 }
 
 function toResult(run: ToolRun): ToolResult {
