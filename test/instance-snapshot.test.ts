@@ -51,7 +51,7 @@ interface FakeGlue {
 function instance(glue: FakeGlue = { state: 'pristine' }, host?: ResettableHost) {
   const core = new WebAssembly.Instance(module, {});
   const exports = core.exports as unknown as Probe & Record<string, unknown>;
-  const component: Record<string | symbol, unknown> = { [GLUE_STATE]: () => glue.state };
+  const component: Record<string | symbol, unknown> = { [GLUE_STATE]: () => [glue.state] };
   if (glue.resources) component[GLUE_RESOURCES] = glue.resources;
   const snapshot = InstanceSnapshot.take([core.exports], component as Record<string, unknown>, host);
   if (!snapshot) throw new Error('no snapshot');

@@ -36,8 +36,9 @@ import { ComponentIds } from './component-ids.js';
  * 7: the glue also exposes its resource tables, so a reset can drop a call's stdio handles.
  * 8: the glue also counts the resource handles an instance holds (the handles_per_call cap).
  * 9: 7 and 8 together (they were made on branches sharing the test cache).
+ * 10: the state digest is a flat list compared item by item, not a JSON string.
  */
-const CACHE_FORMAT = 9;
+const CACHE_FORMAT = 10;
 const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {

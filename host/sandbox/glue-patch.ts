@@ -46,8 +46,15 @@ export interface PatchedGlue {
   debugLogHoisted: boolean;
 }
 
-/** Where the patched glue puts its state digest on the exports object `instantiate` returns. */
+/**
+ * Where the patched glue puts its state digest on the exports object
+ * `instantiate` returns: a function returning the state as a flat list of
+ * primitives (`GlueStateDigest`). Two digests are equal when their items are.
+ */
 export const GLUE_STATE = Symbol.for('toolhost.glue-state');
+
+/** The glue's state as the digest function returns it: numbers, booleans and undefined, each array behind its length. */
+export type GlueStateDigest = readonly unknown[];
 
 /**
  * Where the patched glue puts its resource tables (see `GlueResources`), so a
@@ -186,8 +193,10 @@ function exposeGlueState(source: string): string | undefined {
     'let __toolhostGlueState;',
     'let __toolhostGlueResources;',
     'const __toolhostTrapped = (state) => { try { state.throwIfTrapped(); return false; } catch { return true; } };',
+    // Arrays flattened, each behind its length (so the layout is unambiguous): compared item by item, no string is made.
+    'const __toolhostFlat = (out, value) => { if (Array.isArray(value)) { out.push(value.length); for (let i = 0; i < value.length; i += 1) __toolhostFlat(out, value[i]); } else { out.push(value); } return out; };',
     start,
-    `__toolhostGlueState = () => JSON.stringify([${parts.join(', ')}]);`,
+    `__toolhostGlueState = () => __toolhostFlat([], [${parts.join(', ')}]);`,
     glueResources(source, handleTables, captureTables),
   ].join('\n');
   const expose = [

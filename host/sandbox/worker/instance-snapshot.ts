@@ -21,7 +21,7 @@
  * Calls that trapped, exited, overflowed, went over an output limit or were
  * killed never get here: their instance is poisoned or their worker is gone.
  */
-import { GLUE_RESOURCES, GLUE_STATE, type GlueResources } from '../glue-patch.js';
+import { GLUE_RESOURCES, GLUE_STATE, type GlueResources, type GlueStateDigest } from '../glue-patch.js';
 import { SNAPSHOT_EXPORT_PREFIX } from '../snapshot-exports.js';
 
 /** The parts of WasmGlobal and WasmTable used here (Node's typings do not declare them). */
@@ -106,12 +106,12 @@ export class InstanceSnapshot {
   readonly #memories: SavedMemory[];
   readonly #globals: SavedGlobal[];
   readonly #tables: SavedTable[];
-  readonly #glueState: () => string;
-  readonly #glueDigest: string;
+  readonly #glueState: () => GlueStateDigest;
+  readonly #glueDigest: GlueStateDigest;
   readonly #resources: SavedResources | undefined;
   readonly #host: ResettableHost | undefined;
 
-  private constructor(memories: SavedMemory[], globals: SavedGlobal[], tables: SavedTable[], glueState: () => string, resources: SavedResources | undefined, host: ResettableHost | undefined) {
+  private constructor(memories: SavedMemory[], globals: SavedGlobal[], tables: SavedTable[], glueState: () => GlueStateDigest, resources: SavedResources | undefined, host: ResettableHost | undefined) {
     this.#memories = memories;
     this.#globals = globals;
     this.#tables = tables;
@@ -150,7 +150,7 @@ export class InstanceSnapshot {
       [...memories].map((memory) => ({ memory, bytes: Buffer.from(new Uint8Array(memory.buffer)) })),
       [...globals].map((global) => ({ global, value: global.value })),
       [...tables].map((table) => ({ table, entries: Array.from({ length: table.length }, (_, i) => table.get(i)) })),
-      glueState as () => string,
+      glueState as () => GlueStateDigest,
       glueResources && host ? saveResources(glueResources) : undefined,
       host,
     );
@@ -165,7 +165,7 @@ export class InstanceSnapshot {
   check(): RestoreRefusal | undefined {
     for (const saved of this.#memories) if (saved.memory.buffer.byteLength !== saved.bytes.byteLength) return 'memory-grew';
     for (const saved of this.#tables) if (saved.table.length !== saved.entries.length) return 'table-changed';
-    if (this.#glueState() !== this.#glueDigest) return 'glue-state-changed';
+    if (!sameItems(this.#glueState(), this.#glueDigest)) return 'glue-state-changed';
     return undefined;
   }
 
