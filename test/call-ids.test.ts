@@ -62,6 +62,31 @@ describe('call ids', () => {
     expect(tracker.state('call-999'.padEnd(100, 'x'))).toBe('completed');
     expect(tracker.state('call-0'.padEnd(100, 'x'))).toBe('unknown');
   });
+
+  it('an id used again after it finished is in flight, then completed, and counted once', () => {
+    const tracker = new CallTracker(10_000);
+    tracker.begin('again', () => undefined);
+    tracker.end('again');
+    const once = tracker.rememberedBytes;
+    expect(tracker.begin('again', () => undefined)).toBe(true);
+    expect(tracker.state('again')).toBe('in_flight');
+    expect(tracker.begin('again', () => undefined)).toBe(false);
+    tracker.end('again');
+    expect(tracker.state('again')).toBe('completed');
+    expect(tracker.rememberedBytes).toBe(once);
+  });
+
+  it('stays within its bytes over many more calls than it remembers (the forgotten front is cut off)', () => {
+    const tracker = new CallTracker(4_000);
+    for (let i = 0; i < 50_000; i += 1) {
+      tracker.begin(`c${i}`, () => undefined);
+      tracker.end(`c${i}`);
+      expect(tracker.rememberedBytes).toBeLessThanOrEqual(4_000);
+    }
+    expect(tracker.state('c49999')).toBe('completed');
+    expect(tracker.state('c49000')).toBe('unknown');
+    expect(tracker.cancel('c49999')).toBe('ALREADY_COMPLETED');
+  });
 });
 
 describe('smaller admission checks', () => {
