@@ -13,7 +13,7 @@ import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-inst
 import { collectTask } from './heap.js';
 import { classifyGuestFailure } from './guest-failure.js';
 import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
-import { mustWait, releaseNext, taskRunning, waitTurn, whenNoTaskRuns } from './running-tasks.js';
+import { answerPosted, mustWait, releaseNext, taskEnded, taskStarted, waitTurn, whenNoTaskRuns } from './running-tasks.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
 const CONVERSATION_INSTANCES = 32;
@@ -58,11 +58,13 @@ lane?.on('message', (wire: TaskWire) => {
 
 function postAnswer(port: MessagePort, taskId: number, answer: TaskAnswer): void {
   port.postMessage({ taskId, answer } satisfies LaneAnswer);
+  answerPosted(taskId);
 }
 
 /** What a task threw (the worker's bug, never the guest's). */
 function postFailure(port: MessagePort, taskId: number, error: unknown): void {
   port.postMessage({ taskId, error: error instanceof Error ? error.message : String(error) } satisfies LaneAnswer);
+  answerPosted(taskId);
 }
 
 /** Spares that took less than this to make are warmed with describe() (see prepareSpare). */
@@ -317,9 +319,9 @@ function resolveCall(wire: CallWire): CallTask | undefined {
 }
 
 /** `outcome`, once the bridge has marked the task done (see HostBridge.finish). */
-function finished(bridge: HostBridge, outcome: WorkerOutcome): WorkerOutcome {
+function finished(bridge: HostBridge, taskId: number, outcome: WorkerOutcome): WorkerOutcome {
   bridge.finish();
-  taskRunning(-1);
+  taskEnded(taskId);
   return outcome;
 }
 
@@ -355,22 +357,22 @@ function runInTurn(wire: TaskWire, hasTurn: boolean): TaskAnswer | Promise<TaskA
   }
   const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
   if (!bridge.claim()) return { abandoned: task.taskId };
-  taskRunning(1);
+  taskStarted();
   const known = task.kind === 'call' ? runtimes.get(runtimeKey(task)) : undefined;
   if (known && task.kind === 'call') {
     try {
-      return finished(bridge, call(known, task, bridge, startedAt));
+      return finished(bridge, task.taskId, call(known, task, bridge, startedAt));
     } catch (error) {
-      return finished(bridge, instantiateFailure(task, bridge, startedAt, error));
+      return finished(bridge, task.taskId, instantiateFailure(task, bridge, startedAt, error));
     }
   }
   const first = task;
   return (async (): Promise<WorkerOutcome> => {
     try {
-      if (first.kind === 'describe') return finished(bridge, await describe(first, bridge, startedAt));
-      return finished(bridge, call(await runtimeFor(first, bridge), first, bridge, startedAt));
+      if (first.kind === 'describe') return finished(bridge, first.taskId, await describe(first, bridge, startedAt));
+      return finished(bridge, first.taskId, call(await runtimeFor(first, bridge), first, bridge, startedAt));
     } catch (error) {
-      return finished(bridge, instantiateFailure(first, bridge, startedAt, error));
+      return finished(bridge, first.taskId, instantiateFailure(first, bridge, startedAt, error));
     }
   })();
 }

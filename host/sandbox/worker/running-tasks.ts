@@ -22,12 +22,15 @@ const waiting: Array<() => void> = [];
  * answer of a task that awaited is posted in the microtasks after it ends;
  * when tasks came through piscina, piscina read every message waiting in the
  * port in one go, so the next task's turn came before that post). Nothing
- * else runs guest code until the next turn of the event loop: were that
+ * else runs guest code until the answer is posted (`answerPosted`), or else
+ * until the next turn of the event loop: were that
  * guest (the next task, or a spare's preparation) then stopped with its
  * worker, the finished task's answer would be lost with it (the stress
  * harness found it: honest calls ended TOOL_CRASHED whose guest had returned).
  */
 let answerLeaving = false;
+/** The task whose answer is leaving (see `answerPosted`). */
+let leavingTaskId: number | undefined;
 
 /**
  * Whether a task that arrives now must wait: one is in progress or its answer
@@ -69,17 +72,38 @@ export function whenNoTaskRuns(prepare: () => void): void {
   });
 }
 
-/** A claimed task is in progress (`+1`) or over (`-1`); put-off preparations run once none is. */
-export function taskRunning(delta: 1 | -1): void {
-  tasksRunning += delta;
+/** A claimed task is in progress; `taskEnded` when it is over. */
+export function taskStarted(): void {
+  tasksRunning += 1;
+}
+
+/** Claimed task `taskId` is over; its answer is leaving until `answerPosted(taskId)` or the next turn of the event loop. */
+export function taskEnded(taskId: number): void {
+  tasksRunning -= 1;
   if (tasksRunning !== 0) return;
   answerLeaving = true;
+  leavingTaskId = taskId;
+  // For an answer no one reports posted (piscina's dispatch posts it after its own microtasks).
   setImmediate(answerLeft);
+}
+
+/**
+ * Task `taskId`'s answer has been posted on the task lane: once `postMessage`
+ * returns, the answer is in the main thread's queue and outlives this
+ * worker. What waited for it goes on now, not a turn of the event loop
+ * later: a task already waiting in the lane then runs in the same turn,
+ * synchronously, instead of through a promise and a turn of its own.
+ * (Another task's answer posted meanwhile, one that claimed nothing, says
+ * nothing about this one.)
+ */
+export function answerPosted(taskId: number): void {
+  if (answerLeaving && leavingTaskId === taskId) answerLeft();
 }
 
 /** The answer of the task that ended has left: the next waiting task first, then put-off preparations (they find it running, if it awaits). */
 function answerLeft(): void {
   answerLeaving = false;
+  leavingTaskId = undefined;
   if (tasksRunning !== 0) return;
   letNextThrough();
   if (putOff.length > 0) for (const prepare of putOff.splice(0)) whenNoTaskRuns(prepare);
