@@ -16,6 +16,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { ChurnTable } from '../core/churn-table.js';
+import { decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
 import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
 
 /** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
@@ -63,7 +64,7 @@ export class TaskLanes {
   open(threadId: number, port: MessagePort): void {
     const lane: Lane = { port, unanswered: new ChurnTable(), busySince: 0 };
     this.#lanes.set(threadId, lane);
-    port.on('message', (message: LaneAnswer) => this.#answer(threadId, lane, message));
+    port.on('message', (reply: LaneReply) => this.#answer(threadId, lane, decodeAnswer(reply)));
     port.on('close', () => this.#close(threadId, lane));
     port.unref();
   }
@@ -90,7 +91,7 @@ export class TaskLanes {
       if (lane.unanswered.size === 0) lane.busySince = performance.now();
       lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
       try {
-        lane.port.postMessage(wire);
+        lane.port.postMessage(encodeTask(wire));
       } catch (error) {
         // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on.
         this.#take(lane, wire.taskId);

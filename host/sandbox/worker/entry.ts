@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { threadId, type MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
+import { decodeTask, encodeAnswer, type LaneTask } from '../lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
@@ -43,7 +44,8 @@ interface ComponentRuntime {
 
 /** Tasks come on the lane (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
 const lane = helloMainThread();
-lane?.on('message', (wire: TaskWire) => {
+lane?.on('message', (message: LaneTask) => {
+  const wire = decodeTask(message);
   const { taskId } = wire;
   let answer: TaskAnswer | Promise<TaskAnswer>;
   try {
@@ -57,7 +59,7 @@ lane?.on('message', (wire: TaskWire) => {
 });
 
 function postAnswer(port: MessagePort, taskId: number, answer: TaskAnswer): void {
-  port.postMessage({ taskId, answer } satisfies LaneAnswer);
+  port.postMessage(encodeAnswer(taskId, answer));
   answerPosted(taskId);
 }
 
