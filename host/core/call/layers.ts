@@ -37,18 +37,24 @@ export function compose(layers: readonly CallLayer[], handler: CallHandler): Cal
 }
 
 /** The wall-clock budget of the whole call. */
-export const deadline: CallLayer = (next) => async (call) => {
+export const deadline: CallLayer = (next) => (call) => {
   const { budgets } = call.admitted;
   const timer = setTimeout(() => {
     const what = budgets.wallCode === 'WALL_TIMEOUT' ? 'wall-clock budget' : 'timeout';
     call.stop(new ToolhostError(budgets.wallCode, `the call ran past its ${what} of ${budgets.wallMs} ms`, { callId: call.id, details: { limitMs: budgets.wallMs } }));
   }, budgets.wallMs);
   timer.unref?.();
+  const clear = (): void => clearTimeout(timer);
+  let run: Promise<ToolRun>;
   try {
-    return await next(call);
-  } finally {
-    clearTimeout(timer);
+    run = next(call);
+  } catch (error) {
+    clear();
+    return Promise.reject(error);
   }
+  // The timer goes when the run settles (registered first, so before anyone awaiting the run resumes).
+  run.then(clear, clear);
+  return run;
 };
 
 /** Fleet-wide registration and caps; nothing at all without a fleet (the embedded default). */
@@ -104,36 +110,60 @@ export const approvalAndAudit: CallLayer = (next) => (call) => {
 };
 
 /** Transient failures of idempotent tools, tried again with exponential backoff and jitter. */
-export const retries: CallLayer = (next) => async (call) => {
+export const retries: CallLayer = (next) => (call) => {
   const { tool, budgets } = call.admitted;
   const allowed = tool.idempotent ? budgets.maxRetries : 0;
-  for (;;) {
-    const attempt = call.beginAttempt();
-    try {
-      return await next(call);
-    } catch (error) {
-      if (attempt > allowed || !isTransient(error) || call.softSignal.aborted) throw error;
-      const delay = backoffDelay(attempt, call.deps.retry);
-      call.sink.log('warn', `attempt ${attempt} failed with ${(error as ToolhostError).code}; retrying in ${Math.round(delay)} ms`, 'native');
+  const attempt = (): Promise<ToolRun> => {
+    const number = call.beginAttempt();
+    const run = next(call);
+    // The last attempt allowed is the run itself: no handler, no extra promise.
+    if (number > allowed) return run;
+    return run.catch(async (error: unknown) => {
+      if (!isTransient(error) || call.softSignal.aborted) throw error;
+      const delay = backoffDelay(number, call.deps.retry);
+      call.sink.log('warn', `attempt ${number} failed with ${(error as ToolhostError).code}; retrying in ${Math.round(delay)} ms`, 'native');
       await abortableDelay(delay, call.softSignal);
-    }
-  }
+      return attempt();
+    });
+  };
+  return attempt();
 };
 
-/** The primitive: the tool's own run, raced against the call's hard stop. */
-export const invoke: CallHandler = async (call) => {
+/**
+ * The primitive: the tool's own run, raced against the call's hard stop.
+ * At the stop, the tool has until the next turn of the event loop to settle
+ * (a sandboxed tool stops its task at once and reports what it measured, e.g.
+ * that the call was still waiting for a worker); then the stop settles it,
+ * and whatever the tool does later is ignored. One promise, not an async
+ * function around Promise.race and a second promise for the stop: ~1.7 KiB
+ * less garbage and fewer turns a call.
+ */
+export const invoke: CallHandler = (call) => {
   const stop = call.hardStop;
-  if (stop) throw stop.reason;
-  let unwatch: (() => void) | undefined;
-  // Watched without the hard signal itself: making it costs more than most sandboxed calls (see Call.watch).
-  const stopped = new Promise<never>((_, reject) => {
-    unwatch = call.watch({ hard: (reason) => reject(reason) });
+  if (stop) return Promise.reject(stop.reason);
+  return new Promise<ToolRun>((resolve, reject) => {
+    // Watched without the hard signal itself: making it costs more than most sandboxed calls (see Call.watch).
+    const unwatch = call.watch({ hard: (reason) => setImmediate(reject, reason) });
+    let run: Promise<ToolRun>;
+    try {
+      run = call.admitted.tool.invoke(call.admitted.args, call.context, call.sink);
+    } catch (error) {
+      // A tool that throws instead of rejecting (a Tool written by hand) fails the same way.
+      unwatch();
+      reject(error);
+      return;
+    }
+    run.then(
+      (value) => {
+        unwatch();
+        resolve(value);
+      },
+      (error: unknown) => {
+        unwatch();
+        reject(error);
+      },
+    );
   });
-  try {
-    return await Promise.race([call.admitted.tool.invoke(call.admitted.args, call.context, call.sink), stopped]);
-  } finally {
-    unwatch?.();
-  }
 };
 
 /** The layers every call runs through, outermost first. */
