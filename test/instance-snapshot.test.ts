@@ -124,6 +124,17 @@ describe('putting a memory back', () => {
       expect(Buffer.compare(Buffer.from(memory.buffer), bytes)).toBe(0);
     });
   }
+
+  it('writes into the memory as it is now, after its buffer was replaced (the view it kept is not reused)', () => {
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: 2 });
+    const bytes = Buffer.alloc(64 * 1024, 7);
+    const saved = { memory, bytes };
+    restoreMemory(saved);
+    memory.grow(1);
+    new Uint8Array(memory.buffer).fill(1, 0, 100);
+    restoreMemory(saved);
+    expect(Buffer.compare(Buffer.from(memory.buffer, 0, bytes.length), bytes)).toBe(0);
+  });
 });
 
 describe('the glue resource tables on reset', () => {

@@ -42,6 +42,8 @@ const { Global: WasmGlobalClass, Table: WasmTableClass } = WebAssembly as unknow
 export interface SavedMemory {
   memory: WebAssembly.Memory;
   bytes: Buffer;
+  /** A view of the memory as it is, kept while the memory keeps its buffer (a grow replaces it; such a reset refuses anyway). */
+  live?: Buffer;
 }
 
 /** Memories larger than this are put back chunk by chunk, copying only the chunks a call changed. */
@@ -57,7 +59,9 @@ const CHUNK_BYTES = 16 * 1024;
  */
 export function restoreMemory(saved: SavedMemory): void {
   const { bytes } = saved;
-  const live = Buffer.from(saved.memory.buffer);
+  const buffer = saved.memory.buffer;
+  let live = saved.live;
+  if (live?.buffer !== buffer) live = saved.live = Buffer.from(buffer);
   if (bytes.byteLength <= COMPARE_ABOVE_BYTES) {
     live.set(bytes);
     return;
