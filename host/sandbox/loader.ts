@@ -204,7 +204,7 @@ export class SandboxLoader implements WasmToolLoader {
       quarantined: () => this.#quarantined.has(source.id),
       ...variants,
       // With process containment the modules are compiled in the sandbox process: this process only caps and checks them.
-      prepare: this.#containment === 'process' ? variants.bytesFor : variants.modulesFor,
+      ...readiness(this.#containment === 'process' ? variants.bytesFor : variants.modulesFor),
     };
     this.#handles.set(source.id, handle);
     try {
@@ -375,4 +375,17 @@ function toolSpec(info: GuestToolInfo, what: string) {
     streaming: info.streaming,
   };
   return info.outputSchema === undefined ? spec : { ...spec, outputSchema: parseSchema(info.outputSchema, info.name, 'output-schema', what) };
+}
+
+/** `prepare` as given, and `prepared`, which says which caps it has succeeded for. */
+function readiness(prepare: (memoryMb: number) => Promise<unknown>): Pick<ComponentHandle, 'prepare' | 'prepared'> {
+  const ready = new Set<number>();
+  return {
+    prepare: (memoryMb) => {
+      const preparing = prepare(memoryMb);
+      preparing.then(() => ready.add(memoryMb), () => {});
+      return preparing;
+    },
+    prepared: (memoryMb) => ready.has(memoryMb),
+  };
 }

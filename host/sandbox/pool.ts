@@ -169,10 +169,11 @@ export class SandboxPool {
    * worker sent has been handled; rejects with a ToolhostError (OVERLOADED,
    * TOOL_CRASHED for a dead worker, or the abort reason).
    */
-  async run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
+  run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
     if (this.#pending >= this.#options.threads + this.#options.maxQueue) {
-      throw new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting for ${this.#options.threads} workers); try again later`);
+      return Promise.reject(new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting for ${this.#options.threads} workers); try again later`));
     }
+    // Not async itself: an async function returning #run's promise would add turns to every call's answer.
     return this.#run(input, handlers);
   }
 

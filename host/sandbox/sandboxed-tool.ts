@@ -24,6 +24,8 @@ export interface ComponentHandle {
   bytesFor(memoryMb: number): Promise<CoreModuleBytes>;
   /** Whatever a call at this cap needs before it runs (`modulesFor`, or `bytesFor` with process containment); fails as they do. */
   prepare(memoryMb: number): Promise<unknown>;
+  /** Whether `prepare(memoryMb)` has succeeded already (a call then need not wait a turn for it). */
+  prepared?(memoryMb: number): boolean;
   /** The transpile cache's directory: a call whose writable worktree holds it is refused. */
   cacheDir?: string;
   /** Whether the component was quarantined (its instances hang while they initialize). */
@@ -132,7 +134,7 @@ export class SandboxedTool implements Tool {
     });
     // Compile (or, for a sandbox process, cap and check) once per cap before a
     // worker is involved; a component that needs more memory at start than the cap fails here.
-    await this.#component.prepare(memoryMb);
+    if (this.#component.prepared?.(memoryMb) !== true) await this.#component.prepare(memoryMb);
     const accountNetwork = (): void => {
       if (network === undefined || network.denied.length === 0) return;
       events.account({ networkDenied: network.denied, ...(network.deniedCount > network.denied.length ? { networkDeniedCount: network.deniedCount } : {}) });
