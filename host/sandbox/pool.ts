@@ -232,7 +232,9 @@ export class SandboxPool {
     try {
       for (let reposts = 0; ; reposts += 1) {
         try {
-          const outcome = await this.#post(task, message, profile?.profile);
+          let outcome = await this.#dispatch.dispatch(task, message);
+          // A worker that lacks the call's profile (new, or it dropped its profiles) ran nothing: send the profile along.
+          if ('profileMiss' in outcome) outcome = await this.#postWithProfile(task, message, profile?.profile);
           answered = true;
           if ('abandoned' in outcome) this.#handedBack.abandoned += 1;
           return outcome;
@@ -249,11 +251,11 @@ export class SandboxPool {
     }
   }
 
-  /** Hand a task to a worker; a call whose worker lacks its profile (new, or it dropped its profiles) is sent again with it. */
-  async #post(task: PoolTask, message: TaskWire, profile: CallProfile | undefined): Promise<WorkerOutcome | TaskAbandoned> {
-    const answer = await this.#dispatch.dispatch(task, message);
-    if (!('profileMiss' in answer)) return answer;
-    // Nothing ran: send the profile along.
+  /**
+   * Hand a task to a worker again, with its call profile. (Inline in #work
+   * for the first post: an async function around it cost every call a turn.)
+   */
+  async #postWithProfile(task: PoolTask, message: TaskWire, profile: CallProfile | undefined): Promise<WorkerOutcome | TaskAbandoned> {
     this.#held.release(task);
     if (message.kind === 'call' && profile) message.fixed = profile;
     const again = await this.#dispatch.dispatch(task, message);
