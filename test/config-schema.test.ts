@@ -73,7 +73,7 @@ describe('toolhost.schema.json', () => {
         ceilings: { wall_ms: 1, cpu_ms: 1, memory_mb: 1, max_retries: 0 },
         cancel_grace_ms: 0,
         retry: { base_ms: 0, cap_ms: 0 },
-        pool: { threads: 1, max_queue: 0, max_heap_mb: 16, cache_dir: 'c', idle_timeout_ms: 0, wait_behind: { average_ms: 0, within_ms: 0 }, containment: 'thread' },
+        pool: { threads: 1, max_queue: 0, max_heap_mb: 16, cache_dir: 'c', idle_timeout_ms: 0, wait_behind: { average_ms: 0, within_ms: 0 }, spin_us: 0, containment: 'thread' },
         output_limits: { stdio_bytes: 0, max_events: 1, max_event_bytes: 1, max_result_bytes: 1 },
         approval: 'always',
         audit_log: 'audit.log',

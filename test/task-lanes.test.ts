@@ -10,6 +10,7 @@ import { ControlSlots } from '../host/sandbox/control-slots.js';
 import { PoolTask } from '../host/sandbox/pool-task.js';
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type LaneAnswer, type TaskWire } from '../host/sandbox/protocol.js';
 import { TaskDispatch } from '../host/sandbox/task-dispatch.js';
+import { LaneBell } from '../host/sandbox/lane-bell.js';
 import { LaneClosed, TaskLanes } from '../host/sandbox/task-lanes.js';
 import { WorkerHoldings } from '../host/sandbox/worker-holdings.js';
 
@@ -121,7 +122,7 @@ describe('task lanes', () => {
 });
 
 describe('task dispatch', () => {
-  const idle = { isDying: () => false, isPreparing: () => false };
+  const idle = { isDying: () => false, isPreparing: () => false, isSpinning: () => false };
   const noWaiting = new WorkerHoldings({ averageMs: 0, withinMs: 0 });
 
   it('queues tasks while no worker fits, and hands them over in order as lanes free up', async () => {
@@ -154,7 +155,7 @@ describe('task dispatch', () => {
   });
 
   it('prefers an idle worker that is not preparing, and gives a dying one nothing', async () => {
-    const states = { isDying: (threadId: number) => threadId === 1, isPreparing: (threadId: number) => threadId === 2 };
+    const states = { isDying: (threadId: number) => threadId === 1, isPreparing: (threadId: number) => threadId === 2, isSpinning: () => false };
     const dispatch = new TaskDispatch(states, noWaiting);
     const ends = [channel(), channel(), channel()];
     for (const [i, end] of ends.entries()) {
@@ -164,6 +165,21 @@ describe('task dispatch', () => {
     const first = task(10);
     await dispatch.dispatch(first.task, first.wire);
     expect(first.task.worker).toBe(3);
+  });
+
+  it('prefers a worker spinning for its next task to an idle one before it, and rings its bell after the post', async () => {
+    const states = { isDying: () => false, isPreparing: () => false, isSpinning: (threadId: number) => threadId === 2 };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    const bells = [new LaneBell(), new LaneBell()];
+    for (const [i, bell] of bells.entries()) {
+      const end = channel();
+      dispatch.lanes.open(i + 1, end.pool, bell);
+      answering(end.worker, (wire) => outcome(wire.taskId));
+    }
+    const first = task(12);
+    await dispatch.dispatch(first.task, first.wire);
+    expect(first.task.worker).toBe(2);
+    expect(bells.map((bell) => bell.rings)).toEqual([0, 1]);
   });
 
   it('fails queued tasks when asked (the pool closes)', async () => {

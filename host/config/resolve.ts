@@ -142,6 +142,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (pool.max_queue !== undefined) sandbox.maxQueue = pool.max_queue;
   if (pool.max_heap_mb !== undefined) sandbox.maxHeapMb = pool.max_heap_mb;
   if (pool.idle_timeout_ms !== undefined) sandbox.idleTimeoutMs = pool.idle_timeout_ms;
+  if (pool.spin_us !== undefined) sandbox.spinMicros = pool.spin_us;
   if (pool.wait_behind !== undefined) {
     sandbox.waitBehind = {};
     if (pool.wait_behind.average_ms !== undefined) sandbox.waitBehind.averageMs = pool.wait_behind.average_ms;

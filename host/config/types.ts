@@ -55,6 +55,7 @@ export interface HostSection {
     cache_dir?: string;
     idle_timeout_ms?: number;
     wait_behind?: { average_ms?: number; within_ms?: number };
+    spin_us?: number;
     containment?: 'process' | 'thread';
   };
   output_limits?: {

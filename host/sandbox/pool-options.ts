@@ -26,6 +26,12 @@ export interface SandboxPoolOptions {
    * 2-vCPU VM throughput at saturation rose 8-40 % with it.
    */
   waitBehind?: { averageMs?: number; withinMs?: number };
+  /**
+   * How long a worker with nothing to do may spin for its next task before
+   * it sleeps (µs, default 150; 0: never), while fewer tasks are in flight
+   * than there are workers (see lane-bell.ts).
+   */
+  spinMicros?: number;
 }
 
 export interface ResolvedPoolOptions {
@@ -35,7 +41,11 @@ export interface ResolvedPoolOptions {
   maxHeapMb: number;
   spareTimeoutMs: number;
   waitBehind: { averageMs: number; withinMs: number };
+  spinMicros: number;
 }
+
+/** See SandboxPoolOptions.spinMicros: longer than a main thread's turnaround between two calls at concurrency 1 (~35 µs). */
+export const DEFAULT_SPIN_MICROS = 150;
 
 export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions {
   const threads = options.threads ?? availableParallelism();
@@ -50,7 +60,9 @@ export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions
   if (!Number.isFinite(spareTimeoutMs) || spareTimeoutMs <= 0) throw new TypeError('options.spareTimeoutMs must be a positive number');
   const waitBehind = { averageMs: options.waitBehind?.averageMs ?? 1, withinMs: options.waitBehind?.withinMs ?? 2 };
   if (!(waitBehind.averageMs >= 0) || !(waitBehind.withinMs >= 0)) throw new TypeError('options.waitBehind takes non-negative numbers');
-  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind };
+  const spinMicros = options.spinMicros ?? DEFAULT_SPIN_MICROS;
+  if (!Number.isInteger(spinMicros) || spinMicros < 0 || spinMicros > 10_000) throw new TypeError('options.spinMicros must be an integer from 0 to 10000');
+  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros };
 }
 
 /**

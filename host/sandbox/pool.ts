@@ -20,7 +20,8 @@ import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoo
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
 import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
-import { SpareStatus } from './spare-status.js';
+import { LaneBells } from './lane-bell.js';
+import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
 import { LaneClosed } from './task-lanes.js';
 import { TaskProfiles, recordRun, type ProfileEntry } from './task-profiles.js';
@@ -72,19 +73,10 @@ export class SandboxPool {
   readonly #routes = new ChurnTable<number, PoolTask>();
   /** Each worker's reply port, by thread id (from its hello). */
   readonly #replies = new Map<number, MessagePort>();
-  /**
-   * Each worker's status block (from its hello), by thread id: whether it is
-   * busy after answering (preparing a spare instance), and since when.
-   */
-  readonly #statuses = new Map<number, SpareStatus>();
-  /**
-   * The components whose spares each worker announced, by the task whose
-   * answer announced them (its status block says which one it is making):
-   * a wedged worker is blamed on the right component. Pruned at every sweep.
-   */
-  readonly #spareComponents = new Map<number, Map<number, string>>();
-  /** The spare watchdog's next look, while some worker may be preparing. */
-  #spareSweep: NodeJS.Timeout | undefined;
+  /** Each worker's spare preparations, watched against their budget (see spare-watch.ts). */
+  readonly #spares: SpareWatch;
+  /** Each worker's lane bell (from its hello): may it spin for its next task, and does it (see lane-bell.ts). */
+  readonly #bells: LaneBells;
   /** How a worker is stopped (after the answers it already posted are read, see worker-stops.ts). */
   readonly #stops = new WorkerStops((threadId) => this.#piscina.threads.find((worker) => worker.threadId === threadId)?.terminate());
   /** Where tasks go: each worker's task lane, and the queue of those no worker fits yet. */
@@ -99,7 +91,6 @@ export class SandboxPool {
    * do the lanes, and a task may wait for a worker that is still starting.
    */
   readonly #keepAlive = new MessageChannel();
-  readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
   /** Tasks taken back before a worker claimed them, and tasks posted again (see SandboxRunner.handedBack). */
   readonly #handedBack = { abandoned: 0, reposted: 0 };
   /** Which tasks each worker holds (what decides whether a task may wait behind another). */
@@ -108,7 +99,13 @@ export class SandboxPool {
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
     this.#held = new WorkerHoldings(this.#options.waitBehind);
-    this.#dispatch = new TaskDispatch({ isDying: (threadId) => this.#closing || this.#stops.isDying(threadId), isPreparing: (threadId) => this.#isPreparing(threadId) }, this.#held);
+    this.#bells = new LaneBells(this.#options.threads, this.#options.spinMicros);
+    this.#spares = new SpareWatch(this.#options.spareTimeoutMs, (threadId) => this.#terminate(threadId));
+    this.#dispatch = new TaskDispatch({
+      isDying: (threadId) => this.#closing || this.#stops.isDying(threadId),
+      isPreparing: (threadId) => this.#spares.isPreparing(threadId),
+      isSpinning: (threadId) => this.#bells.isSpinning(threadId),
+    }, this.#held);
     const script = workerScript();
     this.#piscina = new Piscina({
       filename: script.filename,
@@ -142,8 +139,7 @@ export class SandboxPool {
    * a component's spare instance in time (its initialization hangs).
    */
   onWedged(listener: (componentId: string, threadId: number) => void): () => void {
-    this.#wedgedListeners.add(listener);
-    return () => this.#wedgedListeners.delete(listener);
+    return this.#spares.onWedged(listener);
   }
 
   get handedBack(): { readonly abandoned: number; readonly reposted: number } {
@@ -210,7 +206,7 @@ export class SandboxPool {
       if (message.kind === 'call' && message.fixed) profile!.knownBy.add(accounting.threadId);
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
       if (profile) recordRun(profile, performance.timeOrigin + performance.now() - accounting.startedAt);
-      if (accounting.preparing) this.#watchSpare(accounting.threadId, taskId, input.componentId);
+      if (accounting.preparing) this.#spares.watch(accounting.threadId, taskId, input.componentId);
       const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
       if (drained) await drained;
       return outcome;
@@ -228,6 +224,7 @@ export class SandboxPool {
    */
   async #work(task: PoolTask, message: TaskWire, profile: ProfileEntry | undefined): Promise<WorkerOutcome | TaskAbandoned> {
     if (this.#pending++ === 0) this.#keepAlive.port1.ref();
+    this.#bells.inFlight(this.#pending);
     let answered = false;
     try {
       for (let reposts = 0; ; reposts += 1) {
@@ -247,6 +244,7 @@ export class SandboxPool {
     } finally {
       this.#held.release(task);
       if (--this.#pending === 0) this.#keepAlive.port1.unref();
+      this.#bells.inFlight(this.#pending);
       if (answered) this.#slots.release(task.slot);
     }
   }
@@ -266,53 +264,6 @@ export class SandboxPool {
   /** A stopped task's worker had claimed it: the worker is stopped (piscina replaces it; the task it held next is posted again). */
   readonly #terminateFor = (threadId: number): void => this.#terminate(threadId);
 
-  #isPreparing(threadId: number): boolean {
-    const status = this.#statuses.get(threadId);
-    return status !== undefined && status.pending !== 0;
-  }
-
-  /**
-   * Guest code runs while a spare is made (the component's initialization),
-   * so it gets a budget too: a worker still preparing after `spareTimeoutMs`
-   * is terminated (piscina replaces it) and the component reported wedged.
-   * One sweep timer looks at every worker's status block while any may be
-   * preparing (a timer per call cost more than the spare it watched); a
-   * worker is stopped at most a sweep interval past its budget.
-   */
-  #watchSpare(threadId: number, taskId: number, componentId: string): void {
-    let announced = this.#spareComponents.get(threadId);
-    if (!announced) this.#spareComponents.set(threadId, (announced = new Map()));
-    announced.set(taskId, componentId);
-    if (this.#spareSweep !== undefined) return;
-    const interval = Math.max(5, Math.min(this.#options.spareTimeoutMs / 8, 250));
-    const sweep = (): void => {
-      this.#spareSweep = undefined;
-      const now = performance.timeOrigin + performance.now();
-      let busy = false;
-      for (const [id, status] of this.#statuses) {
-        const announced = this.#spareComponents.get(id);
-        const current = status.task;
-        if (status.pending <= 0) {
-          announced?.clear();
-          continue;
-        }
-        // Announcements older than the preparation running now are done.
-        if (announced) for (const taskId of announced.keys()) if (taskId < current) announced.delete(taskId);
-        if (!status.overran(this.#options.spareTimeoutMs, now)) {
-          busy = true;
-          continue;
-        }
-        // Stopped once: the status block goes with the worker.
-        this.#statuses.delete(id);
-        this.#terminate(id);
-        const component = announced?.get(current);
-        if (component !== undefined) for (const listener of this.#wedgedListeners) listener(component, id);
-      }
-      if (busy) this.#spareSweep = setTimeout(sweep, interval).unref();
-    };
-    this.#spareSweep = setTimeout(sweep, interval).unref();
-  }
-
   /** Stop one worker once the answers it already posted are read (see worker-stops.ts); piscina replaces it. */
   #terminate(threadId: number): void {
     // The tasks it answered whose answers are still on their way (their claim says done; not read yet).
@@ -329,14 +280,14 @@ export class SandboxPool {
     if (post.toolhost === 'hello') {
       const { threadId, tasks, replies, status } = post;
       this.#replies.set(threadId, replies);
-      this.#statuses.set(threadId, new SpareStatus(status));
-      this.#dispatch.lanes.open(threadId, tasks);
+      this.#spares.add(threadId, status);
+      this.#dispatch.lanes.open(threadId, tasks, this.#bells.add(threadId, post.bell));
       this.#lastWorkerError = undefined;
       // The port closes when its worker exits (stopped by a budget, or by the pool).
       replies.on('close', () => {
         if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
-        this.#statuses.delete(threadId);
-        this.#spareComponents.delete(threadId);
+        this.#spares.forget(threadId);
+        this.#bells.forget(threadId);
         this.#stops.forget(threadId);
         this.#held.forget(threadId);
         this.#profiles.forget(threadId);
@@ -390,8 +341,7 @@ export class SandboxPool {
   async close(): Promise<void> {
     // Tasks still on a lane end as stopped (worker-exit), not as if their worker had died.
     this.#closing = true;
-    clearTimeout(this.#spareSweep);
-    this.#spareSweep = undefined;
+    this.#spares.stop();
     this.#dispatch.failQueued(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the task ran', { details: { reason: 'worker-exit' } }));
     await this.#piscina.destroy();
     this.#keepAlive.port1.close();

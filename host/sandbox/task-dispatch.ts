@@ -1,7 +1,8 @@
 /**
  * Which worker takes a task, and the queue of tasks no worker fits yet.
  *
- * A task goes to an idle worker that is not preparing a spare (it would start
+ * A task goes to an idle worker that spins for its next task (no wake-up, see
+ * lane-bell.ts), else to an idle worker that is not preparing a spare (it would start
  * the task only once its spare is made), else to an idle one that is, else
  * behind a short task (see worker-holdings.ts); otherwise it waits here, in
  * order, until a worker's lane frees up or a new worker says hello. A task
@@ -19,6 +20,8 @@ export interface WorkerStates {
   isDying(threadId: number): boolean;
   /** Making a spare instance after its last answer. */
   isPreparing(threadId: number): boolean;
+  /** Spinning for its next task (it takes one without a wake-up; see lane-bell.ts). */
+  isSpinning(threadId: number): boolean;
 }
 
 interface QueuedTask {
@@ -76,19 +79,22 @@ export class TaskDispatch {
 
   /** A worker for `task` (recorded as handed over), or undefined when none fits. */
   #pick(task: PoolTask): number | undefined {
+    let idle: number | undefined;
     let preparing: number | undefined;
     let behind: number | undefined;
     for (const threadId of this.lanes.threads()) {
       if (this.#workers.isDying(threadId)) continue;
       const load = this.lanes.load(threadId);
       if (load === 0) {
-        if (!this.#workers.isPreparing(threadId)) return this.#held.handOver(threadId, task);
-        preparing ??= threadId;
+        // A spinning worker (never a preparing one: it spins once its spare is made) takes the task without a wake-up.
+        if (this.#workers.isSpinning(threadId)) return this.#held.handOver(threadId, task);
+        if (!this.#workers.isPreparing(threadId)) idle ??= threadId;
+        else preparing ??= threadId;
       } else if (behind === undefined && this.#held.mayWaitBehind(threadId, load)) {
         behind = threadId;
       }
     }
-    const pick = preparing ?? behind;
+    const pick = idle ?? preparing ?? behind;
     return pick === undefined ? undefined : this.#held.handOver(pick, task);
   }
 }

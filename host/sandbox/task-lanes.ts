@@ -16,6 +16,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { ChurnTable } from '../core/churn-table.js';
+import type { LaneBell } from './lane-bell.js';
 import { decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
 import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
 
@@ -36,6 +37,7 @@ interface Unanswered {
 
 interface Lane {
   port: MessagePort;
+  bell: LaneBell | undefined;
   /** A ChurnTable, not a Map: see churn-table.ts. */
   unanswered: ChurnTable<number, Unanswered>;
   /** When the lane last went from idle to busy (performance.now()), while busy. */
@@ -60,9 +62,9 @@ export class TaskLanes {
     this.#events = events;
   }
 
-  /** Open `threadId`'s lane on the port its worker sent. */
-  open(threadId: number, port: MessagePort): void {
-    const lane: Lane = { port, unanswered: new ChurnTable(), busySince: 0 };
+  /** Open `threadId`'s lane on the port its worker sent (with its bell, rung after each post: see lane-bell.ts). */
+  open(threadId: number, port: MessagePort, bell?: LaneBell): void {
+    const lane: Lane = { port, bell, unanswered: new ChurnTable(), busySince: 0 };
     this.#lanes.set(threadId, lane);
     port.on('message', (reply: LaneReply) => this.#answer(threadId, lane, decodeAnswer(reply)));
     port.on('close', () => this.#close(threadId, lane));
@@ -92,6 +94,8 @@ export class TaskLanes {
       lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
       try {
         lane.port.postMessage(encodeTask(wire));
+        // After the post: a spinning worker that sees the ring finds the task in its port.
+        lane.bell?.ring();
       } catch (error) {
         // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on.
         this.#take(lane, wire.taskId);

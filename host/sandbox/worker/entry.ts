@@ -13,8 +13,9 @@ import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { classifyGuestFailure } from './guest-failure.js';
-import { HostBridge, OutputLimitExceeded, helloMainThread, preparation } from './host-bridge.js';
-import { answerPosted, mustWait, releaseNext, taskEnded, taskStarted, waitTurn, whenNoTaskRuns } from './running-tasks.js';
+import { HostBridge, OutputLimitExceeded, helloMainThread, laneBell, preparation } from './host-bridge.js';
+import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn, whenNoTaskRuns } from './running-tasks.js';
+import { LaneSpin } from './lane-spin.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
 const CONVERSATION_INSTANCES = 32;
@@ -44,7 +45,12 @@ interface ComponentRuntime {
 
 /** Tasks come on the lane (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
 const lane = helloMainThread();
-lane?.on('message', (message: LaneTask) => {
+lane?.on('message', onLaneMessage);
+/** Spins for the next task after an answer, when the pool welcomes it (see lane-spin.ts). */
+const spin = lane ? new LaneSpin(laneBell, lane, (message) => onLaneMessage(message as LaneTask), idle) : undefined;
+
+function onLaneMessage(message: LaneTask): void {
+  if (!lane) return;
   const wire = decodeTask(message);
   const { taskId } = wire;
   let answer: TaskAnswer | Promise<TaskAnswer>;
@@ -56,17 +62,19 @@ lane?.on('message', (message: LaneTask) => {
   }
   if (answer instanceof Promise) answer.then((settled) => postAnswer(lane, taskId, settled), (error: unknown) => postFailure(lane, taskId, error));
   else postAnswer(lane, taskId, answer);
-});
+}
 
 function postAnswer(port: MessagePort, taskId: number, answer: TaskAnswer): void {
   port.postMessage(encodeAnswer(taskId, answer));
   answerPosted(taskId);
+  spin?.schedule();
 }
 
 /** What a task threw (the worker's bug, never the guest's). */
 function postFailure(port: MessagePort, taskId: number, error: unknown): void {
   port.postMessage({ taskId, error: error instanceof Error ? error.message : String(error) } satisfies LaneAnswer);
   answerPosted(taskId);
+  spin?.schedule();
 }
 
 /** Spares that took less than this to make are warmed with describe() (see prepareSpare). */

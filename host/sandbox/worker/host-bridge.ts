@@ -33,6 +33,7 @@ import {
   type WorkerMessage,
   type WorkerPost,
 } from '../protocol.js';
+import { LaneBell } from '../lane-bell.js';
 import { SpareStatus } from '../spare-status.js';
 
 let replies: MessagePort | undefined;
@@ -40,6 +41,8 @@ let replies: MessagePort | undefined;
 let nextRpcId = 1;
 /** This worker's status block (see spare-status.ts): spare preparations, read by the pool. */
 export const preparation = new SpareStatus();
+/** This worker's lane bell (see lane-bell.ts): how it may spin for its next task. */
+export const laneBell = new LaneBell();
 
 /** Send the main thread this worker's task lane, reply port and status block; once, when the worker starts. Returns the worker's end of the lane. */
 export function helloMainThread(): MessagePort | undefined {
@@ -49,7 +52,7 @@ export function helloMainThread(): MessagePort | undefined {
   // Read only with receiveMessageOnPort: the port must not keep the thread alive or dispatch events.
   replies.unref();
   const lane = new MessageChannel();
-  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer };
+  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer, bell: laneBell.buffer };
   parentPort.postMessage(hello, [lane.port2, channel.port2]);
   return lane.port1;
 }

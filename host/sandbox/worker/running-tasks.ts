@@ -41,6 +41,11 @@ export function mustWait(hasTurn: boolean): boolean {
   return tasksRunning > 0 || answerLeaving || (!hasTurn && waiting.length > 0);
 }
 
+/** Whether nothing is in progress: no task running, waiting or leaving, no preparation put off. */
+export function idle(): boolean {
+  return tasksRunning === 0 && !answerLeaving && waiting.length === 0 && putOff.length === 0;
+}
+
 /** Resolves when it is this task's turn (`front`: it had its turn and lost it to one let through with it). */
 export function waitTurn(front: boolean): Promise<void> {
   return new Promise((resolve) => {

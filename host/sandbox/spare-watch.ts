@@ -1,0 +1,98 @@
+/**
+ * The pool's watchdog over spare preparations. Guest code runs while a spare
+ * is made (the component's initialization), so it gets a budget too: a
+ * worker still preparing after `spareTimeoutMs` is terminated (piscina
+ * replaces it) and the component reported wedged. One sweep timer looks at
+ * every worker's status block while any may be preparing (a timer per call
+ * cost more than the spare it watched); a worker is stopped at most a sweep
+ * interval past its budget.
+ */
+import { SpareStatus } from './spare-status.js';
+
+export class SpareWatch {
+  /**
+   * Each worker's status block (from its hello), by thread id: whether it is
+   * busy after answering (preparing a spare instance), and since when.
+   */
+  readonly #statuses = new Map<number, SpareStatus>();
+  /**
+   * The components whose spares each worker announced, by the task whose
+   * answer announced them (its status block says which one it is making):
+   * a wedged worker is blamed on the right component. Pruned at every sweep.
+   */
+  readonly #announced = new Map<number, Map<number, string>>();
+  readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
+  /** The next look, while some worker may be preparing. */
+  #sweep: NodeJS.Timeout | undefined;
+  readonly #spareTimeoutMs: number;
+  readonly #terminate: (threadId: number) => void;
+
+  constructor(spareTimeoutMs: number, terminate: (threadId: number) => void) {
+    this.#spareTimeoutMs = spareTimeoutMs;
+    this.#terminate = terminate;
+  }
+
+  /** A worker said hello with its status block. */
+  add(threadId: number, status: SharedArrayBuffer): void {
+    this.#statuses.set(threadId, new SpareStatus(status));
+  }
+
+  /** A worker is gone. */
+  forget(threadId: number): void {
+    this.#statuses.delete(threadId);
+    this.#announced.delete(threadId);
+  }
+
+  /** Whether the worker is making a spare after its last answer. */
+  isPreparing(threadId: number): boolean {
+    const status = this.#statuses.get(threadId);
+    return status !== undefined && status.pending !== 0;
+  }
+
+  /** Be told when a worker was terminated because its spare's preparation overran. */
+  onWedged(listener: (componentId: string, threadId: number) => void): () => void {
+    this.#wedgedListeners.add(listener);
+    return () => this.#wedgedListeners.delete(listener);
+  }
+
+  /** Task `taskId`'s answer announced a spare of `componentId` on `threadId`: watch it. */
+  watch(threadId: number, taskId: number, componentId: string): void {
+    let announced = this.#announced.get(threadId);
+    if (!announced) this.#announced.set(threadId, (announced = new Map()));
+    announced.set(taskId, componentId);
+    if (this.#sweep !== undefined) return;
+    const interval = Math.max(5, Math.min(this.#spareTimeoutMs / 8, 250));
+    const sweep = (): void => {
+      this.#sweep = undefined;
+      const now = performance.timeOrigin + performance.now();
+      let busy = false;
+      for (const [id, status] of this.#statuses) {
+        const announced = this.#announced.get(id);
+        const current = status.task;
+        if (status.pending <= 0) {
+          announced?.clear();
+          continue;
+        }
+        // Announcements older than the preparation running now are done.
+        if (announced) for (const taskId of announced.keys()) if (taskId < current) announced.delete(taskId);
+        if (!status.overran(this.#spareTimeoutMs, now)) {
+          busy = true;
+          continue;
+        }
+        // Stopped once: the status block goes with the worker.
+        this.#statuses.delete(id);
+        this.#terminate(id);
+        const component = announced?.get(current);
+        if (component !== undefined) for (const listener of this.#wedgedListeners) listener(component, id);
+      }
+      if (busy) this.#sweep = setTimeout(sweep, interval).unref();
+    };
+    this.#sweep = setTimeout(sweep, interval).unref();
+  }
+
+  /** The pool closes. */
+  stop(): void {
+    clearTimeout(this.#sweep);
+    this.#sweep = undefined;
+  }
+}
