@@ -85,8 +85,10 @@ describe("the pool's side of the bells", () => {
     expect(first.spinMicros).toBe(0);
     const second = bells.add(2, new LaneBell().buffer);
     expect(second.spinMicros).toBe(0);
+    expect(bells.spinMicros).toBe(0);
     bells.inFlight(0);
     expect([first.spinMicros, second.spinMicros]).toEqual([150, 150]);
+    expect(bells.spinMicros).toBe(150);
   });
 
   it('knows which worker spins, and forgets a gone one', () => {

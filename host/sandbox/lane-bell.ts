@@ -8,8 +8,8 @@
  * and ~7 µs more passed before the worker ran the task; posting to a
  * spinning worker costs ~4.3 µs, and it runs the task ~2 µs later. A C echo
  * call at concurrency 1 went from ~60 to ~48 µs (medians, 10 000 calls).
- * The price is the spin's CPU: at concurrency 1 about the main thread's
- * turnaround between two calls (~35 µs) a call, on a worker thread.
+ * (answer-poll.ts does the same for the answer's way back, on the main
+ * thread's event loop, which keeps turning rather than blocking.)
  *
  * The pool rings the bell after each post; the worker watches the count.
  * The pool also says whether a spinning worker is welcome (fewer tasks in
@@ -90,6 +90,11 @@ export class LaneBells {
 
   forget(threadId: number): void {
     this.#bells.delete(threadId);
+  }
+
+  /** Whether a spin is welcome now (fewer tasks in flight than workers), and how long one may last (µs; 0: never). */
+  get spinMicros(): number {
+    return this.#welcome ? this.#spinMicros : 0;
   }
 
   isSpinning(threadId: number): boolean {

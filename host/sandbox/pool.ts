@@ -20,6 +20,7 @@ import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoo
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
 import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
+import { AnswerPoll } from './answer-poll.js';
 import { LaneBells } from './lane-bell.js';
 import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
@@ -77,6 +78,8 @@ export class SandboxPool {
   readonly #spares: SpareWatch;
   /** Each worker's lane bell (from its hello): may it spin for its next task, and does it (see lane-bell.ts). */
   readonly #bells: LaneBells;
+  /** Keeps the event loop turning while a short task's answer is out (see answer-poll.ts). */
+  readonly #answerPoll = new AnswerPoll(() => this.#dispatch.lanes.hasUnanswered());
   /** How a worker is stopped (after the answers it already posted are read, see worker-stops.ts). */
   readonly #stops = new WorkerStops((threadId) => this.#piscina.threads.find((worker) => worker.threadId === threadId)?.terminate());
   /** Where tasks go: each worker's task lane, and the queue of those no worker fits yet. */
@@ -229,7 +232,9 @@ export class SandboxPool {
     try {
       for (let reposts = 0; ; reposts += 1) {
         try {
-          let outcome = await this.#dispatch.dispatch(task, message);
+          const answer = this.#dispatch.dispatch(task, message);
+          this.#pollIfShort(profile);
+          let outcome = await answer;
           // A worker that lacks the call's profile (new, or it dropped its profiles) ran nothing: send the profile along.
           if ('profileMiss' in outcome) outcome = await this.#postWithProfile(task, message, profile?.profile);
           answered = true;
@@ -263,6 +268,13 @@ export class SandboxPool {
 
   /** A stopped task's worker had claimed it: the worker is stopped (piscina replaces it; the task it held next is posted again). */
   readonly #terminateFor = (threadId: number): void => this.#terminate(threadId);
+
+  /** A call whose runs are usually shorter than a spin, posted while the pool has room: the loop turns until its answer. */
+  #pollIfShort(profile: ProfileEntry | undefined): void {
+    const micros = this.#bells.spinMicros;
+    const runMs = profile?.runMs;
+    if (micros > 0 && runMs !== undefined && runMs * 1000 < micros) this.#answerPoll.start(micros);
+  }
 
   /** Stop one worker once the answers it already posted are read (see worker-stops.ts); piscina replaces it. */
   #terminate(threadId: number): void {

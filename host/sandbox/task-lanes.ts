@@ -80,6 +80,12 @@ export class TaskLanes {
     return this.#lanes.size;
   }
 
+  /** Whether any lane has a task posted and not answered. */
+  hasUnanswered(): boolean {
+    for (const lane of this.#lanes.values()) if (lane.unanswered.size > 0) return true;
+    return false;
+  }
+
   /** Tasks posted on `threadId`'s lane and not answered. */
   load(threadId: number): number {
     return this.#lanes.get(threadId)?.unanswered.size ?? 0;
