@@ -10,7 +10,7 @@ import { checkConfig } from './checks.js';
 import { embeddedConfig } from './defaults.js';
 import type { LoadedConfig } from './loaded-config.js';
 import { ConfigError, formatProblem, type ConfigProblem } from './errors.js';
-import { resolveConfig, type ResolvedConfig } from './resolve.js';
+import { resolveConfig } from './resolve.js';
 import { configValidator } from './schema.js';
 import { schemaProblems } from './schema-errors.js';
 import type { ConfigFile } from './types.js';

@@ -13,7 +13,7 @@ import { ComponentCache, type CachedComponent } from './component-cache.js';
 import type { ComponentIds } from './component-ids.js';
 import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
 import { SandboxPool, type SandboxPoolOptions } from './pool.js';
-import { DEFAULT_GUEST_OUTPUT_LIMITS, type CoreModules, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
+import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import { ProcessSandboxPool } from './process/supervisor.js';
 import type { Containment, SandboxRunner } from './sandbox-runner.js';
