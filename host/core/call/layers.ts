@@ -115,7 +115,13 @@ export const retries: CallLayer = (next) => (call) => {
   const allowed = tool.idempotent ? budgets.maxRetries : 0;
   const attempt = (): Promise<ToolRun> => {
     const number = call.beginAttempt();
-    const run = next(call);
+    let run: Promise<ToolRun>;
+    try {
+      run = next(call);
+    } catch (error) {
+      // A layer that threw instead of rejecting fails this attempt the same way.
+      run = Promise.reject(error);
+    }
     // The last attempt allowed is the run itself: no handler, no extra promise.
     if (number > allowed) return run;
     return run.catch(async (error: unknown) => {
