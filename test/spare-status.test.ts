@@ -15,6 +15,21 @@ function pair(): { worker: SpareStatus; pool: SpareStatus } {
 }
 
 describe('spare status block', () => {
+  it('tells a quick preparation (a reset) from a slow one, and both still count as pending and timed', () => {
+    const { worker, pool } = pair();
+    worker.announce(true);
+    expect(pool.pending).toBe(1);
+    expect(pool.slow).toBe(0);
+    worker.announce(false);
+    expect(pool.slow).toBe(1);
+    worker.start(3, 1_000);
+    expect(pool.overran(BUDGET_MS, 1_000 + BUDGET_MS)).toBe(true);
+    worker.end(true);
+    expect([pool.pending, pool.slow]).toEqual([1, 1]);
+    worker.end(false);
+    expect([pool.pending, pool.slow]).toEqual([0, 0]);
+  });
+
   it('a new worker that announced its first preparation has not overrun, however late the pool looks', () => {
     const { worker, pool } = pair();
     worker.announce();

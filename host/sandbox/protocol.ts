@@ -90,6 +90,12 @@ export const STATUS_PREPARING_TASK = 1;
  * own budgets.
  */
 export const STATUS_PREPARING_RUNNING = 2;
+/**
+ * Int32 slot: of the announced preparations, those expected to be quick (a
+ * used instance reset to its snapshot: a memcpy, shorter than waking a
+ * sleeping worker), which do not keep calls away from the worker.
+ */
+export const STATUS_PREPARING_QUICK = 3;
 /** Float64 slot: when the preparation running now started (epoch ms); written before the running flag is raised. */
 export const STATUS_F64_PREPARING_SINCE = 2;
 export const STATUS_BYTES = 3 * Float64Array.BYTES_PER_ELEMENT;

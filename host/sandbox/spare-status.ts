@@ -12,7 +12,7 @@
  *   reads the flag before the time, so a raised flag is never paired with an
  *   older preparation's time (or with 0, in a new worker).
  */
-import { STATUS_BYTES, STATUS_F64_PREPARING_SINCE, STATUS_PREPARING, STATUS_PREPARING_RUNNING, STATUS_PREPARING_TASK } from './protocol.js';
+import { STATUS_BYTES, STATUS_F64_PREPARING_SINCE, STATUS_PREPARING, STATUS_PREPARING_QUICK, STATUS_PREPARING_RUNNING, STATUS_PREPARING_TASK } from './protocol.js';
 
 const epochMs = (): number => performance.timeOrigin + performance.now();
 
@@ -28,8 +28,9 @@ export class SpareStatus {
     this.#times = new Float64Array(buffer);
   }
 
-  /** Worker: a preparation will follow this task's answer (announced before the answer is returned). */
-  announce(): void {
+  /** Worker: a preparation will follow this task's answer (announced before the answer is returned); `quick`: a reset, see STATUS_PREPARING_QUICK. */
+  announce(quick = false): void {
+    if (quick) Atomics.add(this.#flags, STATUS_PREPARING_QUICK, 1);
     Atomics.add(this.#flags, STATUS_PREPARING, 1);
   }
 
@@ -40,15 +41,21 @@ export class SpareStatus {
     Atomics.store(this.#flags, STATUS_PREPARING_RUNNING, 1);
   }
 
-  /** Worker: the running preparation is over. */
-  end(): void {
+  /** Worker: the running preparation (announced `quick` or not) is over. */
+  end(quick = false): void {
     Atomics.store(this.#flags, STATUS_PREPARING_RUNNING, 0);
     Atomics.sub(this.#flags, STATUS_PREPARING, 1);
+    if (quick) Atomics.sub(this.#flags, STATUS_PREPARING_QUICK, 1);
   }
 
   /** Pool: preparations announced and not finished (the worker is busy after answering). */
   get pending(): number {
     return Atomics.load(this.#flags, STATUS_PREPARING);
+  }
+
+  /** Pool: of those, the ones that are not quick (a task sent now would wait for them). */
+  get slow(): number {
+    return Math.max(0, this.pending - Atomics.load(this.#flags, STATUS_PREPARING_QUICK));
   }
 
   /** Pool: the task whose answer announced the preparation running now (or last). */

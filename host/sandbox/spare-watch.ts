@@ -43,10 +43,10 @@ export class SpareWatch {
     this.#announced.delete(threadId);
   }
 
-  /** Whether the worker is making a spare after its last answer. */
+  /** Whether the worker is making a spare after its last answer that a task sent now would wait for (a quick reset does not count). */
   isPreparing(threadId: number): boolean {
     const status = this.#statuses.get(threadId);
-    return status !== undefined && status.pending !== 0;
+    return status !== undefined && status.slow !== 0;
   }
 
   /** Be told when a worker was terminated because its spare's preparation overran. */

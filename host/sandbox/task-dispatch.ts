@@ -3,7 +3,8 @@
  *
  * A task goes to an idle worker that spins for its next task (no wake-up, see
  * lane-bell.ts), else to an idle worker that is not preparing a spare (it would start
- * the task only once its spare is made), else to an idle one that is, else
+ * the task only once its spare is made; a quick reset of the last instance
+ * does not count), else to an idle one that is, else
  * behind a short task (see worker-holdings.ts); otherwise it waits here, in
  * order, until a worker's lane frees up or a new worker says hello. A task
  * taken back while it waits (its caller stopped it) leaves without ever

@@ -121,7 +121,9 @@ function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: GuestIns
   if (runtime.spare) return false;
   // A call may reach the worker before this runs: it then resets the instance itself (acquire).
   runtime.awaitingReset = used;
-  preparation.announce();
+  // A reset is a memcpy: the pool may send the next call here meanwhile rather than wake a sleeping worker.
+  const quick = used !== undefined && used.resettable && runtime.refusedResets === 0;
+  preparation.announce(quick);
   whenNoTaskRuns(() => {
     preparation.start(taskId);
     try {
@@ -149,7 +151,7 @@ function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: GuestIns
     } catch {
       // The next call instantiates in the foreground and reports the failure.
     } finally {
-      preparation.end();
+      preparation.end(quick);
     }
   });
   return true;

@@ -115,6 +115,11 @@ export class GuestInstance {
     return this.#snapshot !== undefined;
   }
 
+  /** Whether a reset may put the instance back (it has a snapshot and is not poisoned; the reset itself may still refuse). */
+  get resettable(): boolean {
+    return this.#snapshot !== undefined && !this.poisoned;
+  }
+
   /**
    * Put the instance back as it was when snapshotted, so it can serve another
    * call as if new. Returns why it could not (the instance must then be
