@@ -54,6 +54,8 @@ export interface SandboxStats {
   containment?: 'thread' | 'process';
   /** Tasks taken back before a worker claimed them, and tasks posted again after the worker holding them was lost (thread containment). */
   handedBack?: { abandoned: number; reposted: number };
+  /** Idle workers' spins for their next task that caught one, and those that ended without (thread containment; see `host.pool.spin_us`). */
+  spins?: { caught: number; missed: number };
   /** The sandbox process (process containment): its pid (none between a death and the next start) and its restarts so far. */
   process?: { pid: number | undefined; restarts: number };
 }

@@ -22,9 +22,17 @@ const RINGS = 0;
 const WELCOME = 1;
 const SPINNING = 2;
 const SPIN_MICROS = 3;
+const CAUGHT = 4;
+const MISSED = 5;
 
 /** Bytes of a bell. */
-export const BELL_BYTES = 4 * Int32Array.BYTES_PER_ELEMENT;
+export const BELL_BYTES = 6 * Int32Array.BYTES_PER_ELEMENT;
+
+/** Spins that caught a task, and spins that ended without one. */
+export interface SpinCounts {
+  caught: number;
+  missed: number;
+}
 
 export class LaneBell {
   readonly buffer: SharedArrayBuffer;
@@ -66,6 +74,16 @@ export class LaneBell {
   get isSpinning(): boolean {
     return Atomics.load(this.#slots, SPINNING) === 1;
   }
+
+  /** Worker: a spin ended, having caught a task or not. */
+  spun(caught: boolean): void {
+    Atomics.add(this.#slots, caught ? CAUGHT : MISSED, 1);
+  }
+
+  /** Pool: the worker's spins so far. */
+  get spins(): SpinCounts {
+    return { caught: Atomics.load(this.#slots, CAUGHT), missed: Atomics.load(this.#slots, MISSED) };
+  }
 }
 
 /** The pool's side: every worker's bell, and whether a spin is welcome (told to every bell when that changes). */
@@ -74,6 +92,8 @@ export class LaneBells {
   readonly #threads: number;
   readonly #spinMicros: number;
   #welcome = true;
+  /** The spins of workers that are gone. */
+  readonly #retired: SpinCounts = { caught: 0, missed: 0 };
 
   constructor(threads: number, spinMicros: number) {
     this.#threads = threads;
@@ -89,7 +109,23 @@ export class LaneBells {
   }
 
   forget(threadId: number): void {
+    const bell = this.#bells.get(threadId);
+    if (!bell) return;
+    const { caught, missed } = bell.spins;
+    this.#retired.caught += caught;
+    this.#retired.missed += missed;
     this.#bells.delete(threadId);
+  }
+
+  /** Every worker's spins so far, those of workers gone included (for metrics: is spinning worth its CPU here?). */
+  spins(): SpinCounts {
+    const total = { ...this.#retired };
+    for (const bell of this.#bells.values()) {
+      const { caught, missed } = bell.spins;
+      total.caught += caught;
+      total.missed += missed;
+    }
+    return total;
   }
 
   /** Whether a spin is welcome now (fewer tasks in flight than workers), and how long one may last (µs; 0: never). */

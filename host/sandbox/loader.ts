@@ -100,6 +100,7 @@ export class SandboxLoader implements WasmToolLoader {
     const stats: SandboxStats = { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization, containment: this.#containment };
     if (pool.process) stats.process = { ...pool.process };
     if (pool.handedBack) stats.handedBack = { ...pool.handedBack };
+    if (pool.spins) stats.spins = { ...pool.spins };
     return stats;
   }
 

@@ -21,7 +21,7 @@ import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-ta
 import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
 import { AnswerPoll } from './answer-poll.js';
-import { LaneBells } from './lane-bell.js';
+import { LaneBells, type SpinCounts } from './lane-bell.js';
 import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
 import { LaneClosed } from './task-lanes.js';
@@ -143,6 +143,11 @@ export class SandboxPool {
    */
   onWedged(listener: (componentId: string, threadId: number) => void): () => void {
     return this.#spares.onWedged(listener);
+  }
+
+  /** Spins of idle workers for their next task that caught one, and those that did not (see lane-bell.ts). */
+  get spins(): SpinCounts {
+    return this.#bells.spins();
   }
 
   get handedBack(): { readonly abandoned: number; readonly reposted: number } {

@@ -23,6 +23,8 @@ export interface SandboxRunner {
    * The in-process pool only.
    */
   readonly handedBack?: { readonly abandoned: number; readonly reposted: number };
+  /** Idle workers' spins for their next task: caught one, or ended without (see lane-bell.ts). The in-process pool only. */
+  readonly spins?: { readonly caught: number; readonly missed: number };
   /** The sandbox process, with process containment (for tests and metrics). */
   readonly process?: { readonly pid: number | undefined; readonly restarts: number };
   run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome>;

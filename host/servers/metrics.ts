@@ -104,6 +104,18 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
       this.inc({ outcome: 'reposted' }, handedBack?.reposted ?? 0);
     },
   });
+  new Counter({
+    name: 'toolhost_pool_worker_spins_total',
+    help: 'Spins of idle workers for their next call (host.pool.spin_us): outcome="caught" took a call without a wake-up, outcome="missed" ended without one (its CPU spent for nothing). Thread containment.',
+    labelNames: ['outcome'] as const,
+    registers: [prometheus],
+    collect() {
+      const spins = registry.sandboxStats()?.spins;
+      this.reset();
+      this.inc({ outcome: 'caught' }, spins?.caught ?? 0);
+      this.inc({ outcome: 'missed' }, spins?.missed ?? 0);
+    },
+  });
   new Gauge({
     name: 'toolhost_sandbox_process_up',
     help: 'Whether the sandbox process (process containment) is running (1) or not (0: between a death and its restart, or thread containment).',

@@ -77,6 +77,7 @@ export class LaneSpin {
     } finally {
       this.#bell.spinning(false);
     }
+    this.#bell.spun(message !== undefined);
     if (message === undefined) {
       this.#misses += 1;
       if (this.#misses >= MISSES_BEFORE_REST) {
