@@ -165,6 +165,7 @@ describe('task dispatch', () => {
     const first = task(10);
     await dispatch.dispatch(first.task, first.wire);
     expect(first.task.worker).toBe(3);
+    expect(first.task.toSpinningWorker).toBe(false);
   });
 
   it('prefers a worker spinning for its next task to an idle one before it, and rings its bell after the post', async () => {
@@ -179,6 +180,7 @@ describe('task dispatch', () => {
     const first = task(12);
     await dispatch.dispatch(first.task, first.wire);
     expect(first.task.worker).toBe(2);
+    expect(first.task.toSpinningWorker).toBe(true);
     expect(bells.map((bell) => bell.rings)).toEqual([0, 1]);
   });
 

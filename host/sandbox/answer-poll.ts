@@ -1,7 +1,8 @@
 /**
  * The main thread's side of a short call's round trip: while the answer of a
- * call that usually takes less than the spin bound is out, and the pool has
- * room (fewer tasks in flight than workers, see lane-bell.ts), the event loop
+ * call that usually takes less than the spin bound is out from a worker that
+ * was spinning for it (so the pool had room: fewer tasks in flight than
+ * workers, see lane-bell.ts), the event loop
  * keeps turning (one `setImmediate` after another) instead of sleeping in
  * epoll until the answer comes. It never blocks: every turn polls the loop's
  * I/O and runs its callbacks as usual; it only does not sleep.

@@ -238,7 +238,7 @@ export class SandboxPool {
       for (let reposts = 0; ; reposts += 1) {
         try {
           const answer = this.#dispatch.dispatch(task, message);
-          this.#pollIfShort(profile);
+          this.#pollIfShort(task, profile);
           let outcome = await answer;
           // A worker that lacks the call's profile (new, or it dropped its profiles) ran nothing: send the profile along.
           if ('profileMiss' in outcome) outcome = await this.#postWithProfile(task, message, profile?.profile);
@@ -274,11 +274,17 @@ export class SandboxPool {
   /** A stopped task's worker had claimed it: the worker is stopped (piscina replaces it; the task it held next is posted again). */
   readonly #terminateFor = (threadId: number): void => this.#terminate(threadId);
 
-  /** A call whose runs are usually shorter than a spin, posted while the pool has room: the loop turns until its answer. */
-  #pollIfShort(profile: ProfileEntry | undefined): void {
+  /**
+   * A call whose runs are usually shorter than a spin, handed to a worker
+   * that was spinning for it: the loop turns until its answer. Calls that
+   * come back to back keep both sides awake; a call to a sleeping worker
+   * (sparse traffic) lets the main thread sleep too (polling through that
+   * worker's wake-up cost ~50 µs of CPU a call at 1 call a millisecond).
+   */
+  #pollIfShort(task: PoolTask, profile: ProfileEntry | undefined): void {
     const micros = this.#bells.spinMicros;
     const runMs = profile?.runMs;
-    if (micros > 0 && runMs !== undefined && runMs * 1000 < micros) this.#answerPoll.start(micros);
+    if (task.toSpinningWorker && micros > 0 && runMs !== undefined && runMs * 1000 < micros) this.#answerPoll.start(micros);
   }
 
   /** Stop one worker once the answers it already posted are read (see worker-stops.ts); piscina replaces it. */

@@ -88,7 +88,10 @@ export class TaskDispatch {
       const load = this.lanes.load(threadId);
       if (load === 0) {
         // A spinning worker (never a preparing one: it spins once its spare is made) takes the task without a wake-up.
-        if (this.#workers.isSpinning(threadId)) return this.#held.handOver(threadId, task);
+        if (this.#workers.isSpinning(threadId)) {
+          task.toSpinningWorker = true;
+          return this.#held.handOver(threadId, task);
+        }
         if (!this.#workers.isPreparing(threadId)) idle ??= threadId;
         else preparing ??= threadId;
       } else if (behind === undefined && this.#held.mayWaitBehind(threadId, load)) {
