@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SpareStatus } from '../host/sandbox/spare-status.js';
+import { SpareWatch } from '../host/sandbox/spare-watch.js';
 
 const BUDGET_MS = 5_000;
 
@@ -13,6 +14,22 @@ function pair(): { worker: SpareStatus; pool: SpareStatus } {
   const worker = new SpareStatus();
   return { worker, pool: new SpareStatus(worker.buffer) };
 }
+
+describe("the pool's view of spare preparations", () => {
+  it('counts a worker making only quick resets as awake, not as preparing', () => {
+    const watch = new SpareWatch(BUDGET_MS, () => {});
+    const worker = new SpareStatus();
+    watch.add(4, worker.buffer);
+    worker.announce(true);
+    expect([watch.isPreparing(4), watch.isQuickPreparing(4)]).toEqual([false, true]);
+    worker.announce(false);
+    expect([watch.isPreparing(4), watch.isQuickPreparing(4)]).toEqual([true, false]);
+    worker.end(false);
+    worker.end(true);
+    expect([watch.isPreparing(4), watch.isQuickPreparing(4)]).toEqual([false, false]);
+    watch.stop();
+  });
+});
 
 describe('spare status block', () => {
   it('tells a quick preparation (a reset) from a slow one, and both still count as pending and timed', () => {

@@ -122,7 +122,7 @@ describe('task lanes', () => {
 });
 
 describe('task dispatch', () => {
-  const idle = { isDying: () => false, isPreparing: () => false, isSpinning: () => false };
+  const idle = { isDying: () => false, isPreparing: () => false, isAwake: () => false };
   const noWaiting = new WorkerHoldings({ averageMs: 0, withinMs: 0 });
 
   it('queues tasks while no worker fits, and hands them over in order as lanes free up', async () => {
@@ -155,7 +155,7 @@ describe('task dispatch', () => {
   });
 
   it('prefers an idle worker that is not preparing, and gives a dying one nothing', async () => {
-    const states = { isDying: (threadId: number) => threadId === 1, isPreparing: (threadId: number) => threadId === 2, isSpinning: () => false };
+    const states = { isDying: (threadId: number) => threadId === 1, isPreparing: (threadId: number) => threadId === 2, isAwake: () => false };
     const dispatch = new TaskDispatch(states, noWaiting);
     const ends = [channel(), channel(), channel()];
     for (const [i, end] of ends.entries()) {
@@ -165,11 +165,11 @@ describe('task dispatch', () => {
     const first = task(10);
     await dispatch.dispatch(first.task, first.wire);
     expect(first.task.worker).toBe(3);
-    expect(first.task.toSpinningWorker).toBe(false);
+    expect(first.task.toAwakeWorker).toBe(false);
   });
 
-  it('prefers a worker spinning for its next task to an idle one before it, and rings its bell after the post', async () => {
-    const states = { isDying: () => false, isPreparing: () => false, isSpinning: (threadId: number) => threadId === 2 };
+  it('prefers an awake worker (spinning for its next task, or about to) to an idle one before it, and rings its bell after the post', async () => {
+    const states = { isDying: () => false, isPreparing: () => false, isAwake: (threadId: number) => threadId === 2 };
     const dispatch = new TaskDispatch(states, noWaiting);
     const bells = [new LaneBell(), new LaneBell()];
     for (const [i, bell] of bells.entries()) {
@@ -180,7 +180,7 @@ describe('task dispatch', () => {
     const first = task(12);
     await dispatch.dispatch(first.task, first.wire);
     expect(first.task.worker).toBe(2);
-    expect(first.task.toSpinningWorker).toBe(true);
+    expect(first.task.toAwakeWorker).toBe(true);
     expect(bells.map((bell) => bell.rings)).toEqual([0, 1]);
   });
 

@@ -121,8 +121,8 @@ export class PoolTask {
   worker: number | undefined;
   /** When it was handed to that worker (performance.now()). */
   handedAt = 0;
-  /** Handed to a worker that was spinning for its next task (it takes it without a wake-up, see lane-bell.ts). */
-  toSpinningWorker = false;
+  /** Handed to an awake worker: spinning for its next task, or about to (see lane-bell.ts); it takes the task without a wake-up. */
+  toAwakeWorker = false;
   /** What becomes of the task until a worker gives it back (the pool's; see SandboxPool.#work). */
   work: Promise<unknown> | undefined;
 

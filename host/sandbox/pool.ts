@@ -107,7 +107,7 @@ export class SandboxPool {
     this.#dispatch = new TaskDispatch({
       isDying: (threadId) => this.#closing || this.#stops.isDying(threadId),
       isPreparing: (threadId) => this.#spares.isPreparing(threadId),
-      isSpinning: (threadId) => this.#bells.isSpinning(threadId),
+      isAwake: (threadId) => this.#bells.isSpinning(threadId) || this.#spares.isQuickPreparing(threadId),
     }, this.#held);
     const script = workerScript();
     this.#piscina = new Piscina({
@@ -275,8 +275,8 @@ export class SandboxPool {
   readonly #terminateFor = (threadId: number): void => this.#terminate(threadId);
 
   /**
-   * A call whose runs are usually shorter than a spin, handed to a worker
-   * that was spinning for it: the loop turns until its answer. Calls that
+   * A call whose runs are usually shorter than a spin, handed to an awake
+   * worker (spinning for it, or about to): the loop turns until its answer. Calls that
    * come back to back keep both sides awake; a call to a sleeping worker
    * (sparse traffic) lets the main thread sleep too (polling through that
    * worker's wake-up cost ~50 µs of CPU a call at 1 call a millisecond).
@@ -284,7 +284,7 @@ export class SandboxPool {
   #pollIfShort(task: PoolTask, profile: ProfileEntry | undefined): void {
     const micros = this.#bells.spinMicros;
     const runMs = profile?.runMs;
-    if (task.toSpinningWorker && micros > 0 && runMs !== undefined && runMs * 1000 < micros) this.#answerPoll.start(micros);
+    if (task.toAwakeWorker && micros > 0 && runMs !== undefined && runMs * 1000 < micros) this.#answerPoll.start(micros);
   }
 
   /** Stop one worker once the answers it already posted are read (see worker-stops.ts); piscina replaces it. */

@@ -49,6 +49,12 @@ export class SpareWatch {
     return status !== undefined && status.slow !== 0;
   }
 
+  /** Whether the worker's only preparations are quick resets (it spins for its next task once they are done). */
+  isQuickPreparing(threadId: number): boolean {
+    const status = this.#statuses.get(threadId);
+    return status !== undefined && status.pending !== 0 && status.slow === 0;
+  }
+
   /** Be told when a worker was terminated because its spare's preparation overran. */
   onWedged(listener: (componentId: string, threadId: number) => void): () => void {
     this.#wedgedListeners.add(listener);

@@ -1,8 +1,8 @@
 /**
  * Which worker takes a task, and the queue of tasks no worker fits yet.
  *
- * A task goes to an idle worker that spins for its next task (no wake-up, see
- * lane-bell.ts), else to an idle worker that is not preparing a spare (it would start
+ * A task goes to an idle worker that is awake: it spins for its next task, or
+ * will once its quick reset is done (no wake-up, see lane-bell.ts), else to an idle worker that is not preparing a spare (it would start
  * the task only once its spare is made; a quick reset of the last instance
  * does not count), else to an idle one that is, else
  * behind a short task (see worker-holdings.ts); otherwise it waits here, in
@@ -21,8 +21,8 @@ export interface WorkerStates {
   isDying(threadId: number): boolean;
   /** Making a spare instance after its last answer. */
   isPreparing(threadId: number): boolean;
-  /** Spinning for its next task (it takes one without a wake-up; see lane-bell.ts). */
-  isSpinning(threadId: number): boolean;
+  /** Awake: spinning for its next task, or finishing a quick reset after which it spins; it takes a task without a wake-up (see lane-bell.ts). */
+  isAwake(threadId: number): boolean;
 }
 
 interface QueuedTask {
@@ -87,9 +87,9 @@ export class TaskDispatch {
       if (this.#workers.isDying(threadId)) continue;
       const load = this.lanes.load(threadId);
       if (load === 0) {
-        // A spinning worker (never a preparing one: it spins once its spare is made) takes the task without a wake-up.
-        if (this.#workers.isSpinning(threadId)) {
-          task.toSpinningWorker = true;
+        // An awake worker (spinning, or about to once its quick reset is done) takes the task without a wake-up.
+        if (this.#workers.isAwake(threadId)) {
+          task.toAwakeWorker = true;
           return this.#held.handOver(threadId, task);
         }
         if (!this.#workers.isPreparing(threadId)) idle ??= threadId;
