@@ -66,13 +66,17 @@ function onLaneMessage(message: LaneTask): void {
 
 function postAnswer(port: MessagePort, taskId: number, answer: TaskAnswer): void {
   port.postMessage(encodeAnswer(taskId, answer));
-  answerPosted(taskId);
-  spin?.schedule();
+  answered(taskId);
 }
 
 /** What a task threw (the worker's bug, never the guest's). */
 function postFailure(port: MessagePort, taskId: number, error: unknown): void {
   port.postMessage({ taskId, error: error instanceof Error ? error.message : String(error) } satisfies LaneAnswer);
+  answered(taskId);
+}
+
+/** A task's answer is posted: what waited for it goes on, and the worker may spin for the next task. */
+function answered(taskId: number): void {
   answerPosted(taskId);
   spin?.schedule();
 }

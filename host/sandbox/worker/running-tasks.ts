@@ -28,9 +28,12 @@ const waiting: Array<() => void> = [];
  * worker, the finished task's answer would be lost with it (the stress
  * harness found it: honest calls ended TOOL_CRASHED whose guest had returned).
  */
-let answerLeaving = false;
-/** The task whose answer is leaving (see `answerPosted`). */
 let leavingTaskId: number | undefined;
+
+/** No claimed task runs and no answer is leaving. */
+function quiet(): boolean {
+  return tasksRunning === 0 && leavingTaskId === undefined;
+}
 
 /**
  * Whether a task that arrives now must wait: one is in progress or its answer
@@ -38,12 +41,12 @@ let leavingTaskId: number | undefined;
  * so those behind it do not count).
  */
 export function mustWait(hasTurn: boolean): boolean {
-  return tasksRunning > 0 || answerLeaving || (!hasTurn && waiting.length > 0);
+  return !quiet() || (!hasTurn && waiting.length > 0);
 }
 
 /** Whether nothing is in progress: no task running, waiting or leaving, no preparation put off. */
 export function idle(): boolean {
-  return tasksRunning === 0 && !answerLeaving && waiting.length === 0 && putOff.length === 0;
+  return quiet() && waiting.length === 0 && putOff.length === 0;
 }
 
 /** Resolves when it is this task's turn (`front`: it had its turn and lost it to one let through with it). */
@@ -60,7 +63,7 @@ export function releaseNext(): void {
 }
 
 function letNextThrough(): void {
-  if (tasksRunning === 0 && !answerLeaving) waiting.shift()?.();
+  if (quiet()) waiting.shift()?.();
 }
 
 /**
@@ -72,7 +75,7 @@ function letNextThrough(): void {
  */
 export function whenNoTaskRuns(prepare: () => void): void {
   setImmediate(() => {
-    if (tasksRunning === 0 && !answerLeaving) prepare();
+    if (quiet()) prepare();
     else putOff.push(prepare);
   });
 }
@@ -86,7 +89,6 @@ export function taskStarted(): void {
 export function taskEnded(taskId: number): void {
   tasksRunning -= 1;
   if (tasksRunning !== 0) return;
-  answerLeaving = true;
   leavingTaskId = taskId;
   // For an answer no one reports posted (piscina's dispatch posts it after its own microtasks).
   setImmediate(answerLeft);
@@ -102,12 +104,11 @@ export function taskEnded(taskId: number): void {
  * nothing about this one.)
  */
 export function answerPosted(taskId: number): void {
-  if (answerLeaving && leavingTaskId === taskId) answerLeft();
+  if (leavingTaskId === taskId) answerLeft();
 }
 
 /** The answer of the task that ended has left: the next waiting task first, then put-off preparations (they find it running, if it awaits). */
 function answerLeft(): void {
-  answerLeaving = false;
   leavingTaskId = undefined;
   if (tasksRunning !== 0) return;
   letNextThrough();
