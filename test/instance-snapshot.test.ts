@@ -11,7 +11,7 @@ import { parse } from '@bytecodealliance/jco';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GLUE_RESOURCES, GLUE_STATE, type GlueHandleTable, type GlueResources } from '../host/sandbox/glue-patch.js';
 import { SNAPSHOT_EXPORT_PREFIX } from '../host/sandbox/snapshot-exports.js';
-import { InstanceSnapshot, restoreMemory, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
+import { InstanceSnapshot, restoreMemory, saveMemory, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
 
 const P = SNAPSHOT_EXPORT_PREFIX;
 const WAT = `(module
@@ -124,6 +124,32 @@ describe('putting a memory back', () => {
       expect(Buffer.compare(Buffer.from(memory.buffer), bytes)).toBe(0);
     });
   }
+
+  it('puts back a small memory saved as runs of zero and non-zero pages, whatever a call wrote into either', () => {
+    const memory = new WebAssembly.Memory({ initial: 2 });
+    const live = new Uint8Array(memory.buffer);
+    // Like a C guest's snapshot: data in a few pages, the stack and the heap zero.
+    live.fill(0x11, 100, 200);
+    live.fill(0x22, 65_536, 66_900);
+    live[131_071] = 0x33;
+    const saved = saveMemory(memory);
+    const bytes = Buffer.from(saved.bytes);
+    expect(saved.runs?.map(({ start, end, source }) => [start, end, source !== undefined])).toEqual([
+      [0, 4096, true],
+      [4096, 65_536, false],
+      [65_536, 69_632, true],
+      [69_632, 126_976, false],
+      [126_976, 131_072, true],
+    ]);
+    for (let round = 0; round < 2; round += 1) {
+      // Into zero runs (their edges too), into data runs, and across the boundaries between them.
+      for (const at of [4096, 4097, 65_535, 69_632, 126_975, 60_000, 0, 150, 66_000, 131_071]) live[at]! ^= 0x5a;
+      live.fill(0xcd, 4000, 4200);
+      live.fill(0xef, 65_000, 70_000);
+      restoreMemory(saved);
+      expect(Buffer.compare(Buffer.from(memory.buffer), bytes)).toBe(0);
+    }
+  });
 
   it('writes into the memory as it is now, after its buffer was replaced (the view it kept is not reused)', () => {
     const memory = new WebAssembly.Memory({ initial: 1, maximum: 2 });
