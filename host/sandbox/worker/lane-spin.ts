@@ -41,9 +41,15 @@ export class LaneSpin {
     this.#seen = bell.rings;
   }
 
-  /** A task was answered: spin at the next turn of the event loop (once, however many answers this turn had). */
+  /**
+   * A task was answered: spin at the next turn of the event loop (once,
+   * however many answers this turn had). Nothing is scheduled while the pool
+   * does not welcome a spin (as many tasks in flight as workers): an
+   * immediate per answer would cost a busy worker a turn of its loop for a
+   * spin it would skip anyway.
+   */
   schedule(): void {
-    if (this.#scheduled) return;
+    if (this.#scheduled || this.#bell.spinMicros <= 0) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
