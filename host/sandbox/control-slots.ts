@@ -23,6 +23,7 @@ export interface ControlSlot {
 
 export class ControlSlots {
   readonly #free: ControlSlot[] = [];
+  #buffers = 0;
 
   /** A zeroed slot. */
   acquire(): ControlSlot {
@@ -39,14 +40,15 @@ export class ControlSlots {
 
   #grow(): ControlSlot {
     const buffer = new SharedArrayBuffer(SLOTS_PER_BUFFER * CONTROL_BYTES);
-    for (let i = SLOTS_PER_BUFFER - 1; i > 0; i -= 1) this.#free.push(slotAt(buffer, i * CONTROL_BYTES));
-    return slotAt(buffer, 0);
+    const bufferId = this.#buffers++;
+    for (let i = SLOTS_PER_BUFFER - 1; i > 0; i -= 1) this.#free.push(slotAt(buffer, bufferId, i * CONTROL_BYTES));
+    return slotAt(buffer, bufferId, 0);
   }
 }
 
-function slotAt(buffer: SharedArrayBuffer, offset: number): ControlSlot {
+function slotAt(buffer: SharedArrayBuffer, bufferId: number, offset: number): ControlSlot {
   return {
-    ref: { buffer, offset },
+    ref: { buffer, bufferId, offset },
     flags: new Int32Array(buffer, offset, CONTROL_BYTES / Int32Array.BYTES_PER_ELEMENT),
     times: new Float64Array(buffer, offset, CONTROL_BYTES / Float64Array.BYTES_PER_ELEMENT),
   };

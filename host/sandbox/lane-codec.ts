@@ -12,14 +12,24 @@
  * 2-vCPU VM); deserializing answers was ~4 % of the main thread's samples at
  * 8 calls in flight (perf). With both directions flat, C echo at 8 in flight
  * went +12-24 % calls/s, all-thread CPU -4-10 µs a call (paired in one process).
+ *
+ * A call's control block lives in one of a few shared buffers (control-slots.ts).
+ * A lane sends each buffer once, with the first call that uses it; later
+ * calls name it by id. Why: a SharedArrayBuffer in a message costs both
+ * threads at every post (a handle to it made and dropped on the sending side,
+ * a new SharedArrayBuffer object on the receiving side): ~0.5 µs of the
+ * main thread's postMessage and ~1 µs of a round trip (2-vCPU VM).
  */
 import type { CallProfile, CallWire, GuestCallContext, Isolation, LaneAnswer, TaskAnswer, TaskWire, WorkerAccounting } from './protocol.js';
 
 /** What a call carries only sometimes: in one object at the end of its message, when it has any. */
 type CallExtras = Pick<CallWire, 'fixed' | 'conversationKey' | 'env' | 'filesystem'> & Pick<GuestCallContext, 'conversationId' | 'sessionId' | 'agentName'>;
 
-/** A call: [taskId, control buffer, control offset, submittedAt, profile, args, callId, extras]. */
-export type CallMessage = [number, SharedArrayBuffer, number, number, number, string, string, CallExtras | undefined];
+/**
+ * A call: [taskId, control buffer (only the first time the lane carries it),
+ * control buffer id, control offset, submittedAt, profile, args, callId, extras].
+ */
+export type CallMessage = [number, SharedArrayBuffer | undefined, number, number, number, number, string, string, CallExtras | undefined];
 
 /** What a lane carries to a worker. */
 export type LaneTask = CallMessage | Exclude<TaskWire, CallWire>;
@@ -39,7 +49,11 @@ export type ValueMessage = [number, string, number, number, number, number, numb
 /** What a lane carries back to the main thread. */
 export type LaneReply = ValueMessage | LaneAnswer;
 
-export function encodeTask(wire: TaskWire): LaneTask {
+/**
+ * A task as its lane carries it. `sent`: the control buffers this lane has
+ * carried so far (a buffer not in it goes along, and is added).
+ */
+export function encodeTask(wire: TaskWire, sent: Set<number>): LaneTask {
   if (wire.kind !== 'call') return wire;
   const { context } = wire;
   let extras: CallExtras | undefined;
@@ -53,14 +67,30 @@ export function encodeTask(wire: TaskWire): LaneTask {
   extra('conversationId', context.conversationId);
   extra('sessionId', context.sessionId);
   extra('agentName', context.agentName);
-  return [wire.taskId, wire.control.buffer, wire.control.offset, wire.submittedAt, wire.profile, wire.args, context.callId, extras];
+  const { buffer, bufferId, offset } = wire.control;
+  let carried: SharedArrayBuffer | undefined;
+  if (!sent.has(bufferId)) {
+    sent.add(bufferId);
+    carried = buffer;
+  }
+  return [wire.taskId, carried, bufferId, offset, wire.submittedAt, wire.profile, wire.args, context.callId, extras];
 }
 
-export function decodeTask(message: LaneTask): TaskWire {
+/** The lane's call `message` introduced its control buffer (it is not known to have arrived if the post failed). */
+export function carriesBuffer(message: LaneTask): number | undefined {
+  return Array.isArray(message) && message[1] !== undefined ? message[2] : undefined;
+}
+
+/** A task as its worker runs it. `received`: the control buffers this lane has carried so far, by id (one a message carries is added). */
+export function decodeTask(message: LaneTask, received: Map<number, SharedArrayBuffer>): TaskWire {
   if (!Array.isArray(message)) return message;
-  const [taskId, buffer, offset, submittedAt, profile, args, callId, extras] = message;
+  const [taskId, carried, bufferId, offset, submittedAt, profile, args, callId, extras] = message;
+  if (carried !== undefined) received.set(bufferId, carried);
+  const buffer = received.get(bufferId);
+  // A lane delivers in order: the message that carried a buffer came before any that names it.
+  if (buffer === undefined) throw new Error(`task ${taskId} names control buffer ${bufferId}, which its lane never carried`);
   const context: GuestCallContext = { callId };
-  const wire: CallWire = { kind: 'call', taskId, control: { buffer, offset }, submittedAt, profile, args, context };
+  const wire: CallWire = { kind: 'call', taskId, control: { buffer, bufferId, offset }, submittedAt, profile, args, context };
   if (extras === undefined) return wire;
   const { fixed, conversationKey, env, filesystem, conversationId, sessionId, agentName } = extras;
   if (fixed !== undefined) wire.fixed = fixed satisfies CallProfile;

@@ -73,9 +73,14 @@ export const CLAIM_DONE = 3;
 export const CLAIM_KILLED = 4;
 export const CONTROL_BYTES = 6 * Float64Array.BYTES_PER_ELEMENT;
 
-/** Where a task's control block is: a CONTROL_BYTES slot at `offset` in `buffer` (see control-slots.ts). */
+/**
+ * Where a task's control block is: a CONTROL_BYTES slot at `offset` in
+ * `buffer` (see control-slots.ts). `bufferId` names the buffer on a task
+ * lane, which sends each buffer to its worker once (see lane-codec.ts).
+ */
 export interface ControlRef {
   buffer: SharedArrayBuffer;
+  bufferId: number;
   offset: number;
 }
 

@@ -69,7 +69,7 @@ export class TaskDispatch {
       const threadId = this.#pick(head.task);
       if (threadId === undefined) return;
       this.#queue.shift();
-      this.lanes.post(threadId, head.wire).then(head.resolve, head.reject);
+      this.lanes.send(threadId, head.wire, head.resolve, head.reject);
     }
   }
 

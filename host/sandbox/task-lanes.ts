@@ -17,7 +17,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ChurnTable } from '../core/churn-table.js';
 import type { LaneBell } from './lane-bell.js';
-import { decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
+import { carriesBuffer, decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
 import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
 
 /** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
@@ -42,6 +42,8 @@ interface Lane {
   unanswered: ChurnTable<number, Unanswered>;
   /** When the lane last went from idle to busy (performance.now()), while busy. */
   busySince: number;
+  /** The control buffers this lane has carried to its worker, by id (see lane-codec.ts). */
+  sentBuffers: Set<number>;
 }
 
 export interface TaskLaneEvents {
@@ -64,7 +66,7 @@ export class TaskLanes {
 
   /** Open `threadId`'s lane on the port its worker sent (with its bell, rung after each post: see lane-bell.ts). */
   open(threadId: number, port: MessagePort, bell?: LaneBell): void {
-    const lane: Lane = { port, bell, unanswered: new ChurnTable(), busySince: 0 };
+    const lane: Lane = { port, bell, unanswered: new ChurnTable(), busySince: 0, sentBuffers: new Set() };
     this.#lanes.set(threadId, lane);
     port.on('message', (reply: LaneReply) => this.#answer(threadId, lane, decodeAnswer(reply)));
     port.on('close', () => this.#close(threadId, lane));
@@ -93,21 +95,34 @@ export class TaskLanes {
 
   /** Post a task to `threadId`'s worker; resolves with its answer, rejects with LaneClosed when the worker exits first. */
   post(threadId: number, wire: TaskWire): Promise<TaskAnswer> {
+    return new Promise<TaskAnswer>((resolve, reject) => this.send(threadId, wire, resolve, reject));
+  }
+
+  /**
+   * `post` for a caller that holds its own promise's settlers (a task that
+   * waited in the dispatch queue): the answer settles that promise directly,
+   * without a second promise and a turn between the two.
+   */
+  send(threadId: number, wire: TaskWire, resolve: (answer: TaskAnswer) => void, reject: (error: Error) => void): void {
     const lane = this.#lanes.get(threadId);
-    if (lane === undefined) return Promise.reject(new LaneClosed(threadId, this.#events.stopping(threadId)));
-    return new Promise<TaskAnswer>((resolve, reject) => {
-      if (lane.unanswered.size === 0) lane.busySince = performance.now();
-      lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
-      try {
-        lane.port.postMessage(encodeTask(wire));
-        // After the post: a spinning worker that sees the ring finds the task in its port.
-        lane.bell?.ring();
-      } catch (error) {
-        // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on.
-        this.#take(lane, wire.taskId);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      }
-    });
+    if (lane === undefined) {
+      reject(new LaneClosed(threadId, this.#events.stopping(threadId)));
+      return;
+    }
+    if (lane.unanswered.size === 0) lane.busySince = performance.now();
+    lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
+    const message = encodeTask(wire, lane.sentBuffers);
+    try {
+      lane.port.postMessage(message);
+      // After the post: a spinning worker that sees the ring finds the task in its port.
+      lane.bell?.ring();
+    } catch (error) {
+      // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on; a buffer it carried did not arrive.
+      const carried = carriesBuffer(message);
+      if (carried !== undefined) lane.sentBuffers.delete(carried);
+      this.#take(lane, wire.taskId);
+      reject(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   /** Share of lane time spent with a task unanswered since the pool started (0..1, over `threads` lanes). */

@@ -49,12 +49,16 @@ lane?.on('message', onLaneMessage);
 /** Spins for the next task after an answer, when the pool welcomes it (see lane-spin.ts). */
 const spin = lane ? new LaneSpin(laneBell, lane, (message) => onLaneMessage(message as LaneTask), idle) : undefined;
 
+/** The control buffers the lane has carried, by id (see lane-codec.ts). */
+const controlBuffers = new Map<number, SharedArrayBuffer>();
+
 function onLaneMessage(message: LaneTask): void {
   if (!lane) return;
-  const wire = decodeTask(message);
-  const { taskId } = wire;
+  let taskId = Array.isArray(message) ? message[0] : message.taskId;
   let answer: TaskAnswer | Promise<TaskAnswer>;
   try {
+    const wire = decodeTask(message, controlBuffers);
+    taskId = wire.taskId;
     answer = runInTurn(wire, false);
   } catch (error) {
     postFailure(lane, taskId, error);
