@@ -1,7 +1,8 @@
 /**
  * Control blocks for the pool's tasks, as slots of a few SharedArrayBuffers
  * that are reused: a SharedArrayBuffer made per task cost ~5-20 µs to post
- * (more than the rest of a small call task), one already posted costs little.
+ * (more than the rest of a small call task), one already posted costs little,
+ * and a task lane carries each buffer to its worker only once (lane-codec.ts).
  *
  * A slot goes back to the free list only when its task ended with the
  * worker's answer: that worker has then stopped writing to it. A task whose
