@@ -16,8 +16,6 @@ import { randomFillSync } from 'node:crypto';
 const BATCH = 128;
 const UUID_CHARS = 36;
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
-/** Where the dashes go in the 36 characters (after bytes 4, 6, 8 and 10). */
-const DASH_AFTER_BYTE = new Set([4, 6, 8, 10]);
 const DASH = 0x2d;
 
 export class CallIdSource {
@@ -44,7 +42,8 @@ export class CallIdSource {
       random[base + 6] = (random[base + 6]! & 0x0f) | 0x40;
       random[base + 8] = (random[base + 8]! & 0x3f) | 0x80;
       for (let byte = 0; byte < 16; byte += 1) {
-        if (DASH_AFTER_BYTE.has(byte)) text[at++] = DASH;
+        // The dashes go before bytes 4, 6, 8 and 10 (a Set lookup here was most of a batch's time).
+        if (byte === 4 || byte === 6 || byte === 8 || byte === 10) text[at++] = DASH;
         const value = random[base + byte]!;
         text[at++] = HEX[value >> 4]!;
         text[at++] = HEX[value & 0x0f]!;
