@@ -63,7 +63,7 @@ describe('the lane codec', () => {
   });
 
   it('a value answer travels as an array, with or without its optional numbers', () => {
-    const full: WorkerOutcome = { ok: true, value: '{"x":1}', accounting: { startedAt: 99.5, instance: 'restored', isolation: 'conversation', instantiateMs: 0.25, cpuMs: 0.01, cpuClock: 'thread', peakMemoryBytes: 131072, messages: 2, threadId: 3, preparing: true } };
+    const full: WorkerOutcome = { ok: true, value: '{"x":1}', accounting: { startedAt: 99.5, ranMs: 0.031, instance: 'restored', isolation: 'conversation', instantiateMs: 0.25, cpuMs: 0.01, cpuClock: 'thread', peakMemoryBytes: 131072, messages: 2, threadId: 3, preparing: true } };
     const bare: WorkerOutcome = { ok: true, value: 'text', accounting: { startedAt: 1, instance: 'fresh', isolation: 'worker', instantiateMs: 1.5, cpuClock: 'none', messages: 0, threadId: 4 } };
     for (const answer of [full, bare]) {
       const reply = encodeAnswer(5, answer);

@@ -213,7 +213,7 @@ export class SandboxPool {
       const { accounting } = outcome;
       if (message.kind === 'call' && message.fixed) profile!.knownBy.add(accounting.threadId);
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
-      if (profile) recordRun(profile, performance.timeOrigin + performance.now() - accounting.startedAt);
+      if (profile) recordRun(profile, accounting.ranMs ?? performance.timeOrigin + performance.now() - accounting.startedAt);
       if (accounting.preparing) this.#spares.watch(accounting.threadId, taskId, input.componentId);
       const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
       if (drained) await drained;
@@ -280,6 +280,9 @@ export class SandboxPool {
    * come back to back keep both sides awake; a call to a sleeping worker
    * (sparse traffic) lets the main thread sleep too (polling through that
    * worker's wake-up cost ~50 µs of CPU a call at 1 call a millisecond).
+   * How long a call runs is the worker's own measure (WorkerAccounting.ranMs):
+   * timed on the main thread it also counted how late the answer was read,
+   * and one 5 ms scavenge turned polling off for the next ~10 calls.
    */
   #pollIfShort(task: PoolTask, profile: ProfileEntry | undefined): void {
     const micros = this.#bells.spinMicros;

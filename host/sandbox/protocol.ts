@@ -298,6 +298,13 @@ export type CoreModules = Array<[string, WebAssembly.Module]>;
 export interface WorkerAccounting {
   /** When the worker started the task (epoch ms). */
   startedAt: number;
+  /**
+   * How long the task took in the worker, from its start to its answer (ms;
+   * calls only). The pool's view of how long a tool's calls run: timed on
+   * the main thread, it also counted how late the main thread read the
+   * answer (a 5 ms scavenge made a 30 µs call look like 5 ms).
+   */
+  ranMs?: number;
   instance: 'fresh' | 'prewarmed' | 'restored' | 'reused';
   isolation: Isolation;
   instantiateMs: number;

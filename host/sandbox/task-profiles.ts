@@ -20,7 +20,7 @@ export interface ProfileEntry {
   profile: CallProfile;
   /** Workers (thread ids) known to hold the profile. */
   knownBy: Set<number>;
-  /** How long its calls take in a worker, from the guest's start to the answer (ms, moving average; undefined before the first). */
+  /** How long its calls take in a worker, from the task's start there to its answer (ms, moving average of WorkerAccounting.ranMs; undefined before the first). */
   runMs?: number;
 }
 

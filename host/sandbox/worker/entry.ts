@@ -282,6 +282,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   const preparing = release(runtime, task, instance);
   const accounting: WorkerAccounting = {
     startedAt,
+    ranMs: now() - startedAt,
     instance: source,
     isolation: task.isolation,
     instantiateMs,
