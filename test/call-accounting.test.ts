@@ -1,8 +1,8 @@
-/** What a runner measures reaches the call's accounting, field by field (host/core/call/call.ts builds it explicitly). */
+/** What a runner measures reaches the call's accounting, field by field (host/core/call/accounting.ts builds it explicitly). */
 import { describe, expect, it } from 'vitest';
 import { ToolRegistry, silentLogger, type CallAccounting, type Tool } from '../host/index.js';
 
-/** Every field a runner may report: a field added to CallAccounting must be listed here (this file does not compile otherwise) and copied by Call.accounting(). */
+/** Every field a runner may report: a field added to CallAccounting must be listed here (this file does not compile otherwise) and copied by accountingOf (host/core/call/accounting.ts). */
 const reported: Required<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>> = {
   queuedMs: 1.5,
   cpuMs: 0.25,
