@@ -151,6 +151,26 @@ describe('putting a memory back', () => {
     }
   });
 
+  it('puts back a large memory saved as runs (chunks compared, zero runs against zeros), whatever a call wrote into either', () => {
+    const memory = new WebAssembly.Memory({ initial: 40 });
+    const live = new Uint8Array(memory.buffer);
+    // Like a componentize-js snapshot: data in stretches, zeros between them (runs longer and shorter than a 16 KiB chunk).
+    live.fill(0x41, 0, 70_000);
+    live.fill(0x42, 1_000_000, 1_004_000);
+    live.fill(0x43, 2_000_000, 2_600_000);
+    const saved = saveMemory(memory);
+    const bytes = Buffer.from(saved.bytes);
+    expect(saved.runs!.filter((run) => run.source === undefined).length).toBe(3);
+    for (let round = 0; round < 2; round += 1) {
+      for (const at of [0, 69_999, 70_000, 73_727, 73_728, 500_000, 999_999, 1_002_000, 1_004_095, 1_004_096, 2_621_439]) live[at]! ^= 0x5a;
+      // A write across a zero run and the data run after it, and one across chunk boundaries inside a zero run.
+      live.fill(0xcd, 995_000, 1_001_000);
+      live.fill(0xef, 1_600_000, 1_650_000);
+      restoreMemory(saved);
+      expect(Buffer.compare(Buffer.from(memory.buffer), bytes)).toBe(0);
+    }
+  });
+
   it('writes into the memory as it is now, after its buffer was replaced (the view it kept is not reused)', () => {
     const memory = new WebAssembly.Memory({ initial: 1, maximum: 2 });
     const bytes = Buffer.alloc(64 * 1024, 7);

@@ -44,13 +44,13 @@ export interface SavedMemory {
   bytes: Buffer;
   /** A view of the memory as it is, kept while the memory keeps its buffer (a grow replaces it; such a reset refuses anyway). */
   live?: Buffer;
-  /** How a small memory is put back (see `saveMemory`); a large one is compared chunk by chunk instead. */
+  /** The snapshot as runs of zero and non-zero pages (see `saveMemory`); without them, `bytes` is put back as one run. */
   runs?: readonly MemoryRun[];
 }
 
 /**
- * A stretch of a small memory's snapshot, in whole pages: `source` holds
- * its bytes, or it is undefined for a stretch that was all zeros then.
+ * A stretch of a memory's snapshot, in whole pages: `source` holds its
+ * bytes, or it is undefined for a stretch that was all zeros then.
  */
 export interface MemoryRun {
   start: number;
@@ -58,28 +58,28 @@ export interface MemoryRun {
   source: Uint8Array | undefined;
 }
 
-/** Memories larger than this are put back chunk by chunk, copying only the chunks a call changed. */
+/** Memories larger than this are put back chunk by chunk, writing only the chunks a call changed. */
 const COMPARE_ABOVE_BYTES = 1024 * 1024;
 const CHUNK_BYTES = 16 * 1024;
-/** The granularity of a small memory's runs (a wasm page is 16 of them). */
+/** Zeros to compare a large memory's zero runs with (small enough to stay in the L1 cache). */
+const ZERO_CHUNK = Buffer.alloc(CHUNK_BYTES);
+/** The granularity of a snapshot's runs (a wasm page is 16 of them). */
 const RUN_BYTES = 4 * 1024;
-const ZERO_RUN = Buffer.alloc(RUN_BYTES);
 
 /**
- * Record a memory as it is now. A small one (up to COMPARE_ABOVE_BYTES) is
- * also split into runs of zero and non-zero pages, once: a reset then
- * writes zeros over the zero runs (a memset reads nothing) and copies only
- * the rest. A C guest's 128 KiB snapshot is ~94 % zeros (an empty stack and
- * heap): the reset moved ~136 KiB instead of 256 KiB, and the workers'
- * memmove was ~19 % of their CPU at 8 calls in flight (perf).
+ * Record a memory as it is now, split into runs of zero and non-zero pages
+ * (once: a reset reuses them). Snapshots are mostly zeros: a C guest's
+ * 128 KiB is ~94 % zero pages (an empty stack and heap), a componentize-js
+ * guest's 9.5 MB ~67 %. A reset then never reads the snapshot's zero pages:
+ * a small memory's are written with a memset (which reads nothing), a large
+ * one's are compared with a chunk of zeros that stays in the cache.
  */
 export function saveMemory(memory: WebAssembly.Memory): SavedMemory {
   const bytes = Buffer.from(new Uint8Array(memory.buffer));
-  if (bytes.byteLength > COMPARE_ABOVE_BYTES) return { memory, bytes };
   const runs: MemoryRun[] = [];
   for (let start = 0; start < bytes.byteLength; start += RUN_BYTES) {
     const end = Math.min(bytes.byteLength, start + RUN_BYTES);
-    const zero = ZERO_RUN.compare(bytes, start, end, 0, end - start) === 0;
+    const zero = ZERO_CHUNK.compare(bytes, start, end, 0, end - start) === 0;
     const last = runs.at(-1);
     if (last !== undefined && (last.source === undefined) === zero) last.end = end;
     else runs.push({ start, end, source: zero ? undefined : bytes });
@@ -90,33 +90,37 @@ export function saveMemory(memory: WebAssembly.Memory): SavedMemory {
 }
 
 /**
- * Put a memory back as it was. A small one (C guests: 128 KiB) is written
- * whole, run by run (see `saveMemory`): writing it is cheaper than comparing
- * it. A large one is compared chunk by chunk (memcmp) and only the chunks
- * that differ are copied: a call of a componentize-js guest changes a small
- * part of its 9.5 MB, and writing the whole of it cost more than reading it
- * twice.
+ * Put a memory back as it was, run by run (see `saveMemory`). A small one
+ * (C guests: 128 KiB) is written whole: writing it is cheaper than comparing
+ * it (the workers' memmove was ~19 % of their CPU at 8 C echo calls in
+ * flight when the reset copied all 128 KiB; with zero runs set, ~2 %). A
+ * large one is compared chunk by chunk (memcmp) and only the chunks that
+ * differ are written: a call of a componentize-js guest changes a small part
+ * of its 9.5 MB, and writing the whole of it cost more than reading it
+ * twice; its zero runs are read once, not twice (~1.0 ms a reset before).
  */
 export function restoreMemory(saved: SavedMemory): void {
-  const { bytes, runs } = saved;
+  const { bytes } = saved;
   const buffer = saved.memory.buffer;
   let live = saved.live;
   if (live?.buffer !== buffer) live = saved.live = Buffer.from(buffer);
-  if (runs !== undefined) {
-    for (let i = 0; i < runs.length; i += 1) {
-      const { start, end, source } = runs[i]!;
+  const runs = saved.runs ?? [{ start: 0, end: bytes.byteLength, source: bytes }];
+  const compare = bytes.byteLength > COMPARE_ABOVE_BYTES;
+  for (let i = 0; i < runs.length; i += 1) {
+    const { start, end, source } = runs[i]!;
+    if (!compare) {
       if (source === undefined) live.fill(0, start, end);
       else live.set(source, start);
+      continue;
     }
-    return;
-  }
-  if (bytes.byteLength <= COMPARE_ABOVE_BYTES) {
-    live.set(bytes);
-    return;
-  }
-  for (let start = 0; start < bytes.byteLength; start += CHUNK_BYTES) {
-    const end = Math.min(bytes.byteLength, start + CHUNK_BYTES);
-    if (bytes.compare(live, start, end, start, end) !== 0) bytes.copy(live, start, start, end);
+    for (let chunk = start; chunk < end; chunk += CHUNK_BYTES) {
+      const chunkEnd = Math.min(end, chunk + CHUNK_BYTES);
+      if (source === undefined) {
+        if (ZERO_CHUNK.compare(live, chunk, chunkEnd, 0, chunkEnd - chunk) !== 0) live.fill(0, chunk, chunkEnd);
+      } else if (bytes.compare(live, chunk, chunkEnd, chunk, chunkEnd) !== 0) {
+        bytes.copy(live, chunk, chunk, chunkEnd);
+      }
+    }
   }
 }
 
