@@ -10,38 +10,13 @@ import type { ToolErrorData } from '../../core/errors.js';
 import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { decodeTask, encodeAnswer, type LaneTask } from '../lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
+import { acquire, release, type ComponentRuntime } from './component-runtime.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { classifyGuestFailure } from './guest-failure.js';
-import { HostBridge, OutputLimitExceeded, helloMainThread, laneBell, preparation } from './host-bridge.js';
-import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn, whenNoTaskRuns } from './running-tasks.js';
+import { HostBridge, OutputLimitExceeded, helloMainThread, laneBell } from './host-bridge.js';
+import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
 import { LaneSpin } from './lane-spin.js';
-
-/** Instances kept per conversation, per component, in `conversation` isolation. */
-const CONVERSATION_INSTANCES = 32;
-
-/**
- * A component as this worker knows it, at one memory cap: its glue, its
- * compiled (capped) modules, and instances kept for later.
- */
-interface ComponentRuntime {
-  instantiate: InstantiateFn;
-  modules: Map<string, WebAssembly.Module>;
-  /** Made (or reset to its snapshot) while the worker was idle, for the next call. */
-  spare?: GuestInstance;
-  /** Whether the spare is a used instance reset to its snapshot rather than a new one. */
-  spareRestored?: boolean;
-  /** Resets refused in a row (see RESETS_BEFORE_GIVING_UP). */
-  refusedResets: number;
-  /** The instance the last call left, until it is reset into the spare (or dropped). */
-  awaitingReset?: GuestInstance;
-  /** New spares made (not resets). */
-  sparesMade: number;
-  /** Kept between calls in `worker` isolation. */
-  kept?: GuestInstance;
-  /** Kept between one conversation's calls in `conversation` isolation (least recently used first). */
-  conversations: Map<string, GuestInstance>;
-}
 
 /** Tasks come on the lane (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
 const lane = helloMainThread();
@@ -85,18 +60,6 @@ function answered(taskId: number): void {
   spin?.schedule();
 }
 
-/** Spares that took less than this to make are warmed with describe() (see prepareSpare). */
-const WARM_SPARES_BELOW_MS = 1;
-
-/**
- * A component whose used instances could not be reset this many times in a
- * row (its calls grow memory or create resources every time) stops paying
- * for snapshots: its spares are made as before.
- */
-const RESETS_BEFORE_GIVING_UP = 4;
-/** ...but one spare in this many is still snapshotted, in case its calls changed. */
-const RETRY_SNAPSHOTS_EVERY = 16;
-
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
 
@@ -114,73 +77,6 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
   return runtime;
 }
 
-/**
- * Make the runtime's spare instance once the current task has answered; the
- * worker's status block says it is busy until then (the pool routes calls to
- * other idle workers meanwhile). Returns whether a spare will be made.
- *
- * With `used` (an instance that served a call in the default isolation), the
- * spare is that instance reset to the snapshot taken before its first call,
- * when the reset can make it exactly what it was (instance-snapshot.ts): a
- * memcpy instead of an instantiation. Otherwise it is dropped and a new
- * instance is made, as before.
- */
-function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: GuestInstance): boolean {
-  if (runtime.spare) return false;
-  // A call may reach the worker before this runs: it then resets the instance itself (acquire).
-  runtime.awaitingReset = used;
-  // A reset is a memcpy: the pool may send the next call here meanwhile rather than wake a sleeping worker.
-  const quick = used !== undefined && used.resettable && runtime.refusedResets === 0;
-  preparation.announce(quick);
-  whenNoTaskRuns(() => {
-    preparation.start(taskId);
-    try {
-      resetAwaiting(runtime);
-      if (!runtime.spare) {
-        const t0 = now();
-        const spare = new GuestInstance(runtime.instantiate, runtime.modules);
-        // A small guest is warmed with describe() (no call's data; every spare
-        // does the same): the glue's lazy per-instance state and the guest's
-        // first-run paths are then paid here, not by the call (C echo's first
-        // call 0.18 -> 0.04 ms). A large one is not: its describe() costs more
-        // than it saves (componentize-js: ~8 ms to save ~1.4 ms) and would keep
-        // the worker busy that much longer.
-        // An instance that will be snapshotted is always warmed: the snapshot
-        // then holds the allocator's grown heap and the glue's lazy state, so
-        // a call that fits in it leaves memory the size it was (a reset needs
-        // that), and the warming is paid once, not per call.
-        runtime.sparesMade += 1;
-        const snapshots = runtime.refusedResets < RESETS_BEFORE_GIVING_UP || runtime.sparesMade % RETRY_SNAPSHOTS_EVERY === 0;
-        if (snapshots || now() - t0 < WARM_SPARES_BELOW_MS) spare.describe();
-        if (snapshots) spare.snapshot();
-        runtime.spare = spare;
-        runtime.spareRestored = false;
-      }
-    } catch {
-      // The next call instantiates in the foreground and reports the failure.
-    } finally {
-      preparation.end(quick);
-    }
-  });
-  return true;
-}
-
-/** Reset the instance a call left (if any) into the spare; returns whether it became the spare. */
-function resetAwaiting(runtime: ComponentRuntime): boolean {
-  const used = runtime.awaitingReset;
-  runtime.awaitingReset = undefined;
-  if (runtime.spare || used === undefined) return false;
-  const refusal = used.reset();
-  if (refusal === undefined) {
-    runtime.spare = used;
-    runtime.spareRestored = true;
-    runtime.refusedResets = 0;
-    return true;
-  }
-  // A crash says nothing about whether this component's calls can be reset; the rest does.
-  if (refusal !== 'poisoned') runtime.refusedResets += 1;
-  return false;
-}
 
 async function describe(task: DescribeTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {
   const runtime = await runtimeFor(task, bridge);
@@ -199,60 +95,6 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
   return { ok: true, tools, accounting };
 }
 
-/** The instance for a call, and where it came from. */
-function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall): { instance: GuestInstance; source: WorkerAccounting['instance']; instantiateMs: number } {
-  if (GuestInstance.needsBinding(active)) {
-    // A worktree or an environment is read while the guest initializes: make
-    // an instance for this call alone, with the call bound from the start.
-    const t0 = now();
-    const instance = new GuestInstance(runtime.instantiate, runtime.modules, active);
-    return { instance, source: 'fresh', instantiateMs: now() - t0 };
-  }
-  const conversation = task.isolation === 'conversation' ? task.conversationKey : undefined;
-  const kept = task.isolation === 'worker' ? runtime.kept : conversation !== undefined ? runtime.conversations.get(conversation) : undefined;
-  if (kept) return { instance: kept, source: 'reused', instantiateMs: 0 };
-  // The previous call's instance not reset yet (this call came first): a reset is far cheaper than a new instance.
-  const t0 = now();
-  if (!runtime.spare && resetAwaiting(runtime)) {
-    const instance = runtime.spare!;
-    runtime.spare = undefined;
-    return { instance, source: 'restored', instantiateMs: now() - t0 };
-  }
-  if (runtime.spare) {
-    const instance = runtime.spare;
-    runtime.spare = undefined;
-    return { instance, source: runtime.spareRestored === true ? 'restored' : 'prewarmed', instantiateMs: 0 };
-  }
-  const instance = new GuestInstance(runtime.instantiate, runtime.modules);
-  // In the default isolation, record it before its call (unwarmed: warming would delay the call), so it
-  // may be reset afterwards instead of replaced.
-  if (task.isolation === 'call' && runtime.refusedResets < RESETS_BEFORE_GIVING_UP) instance.snapshot();
-  return { instance, source: 'fresh', instantiateMs: now() - t0 };
-}
-
-/** Keep or drop the instance after a call, by isolation; prepare the next spare (returns whether it will). */
-function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInstance): boolean {
-  if (instance.boundTo !== undefined) {
-    // Made for one call's capabilities: never kept; the spare (if any) is untouched.
-    return prepareSpare(runtime, task.taskId);
-  }
-  const conversation = task.isolation === 'conversation' ? task.conversationKey : undefined;
-  if (task.isolation === 'worker') {
-    runtime.kept = instance.poisoned ? undefined : instance;
-  } else if (conversation !== undefined) {
-    runtime.conversations.delete(conversation);
-    if (!instance.poisoned) {
-      runtime.conversations.set(conversation, instance);
-      if (runtime.conversations.size > CONVERSATION_INSTANCES) {
-        const oldest = runtime.conversations.keys().next().value;
-        if (oldest !== undefined) runtime.conversations.delete(oldest);
-      }
-    }
-  }
-  // Reused modes keep their instance: a spare serves only their first call, or one after a crash.
-  if (task.isolation !== 'call' && !instance.poisoned) return false;
-  return prepareSpare(runtime, task.taskId, task.isolation === 'call' ? instance : undefined);
-}
 
 /** One call on a component this worker knows (synchronous: the guest runs to its end here). */
 function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, startedAt: number): WorkerOutcome {
