@@ -11,8 +11,8 @@ import { SpareStatus } from './spare-status.js';
 
 /**
  * One worker's announcements, oldest first: the task whose answer announced
- * a spare and the spare's component, in two parallel lists (task ids grow:
- * a worker answers in order). Lists, not a Map: an entry a call, dropped in
+ * a spare and the spare's component, in two parallel lists (task ids mostly
+ * grow: a worker answers in order). Lists, not a Map: an entry a call, dropped in
  * bulk at the next sweep, and Map churn cost the main thread ~1 % at 8 calls
  * in flight.
  */
@@ -106,7 +106,9 @@ export class SpareWatch {
         // Stopped once: the status block goes with the worker.
         this.#statuses.delete(id);
         this.#terminate(id);
-        const component = announced?.taskIds[0] === current ? announced.components[0] : undefined;
+        // Usually the first left; a task posted again after its worker was lost can answer out of order.
+        const at = announced?.taskIds.indexOf(current) ?? -1;
+        const component = at === -1 ? undefined : announced!.components[at];
         if (component !== undefined) for (const listener of this.#wedgedListeners) listener(component, id);
       }
       if (busy) this.#sweep = setTimeout(sweep, interval).unref();
