@@ -27,7 +27,7 @@ export interface ComponentRuntime {
   spareRestored?: boolean;
   /** Resets refused in a row (see RESETS_BEFORE_GIVING_UP). */
   refusedResets: number;
-  /** How long its last reset took (ms; undefined before the first): only a short one is announced quick. */
+  /** How long its resets take (ms, moving average; undefined before the first): only short ones are announced quick. */
   resetMs?: number;
   /** The instance the last call left, until it is reset into the spare (or dropped). */
   awaitingReset?: GuestInstance;
@@ -49,6 +49,8 @@ export interface ComponentRuntime {
  * worker (p50 ~1.5 ms) while the other worker sat ready.
  */
 const QUICK_RESET_MS = 0.1;
+/** Weight of the newest reset in ComponentRuntime.resetMs (a moving average). */
+const RESET_WEIGHT = 0.25;
 
 /** Spares that took less than this to make are warmed with describe() (see prepareSpare). */
 const WARM_SPARES_BELOW_MS = 1;
@@ -122,7 +124,9 @@ export function resetAwaiting(runtime: ComponentRuntime): boolean {
   if (runtime.spare || used === undefined) return false;
   const t0 = now();
   const refusal = used.reset();
-  runtime.resetMs = now() - t0;
+  // Averaged: one reset the VM preempted must not send the next call to a sleeping worker.
+  const ms = now() - t0;
+  runtime.resetMs = runtime.resetMs === undefined ? ms : runtime.resetMs + RESET_WEIGHT * (ms - runtime.resetMs);
   if (refusal === undefined) {
     runtime.spare = used;
     runtime.spareRestored = true;
