@@ -116,11 +116,12 @@ describe('putting a memory back', () => {
       const memory = new WebAssembly.Memory({ initial: pages });
       const live = new Uint8Array(memory.buffer);
       for (let i = 0; i < live.length; i += 7) live[i] = (i * 31) & 0xff;
+      const saved = saveMemory(memory);
       const bytes = Buffer.from(live);
       // A chunk's first and last byte, one in the middle, the memory's first and last, and a run across a chunk boundary.
       for (const at of [0, 16_383, 16_384, 40_000, live.length - 1]) live[at]! ^= 0xff;
       live.fill(0xab, 32_760, 32_800);
-      restoreMemory({ memory, bytes });
+      restoreMemory(saved);
       expect(Buffer.compare(Buffer.from(memory.buffer), bytes)).toBe(0);
     });
   }
@@ -173,8 +174,9 @@ describe('putting a memory back', () => {
 
   it('writes into the memory as it is now, after its buffer was replaced (the view it kept is not reused)', () => {
     const memory = new WebAssembly.Memory({ initial: 1, maximum: 2 });
-    const bytes = Buffer.alloc(64 * 1024, 7);
-    const saved = { memory, bytes };
+    new Uint8Array(memory.buffer).fill(7);
+    const saved = saveMemory(memory);
+    const bytes = Buffer.from(saved.bytes);
     restoreMemory(saved);
     memory.grow(1);
     new Uint8Array(memory.buffer).fill(1, 0, 100);

@@ -5,7 +5,7 @@
  * input, refused policy) emits only its `error`, with `stage: 'rejected'`.
  */
 import type { ErrorCode } from './errors.js';
-import type { CallAccounting, ToolResult } from './result.js';
+import type { CallAccounting, ReportedAccounting, ToolResult } from './result.js';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
 
@@ -83,7 +83,7 @@ export interface ToolEventSink {
  */
 export interface RunnerSink extends ToolEventSink {
   /** Add what the runner measured (queue time, CPU time, instance reuse, refused requests) to the call's accounting. */
-  account(accounting: Partial<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>): void;
+  account(accounting: ReportedAccounting): void;
   /** The tool hit one of the host's limits (`limit`: the limit's config key); for metrics. */
   limit?(limit: string): void;
   /**

@@ -50,6 +50,9 @@ export interface CallAccounting {
   events: number;
 }
 
+/** What a runner may report about its call (RunnerSink.account); the call adds the rest. */
+export type ReportedAccounting = Partial<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>;
+
 /** The result of one call. `isError` is true when the call failed after it was accepted. */
 export interface ToolResult {
   content: ContentBlock[];

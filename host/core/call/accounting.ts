@@ -1,8 +1,5 @@
 /** A call's accounting, from what its runner reported and the call's own counts. */
-import type { CallAccounting } from '../result.js';
-
-/** What a runner may report about its call (see RunnerSink.account). */
-export type ReportedAccounting = Partial<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>;
+import type { CallAccounting, ReportedAccounting } from '../result.js';
 
 /**
  * Built field by field in one order, not spread from what the runner

@@ -16,7 +16,7 @@
 import type { ToolContext } from '../context.js';
 import type { CallWatcher, RunnerSink } from '../events.js';
 import { Extensions } from '../extensions.js';
-import type { CallAccounting } from '../result.js';
+import type { ReportedAccounting } from '../result.js';
 import type { ConversationState } from '../state.js';
 import type { AdmittedCall } from './admission.js';
 
@@ -80,7 +80,7 @@ export interface SinkMethods {
   progress: RunnerSink['progress'];
   delta: RunnerSink['delta'];
   log: RunnerSink['log'];
-  account(accounting: Partial<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>): void;
+  account(accounting: ReportedAccounting): void;
   limit(limit: string): void;
   watch(watcher: CallWatcher): () => void;
 }

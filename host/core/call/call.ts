@@ -18,13 +18,13 @@ import { ToolhostError, toErrorData, type CancelOutcome, type ToolErrorData } fr
 import { EventChannel } from '../event-channel.js';
 import type { CallWatcher, ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } from '../events.js';
 import type { Logger } from '../logger.js';
-import { isRichResult, jsonResult, type CallAccounting, type ToolResult } from '../result.js';
+import { isRichResult, jsonResult, type CallAccounting, type ReportedAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
 import { ConversationState, InMemoryStateStore, conversationScope, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
 import type { ToolRun } from '../tool.js';
 import { nestsDeeperThan } from '../result-depth.js';
 import type { AdmittedCall } from './admission.js';
-import { accountingOf, type ReportedAccounting } from './accounting.js';
+import { accountingOf } from './accounting.js';
 import { CallContext, CallSink } from './call-views.js';
 import type { CallStream } from './options.js';
 import { failureOf } from './precedence.js';

@@ -64,8 +64,6 @@ const RESETS_BEFORE_GIVING_UP = 4;
 /** ...but one spare in this many is still snapshotted, in case its calls changed. */
 const RETRY_SNAPSHOTS_EVERY = 16;
 
-const now = (): number => performance.timeOrigin + performance.now();
-
 /**
  * Make the runtime's spare instance once the current task has answered; the
  * worker's status block says it is busy until then (the pool routes calls to
@@ -89,7 +87,7 @@ export function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: G
     try {
       resetAwaiting(runtime);
       if (!runtime.spare) {
-        const t0 = now();
+        const t0 = performance.now();
         const spare = new GuestInstance(runtime.instantiate, runtime.modules);
         // A small guest is warmed with describe() (no call's data; every spare
         // does the same): the glue's lazy per-instance state and the guest's
@@ -103,7 +101,7 @@ export function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: G
         // that), and the warming is paid once, not per call.
         runtime.sparesMade += 1;
         const snapshots = runtime.refusedResets < RESETS_BEFORE_GIVING_UP || runtime.sparesMade % RETRY_SNAPSHOTS_EVERY === 0;
-        if (snapshots || now() - t0 < WARM_SPARES_BELOW_MS) spare.describe();
+        if (snapshots || performance.now() - t0 < WARM_SPARES_BELOW_MS) spare.describe();
         if (snapshots) spare.snapshot();
         runtime.spare = spare;
         runtime.spareRestored = false;
@@ -122,10 +120,10 @@ export function resetAwaiting(runtime: ComponentRuntime): boolean {
   const used = runtime.awaitingReset;
   runtime.awaitingReset = undefined;
   if (runtime.spare || used === undefined) return false;
-  const t0 = now();
+  const t0 = performance.now();
   const refusal = used.reset();
   // Averaged: one reset the VM preempted must not send the next call to a sleeping worker.
-  const ms = now() - t0;
+  const ms = performance.now() - t0;
   runtime.resetMs = runtime.resetMs === undefined ? ms : runtime.resetMs + RESET_WEIGHT * (ms - runtime.resetMs);
   if (refusal === undefined) {
     runtime.spare = used;
@@ -143,19 +141,19 @@ export function acquire(runtime: ComponentRuntime, task: CallTask, active: Activ
   if (GuestInstance.needsBinding(active)) {
     // A worktree or an environment is read while the guest initializes: make
     // an instance for this call alone, with the call bound from the start.
-    const t0 = now();
+    const t0 = performance.now();
     const instance = new GuestInstance(runtime.instantiate, runtime.modules, active);
-    return { instance, source: 'fresh', instantiateMs: now() - t0 };
+    return { instance, source: 'fresh', instantiateMs: performance.now() - t0 };
   }
   const conversation = task.isolation === 'conversation' ? task.conversationKey : undefined;
   const kept = task.isolation === 'worker' ? runtime.kept : conversation !== undefined ? runtime.conversations.get(conversation) : undefined;
   if (kept) return { instance: kept, source: 'reused', instantiateMs: 0 };
   // The previous call's instance not reset yet (this call came first): a reset is far cheaper than a new instance.
-  const t0 = now();
+  const t0 = performance.now();
   if (!runtime.spare && resetAwaiting(runtime)) {
     const instance = runtime.spare!;
     runtime.spare = undefined;
-    return { instance, source: 'restored', instantiateMs: now() - t0 };
+    return { instance, source: 'restored', instantiateMs: performance.now() - t0 };
   }
   if (runtime.spare) {
     const instance = runtime.spare;
@@ -166,7 +164,7 @@ export function acquire(runtime: ComponentRuntime, task: CallTask, active: Activ
   // In the default isolation, record it before its call (unwarmed: warming would delay the call), so it
   // may be reset afterwards instead of replaced.
   if (task.isolation === 'call' && runtime.refusedResets < RESETS_BEFORE_GIVING_UP) instance.snapshot();
-  return { instance, source: 'fresh', instantiateMs: now() - t0 };
+  return { instance, source: 'fresh', instantiateMs: performance.now() - t0 };
 }
 
 /** Keep or drop the instance after a call, by isolation; prepare the next spare (returns whether it will). */

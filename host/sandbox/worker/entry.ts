@@ -29,12 +29,10 @@ const controlBuffers = new Map<number, SharedArrayBuffer>();
 
 function onLaneMessage(message: LaneTask): void {
   if (!lane) return;
-  let taskId = Array.isArray(message) ? message[0] : message.taskId;
+  const taskId = Array.isArray(message) ? message[0] : message.taskId;
   let answer: TaskAnswer | Promise<TaskAnswer>;
   try {
-    const wire = decodeTask(message, controlBuffers);
-    taskId = wire.taskId;
-    answer = runInTurn(wire, false);
+    answer = runInTurn(decodeTask(message, controlBuffers), false);
   } catch (error) {
     postFailure(lane, taskId, error);
     return;

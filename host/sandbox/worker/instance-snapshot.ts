@@ -44,8 +44,8 @@ export interface SavedMemory {
   bytes: Buffer;
   /** A view of the memory as it is, kept while the memory keeps its buffer (a grow replaces it; such a reset refuses anyway). */
   live?: Buffer;
-  /** The snapshot as runs of zero and non-zero pages (see `saveMemory`); without them, `bytes` is put back as one run. */
-  runs?: readonly MemoryRun[];
+  /** The snapshot as runs of zero and non-zero pages (see `saveMemory`). */
+  runs: readonly MemoryRun[];
 }
 
 /**
@@ -100,11 +100,10 @@ export function saveMemory(memory: WebAssembly.Memory): SavedMemory {
  * twice; its zero runs are read once, not twice (~1.0 ms a reset before).
  */
 export function restoreMemory(saved: SavedMemory): void {
-  const { bytes } = saved;
+  const { bytes, runs } = saved;
   const buffer = saved.memory.buffer;
   let live = saved.live;
   if (live?.buffer !== buffer) live = saved.live = Buffer.from(buffer);
-  const runs = saved.runs ?? [{ start: 0, end: bytes.byteLength, source: bytes }];
   const compare = bytes.byteLength > COMPARE_ABOVE_BYTES;
   for (let i = 0; i < runs.length; i += 1) {
     const { start, end, source } = runs[i]!;
