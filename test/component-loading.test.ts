@@ -1,9 +1,10 @@
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from '@bytecodealliance/jco';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolhostError, type ToolRegistry } from '../host/index.js';
+import { WasmReader } from '../host/sandbox/wasm-binary.js';
 import { example, examplesDir, freshCacheDir, hasCGuests, makeRegistry } from './helpers.js';
 
 const registries: ToolRegistry[] = [];
@@ -22,10 +23,52 @@ function tempFile(name: string, content: Uint8Array | string): string {
   return path;
 }
 
-async function loadError(paths: string | string[]): Promise<ToolhostError> {
-  const error = await registry().registerWasmTools(paths).then(() => undefined, (e: unknown) => e);
+async function loadError(paths: string | string[], containment?: 'thread' | 'process'): Promise<ToolhostError> {
+  const loading = containment ? makeRegistry({ sandbox: { containment, cacheDir: freshCacheDir() } }) : registry();
+  if (containment) registries.push(loading);
+  const error = await loading.registerWasmTools(paths).then(() => undefined, (e: unknown) => e);
   expect(error).toBeInstanceOf(ToolhostError);
   return error as ToolhostError;
+}
+
+/**
+ * The component's bytes with its first core module's first function of four bytes or more rewritten to `unreachable;
+ * throw_ref; nop...; end`. jco's validator accepts that (exception handling; after `unreachable`
+ * anything type-checks), Node 20's V8 does not know the opcode: the component transpiles and its
+ * core module does not compile, as a fuzzed component once found.
+ */
+function withCodeV8Refuses(component: Uint8Array): Uint8Array {
+  const bytes = component.slice();
+  const sections = (reader: WasmReader, end: number, visit: (id: number, start: number, size: number) => boolean): void => {
+    while (reader.offset < end) {
+      const id = reader.byte();
+      const size = reader.leb();
+      if (visit(id, reader.offset, size)) return;
+      reader.skip(size);
+    }
+  };
+  let done = false;
+  sections(new WasmReader(bytes, 8), bytes.length, (id, start, size) => {
+    if (id !== 1) return false; // 1: a core module section
+    sections(new WasmReader(bytes, start + 8), start + size, (moduleId, codeStart) => {
+      if (moduleId !== 10) return false; // 10: the code section
+      const code = new WasmReader(bytes, codeStart);
+      // The first body long enough to hold the four bytes.
+      let bodySize = 0;
+      for (let left = code.leb(); left > 0 && bodySize < 4; left--) {
+        bodySize = code.leb();
+        if (bodySize < 4) code.skip(bodySize);
+      }
+      if (bodySize < 4) return true;
+      const body = [0x00, 0x00, 0x0a, ...new Array<number>(bodySize - 4).fill(0x01), 0x0b]; // no locals, unreachable, throw_ref, nops, end
+      bytes.set(body, code.offset);
+      done = true;
+      return true;
+    });
+    return true;
+  });
+  if (!done) throw new Error('no core code section found');
+  return bytes;
 }
 
 describe('loading components', () => {
@@ -51,10 +94,15 @@ describe('loading components', () => {
   });
 
   it('refuses a truncated component', async () => {
-    const { readFileSync } = await import('node:fs');
     const bytes = readFileSync(example('json'));
     const error = await loadError(tempFile('cut.wasm', bytes.subarray(0, 5000)));
     expect(error.code).toBe('COMPONENT_INVALID');
+  });
+
+  it.runIf(hasCGuests).each(['thread', 'process'] as const)('refuses a component whose core code does not compile, naming the module (%s containment)', async (containment) => {
+    const error = await loadError(tempFile('bad-code.wasm', withCodeV8Refuses(readFileSync(example('ctools')))), containment);
+    expect(error.code).toBe('COMPONENT_INVALID');
+    expect(error.message).toMatch(/core module \S+ does not compile \(Compiling function #\d+ failed/);
   });
 
   it('refuses a missing path', async () => {

@@ -21,6 +21,7 @@ import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps, tableElementsForHeap } from './memory-cap.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
+import { compileCoreModules } from './core-compile.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
@@ -350,7 +351,7 @@ function modulesPerCap(cached: CachedComponent, what: string, tableElements: num
   };
   return {
     bytesFor: oncePerCap(capped),
-    modulesFor: oncePerCap(async (memoryMb) => Promise.all((await capped(memoryMb)).map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => [name, await WebAssembly.compile(bytes)]))),
+    modulesFor: oncePerCap(async (memoryMb) => compileCoreModules(await capped(memoryMb), what)),
   };
 }
 

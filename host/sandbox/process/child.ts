@@ -13,6 +13,7 @@ import { ToolhostError, type ToolErrorData } from '../../core/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { SandboxPool } from '../pool.js';
 import type { CoreModules, RpcRequest } from '../protocol.js';
+import { compileCoreModules } from '../core-compile.js';
 import { STATS_INTERVAL_MS, type ChildPoolOptions, type FromChild, type ToChild } from './messages.js';
 
 if (process.send === undefined) {
@@ -39,7 +40,7 @@ let nextRpcId = 1;
 
 /** Compiled modules per (component, cap), as the host's loader keeps them in thread containment. */
 const compiled = new Map<string, Promise<CoreModules>>();
-const moduleRequests = new Map<number, { resolve: (modules: CoreModules) => void; reject: (error: Error) => void }>();
+const moduleRequests = new Map<number, { componentId: string; resolve: (modules: CoreModules) => void; reject: (error: Error) => void }>();
 let nextModuleRequest = 1;
 
 function modulesFor(componentId: string, memoryMb: number): Promise<CoreModules> {
@@ -48,7 +49,7 @@ function modulesFor(componentId: string, memoryMb: number): Promise<CoreModules>
   if (!modules) {
     modules = new Promise<CoreModules>((resolve, reject) => {
       const requestId = nextModuleRequest++;
-      moduleRequests.set(requestId, { resolve, reject });
+      moduleRequests.set(requestId, { componentId, resolve, reject });
       send({ type: 'modules', requestId, componentId, memoryMb });
     });
     modules.catch(() => compiled.delete(key));
@@ -160,7 +161,7 @@ function onMessage(message: ToChild): void {
         waiting.reject(ToolhostError.fromData(message.error));
         break;
       }
-      Promise.all(message.modules.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => [name, await WebAssembly.compile(bytes)])).then(waiting.resolve, waiting.reject);
+      compileCoreModules(message.modules, `component ${waiting.componentId}`).then(waiting.resolve, waiting.reject);
       break;
     }
     case 'warm':
