@@ -1,9 +1,9 @@
 /** An idle worker spins briefly for its next task, only when welcome, and rests when spins catch nothing. */
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LaneBell, LaneBells } from '../host/sandbox/lane-bell.js';
 import { DEFAULT_SPIN_MICROS, resolveOptions } from '../host/sandbox/pool-options.js';
-import { LaneSpin, MISSES_BEFORE_REST, REST_TURNS } from '../host/sandbox/worker/lane-spin.js';
+import { LaneSpin, MISSES_BEFORE_REST, REST_TURNS, type SpinSource } from '../host/sandbox/worker/lane-spin.js';
 import { example, makeRegistry } from './helpers.js';
 
 const closers: Array<() => unknown> = [];
@@ -11,12 +11,17 @@ afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
+/** A spin's source over a bare port (the worker's lane reader adds its ring). */
+function portSource(port: MessagePort): SpinSource<unknown> {
+  return { next: () => (receiveMessageOnPort(port) as { message: unknown } | undefined)?.message, listen: () => {} };
+}
+
 function lane(idle = () => true) {
   const { port1, port2 } = new MessageChannel();
   closers.push(() => port1.close());
   const bell = new LaneBell();
   const handled: unknown[] = [];
-  const spin = new LaneSpin(bell, port1, (message) => handled.push(message), idle);
+  const spin = new LaneSpin(bell, portSource(port1), (message) => handled.push(message), idle);
   return { bell, spin, handled, sender: port2 };
 }
 
@@ -46,7 +51,7 @@ describe('a worker spinning for its next task', () => {
     const bell = new LaneBell();
     bell.set(true, 2_000_000);
     const handled: unknown[] = [];
-    const spin = new LaneSpin(bell, port1, (message) => handled.push(message), () => true);
+    const spin = new LaneSpin(bell, portSource(port1), (message) => handled.push(message), () => true);
     // The poster waits until the spin has begun (the bell says so), then posts and rings, as the pool does.
     const poster = new Worker(`
       const { workerData } = require('node:worker_threads');

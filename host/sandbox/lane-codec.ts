@@ -34,6 +34,12 @@ export type CallMessage = [number, SharedArrayBuffer | undefined, number, number
 /** What a lane carries to a worker. */
 export type LaneTask = CallMessage | Exclude<TaskWire, CallWire>;
 
+/** A kick: the lane's ring holds a call, and the worker was waiting in its event loop (see task-ring.ts). */
+export const LANE_KICK = 0;
+
+/** What a lane's port carries to a worker: a task, or a kick. */
+export type LaneMessage = LaneTask | typeof LANE_KICK;
+
 const INSTANCES: ReadonlyArray<WorkerAccounting['instance']> = ['fresh', 'prewarmed', 'restored', 'reused'];
 const ISOLATIONS: readonly Isolation[] = ['call', 'conversation', 'worker'];
 const CPU_CLOCKS: ReadonlyArray<WorkerAccounting['cpuClock']> = ['thread', 'process', 'none'];

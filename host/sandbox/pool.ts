@@ -22,6 +22,7 @@ import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
 import { AnswerPoll } from './answer-poll.js';
 import { LaneBells, type SpinCounts } from './lane-bell.js';
+import { TaskRing } from './task-ring.js';
 import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
 import { LaneClosed } from './task-lanes.js';
@@ -307,7 +308,7 @@ export class SandboxPool {
       const { threadId, tasks, replies, status } = post;
       this.#replies.set(threadId, replies);
       this.#spares.add(threadId, status);
-      this.#dispatch.lanes.open(threadId, tasks, this.#bells.add(threadId, post.bell));
+      this.#dispatch.lanes.open(threadId, tasks, this.#bells.add(threadId, post.bell), new TaskRing(post.ring));
       this.#lastWorkerError = undefined;
       // The port closes when its worker exits (stopped by a budget, or by the pool).
       replies.on('close', () => {

@@ -17,7 +17,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ChurnTable } from '../core/churn-table.js';
 import type { LaneBell } from './lane-bell.js';
-import { carriesBuffer, decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
+import { LANE_KICK, carriesBuffer, decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
+import { fitsRing, type TaskRing } from './task-ring.js';
 import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
 
 /** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
@@ -38,6 +39,8 @@ interface Unanswered {
 interface Lane {
   port: MessagePort;
   bell: LaneBell | undefined;
+  /** Where plain calls go without a post (see task-ring.ts). */
+  ring: TaskRing | undefined;
   /** A ChurnTable, not a Map: see churn-table.ts. */
   unanswered: ChurnTable<number, Unanswered>;
   /** When the lane last went from idle to busy (performance.now()), while busy. */
@@ -64,9 +67,9 @@ export class TaskLanes {
     this.#events = events;
   }
 
-  /** Open `threadId`'s lane on the port its worker sent (with its bell, rung after each post: see lane-bell.ts). */
-  open(threadId: number, port: MessagePort, bell?: LaneBell): void {
-    const lane: Lane = { port, bell, unanswered: new ChurnTable(), busySince: 0, sentBuffers: new Set() };
+  /** Open `threadId`'s lane on the port its worker sent (with its bell, rung after each task: see lane-bell.ts; and its ring). */
+  open(threadId: number, port: MessagePort, bell?: LaneBell, ring?: TaskRing): void {
+    const lane: Lane = { port, bell, ring, unanswered: new ChurnTable(), busySince: 0, sentBuffers: new Set() };
     this.#lanes.set(threadId, lane);
     port.on('message', (reply: LaneReply) => this.#answer(threadId, lane, decodeAnswer(reply)));
     port.on('close', () => this.#close(threadId, lane));
@@ -113,8 +116,14 @@ export class TaskLanes {
     lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
     const message = encodeTask(wire, lane.sentBuffers);
     try {
-      lane.port.postMessage(message);
-      // After the post: a spinning worker that sees the ring finds the task in its port.
+      const { ring } = lane;
+      if (ring !== undefined && Array.isArray(message) && fitsRing(message) && ring.push(message)) {
+        // A worker that runs a task or spins takes it when it looks; one in its event loop needs a kick.
+        if (ring.listening) lane.port.postMessage(LANE_KICK);
+      } else {
+        lane.port.postMessage(message);
+      }
+      // After the post: a spinning worker that sees the ring finds the task in its port or ring.
       lane.bell?.ring();
     } catch (error) {
       // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on; a buffer it carried did not arrive.

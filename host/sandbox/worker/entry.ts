@@ -8,21 +8,23 @@ import { performance } from 'node:perf_hooks';
 import { threadId, type MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
-import { decodeTask, encodeAnswer, type LaneTask } from '../lane-codec.js';
+import { decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { acquire, release, type ComponentRuntime } from './component-runtime.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { classifyGuestFailure } from './guest-failure.js';
-import { HostBridge, OutputLimitExceeded, helloMainThread, laneBell } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded, helloMainThread, laneBell, laneRing } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
 import { LaneSpin } from './lane-spin.js';
+import { LaneReader } from './lane-reader.js';
 
-/** Tasks come on the lane (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
+/** Tasks come on the lane, posted or in its ring (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
 const lane = helloMainThread();
-lane?.on('message', onLaneMessage);
+const reader = lane ? new LaneReader(lane, laneRing, onLaneMessage) : undefined;
+if (lane && reader) lane.on('message', (message: LaneMessage) => reader.onMessage(message));
 /** Spins for the next task after an answer, when the pool welcomes it (see lane-spin.ts). */
-const spin = lane ? new LaneSpin(laneBell, lane, (message) => onLaneMessage(message as LaneTask), idle) : undefined;
+const spin = reader ? new LaneSpin(laneBell, reader, (task) => reader.runAndDrain(task), idle) : undefined;
 
 /** The control buffers the lane has carried, by id (see lane-codec.ts). */
 const controlBuffers = new Map<number, SharedArrayBuffer>();

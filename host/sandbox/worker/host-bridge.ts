@@ -34,6 +34,7 @@ import {
   type WorkerPost,
 } from '../protocol.js';
 import { LaneBell } from '../lane-bell.js';
+import { TaskRing } from '../task-ring.js';
 import { SpareStatus } from '../spare-status.js';
 
 let replies: MessagePort | undefined;
@@ -43,6 +44,8 @@ let nextRpcId = 1;
 export const preparation = new SpareStatus();
 /** This worker's lane bell (see lane-bell.ts): how it may spin for its next task. */
 export const laneBell = new LaneBell();
+/** This worker's task ring (see task-ring.ts): plain calls the pool hands it without a post. */
+export const laneRing = new TaskRing();
 
 /** Send the main thread this worker's task lane, reply port and status block; once, when the worker starts. Returns the worker's end of the lane. */
 export function helloMainThread(): MessagePort | undefined {
@@ -52,7 +55,9 @@ export function helloMainThread(): MessagePort | undefined {
   // Read only with receiveMessageOnPort: the port must not keep the thread alive or dispatch events.
   replies.unref();
   const lane = new MessageChannel();
-  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer, bell: laneBell.buffer };
+  // The worker waits in its event loop until its first task: a call put in its ring needs a kick.
+  laneRing.listen(true);
+  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer, bell: laneBell.buffer, ring: laneRing.buffer };
   parentPort.postMessage(hello, [lane.port2, channel.port2]);
   return lane.port1;
 }

@@ -4,15 +4,23 @@
  * After a task's answer, once the worker has nothing left to do in that turn
  * of its event loop (the spare instance is made first: its preparation was
  * scheduled before the spin), it watches its bell for up to the pool's
- * `spinMicros` and takes a task that arrives with `receiveMessageOnPort`,
- * handling it at once. Spins are bounded three ways: only while the pool
+ * `spinMicros` and takes a task that arrives (from its port or its ring, see
+ * lane-reader.ts), handling it at once. While it spins it does not listen:
+ * the pool puts a call in its ring without a kick. Spins are bounded three ways: only while the pool
  * says one is welcome; never longer than `spinMicros`; and after
  * `MISSES_BEFORE_REST` spins in a row that caught nothing (calls come
  * further apart than a spin lasts), the next `REST_TURNS` chances are
  * skipped, so a worker serving sparse traffic barely spins at all.
  */
-import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { LaneBell } from '../lane-bell.js';
+
+/** Where a spinning worker takes its next task from (its lane reader). */
+export interface SpinSource<T> {
+  /** The next task the lane holds, if any. */
+  next(): T | undefined;
+  /** The worker goes back to its event loop (true: the pool must kick it) or takes tasks without one (false). */
+  listen(on: boolean): void;
+}
 
 /** Spins in a row that caught nothing before the worker rests from spinning. */
 export const MISSES_BEFORE_REST = 4;
@@ -22,10 +30,10 @@ export const REST_TURNS = 64;
 /** What a spin did: caught a task, found none in time, or did not spin. */
 export type SpinResult = 'caught' | 'missed' | 'skipped';
 
-export class LaneSpin {
+export class LaneSpin<T> {
   readonly #bell: LaneBell;
-  readonly #port: MessagePort;
-  readonly #handle: (message: unknown) => void;
+  readonly #source: SpinSource<T>;
+  readonly #handle: (task: T) => void;
   /** Whether the worker is idle (no task running, waiting or leaving, no preparation put off): only then does it spin. */
   readonly #idle: () => boolean;
   #seen: number;
@@ -33,9 +41,9 @@ export class LaneSpin {
   #misses = 0;
   #resting = 0;
 
-  constructor(bell: LaneBell, port: MessagePort, handle: (message: unknown) => void, idle: () => boolean) {
+  constructor(bell: LaneBell, source: SpinSource<T>, handle: (task: T) => void, idle: () => boolean) {
     this.#bell = bell;
-    this.#port = port;
+    this.#source = source;
     this.#handle = handle;
     this.#idle = idle;
     this.#seen = bell.rings;
@@ -66,16 +74,18 @@ export class LaneSpin {
     const micros = this.#bell.spinMicros;
     if (micros <= 0 || !this.#idle()) return 'skipped';
     const deadline = performance.now() + micros / 1000;
+    const source = this.#source;
+    source.listen(false);
     // A task already waiting (the second of two a worker holds) is taken first: its ring may have been seen already.
-    let message = receiveMessageOnPort(this.#port) as { message: unknown } | undefined;
+    let task = source.next();
     this.#bell.spinning(true);
     try {
-      for (let turn = 0; message === undefined; turn += 1) {
+      for (let turn = 0; task === undefined; turn += 1) {
         const rings = this.#bell.rings;
         if (rings !== this.#seen) {
           this.#seen = rings;
-          message = receiveMessageOnPort(this.#port) as { message: unknown } | undefined;
-          if (message !== undefined) break;
+          task = source.next();
+          if (task !== undefined) break;
         }
         // The clock is read every 32 turns: an Atomics.load is far cheaper than performance.now().
         if ((turn & 31) === 31 && performance.now() >= deadline) break;
@@ -83,8 +93,13 @@ export class LaneSpin {
     } finally {
       this.#bell.spinning(false);
     }
-    this.#bell.spun(message !== undefined);
-    if (message === undefined) {
+    if (task === undefined) {
+      // Back to the event loop: listen, then look once more (a call put in the ring before the pool saw it listening gets no kick).
+      source.listen(true);
+      task = source.next();
+    }
+    this.#bell.spun(task !== undefined);
+    if (task === undefined) {
       this.#misses += 1;
       if (this.#misses >= MISSES_BEFORE_REST) {
         this.#misses = 0;
@@ -93,7 +108,7 @@ export class LaneSpin {
       return 'missed';
     }
     this.#misses = 0;
-    this.#handle(message.message);
+    this.#handle(task);
     return 'caught';
   }
 }
