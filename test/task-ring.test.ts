@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LANE_KICK, type CallMessage } from '../host/sandbox/lane-codec.js';
-import { RING_SLOTS, TaskRing, fitsRing, type RingCall } from '../host/sandbox/task-ring.js';
+import { RING_SLOTS, TaskRing, type RingCall } from '../host/sandbox/task-ring.js';
 import { root } from './helpers.js';
 
 const closers: Array<() => unknown> = [];
@@ -45,11 +45,12 @@ describe('a task ring', () => {
   });
 
   it('carries only plain calls that fit a slot: a carried buffer, extras or long strings go on the port', () => {
+    const ring = new TaskRing();
     const plain: CallMessage = [1, undefined, 0, 0, 0, 1, '{}', 'c-1', undefined];
-    expect(fitsRing(plain)).toBe(true);
-    expect(fitsRing([1, new SharedArrayBuffer(8), 0, 0, 0, 1, '{}', 'c-1', undefined])).toBe(false);
-    expect(fitsRing([1, undefined, 0, 0, 0, 1, '{}', 'c-1', { conversationId: 'x' }])).toBe(false);
-    expect(fitsRing([1, undefined, 0, 0, 0, 1, 'x'.repeat(4096), 'c-1', undefined])).toBe(false);
+    expect(ring.carries(plain)).toBe(true);
+    expect(ring.carries([1, new SharedArrayBuffer(8), 0, 0, 0, 1, '{}', 'c-1', undefined])).toBe(false);
+    expect(ring.carries([1, undefined, 0, 0, 0, 1, '{}', 'c-1', { conversationId: 'x' }])).toBe(false);
+    expect(ring.carries([1, undefined, 0, 0, 0, 1, 'x'.repeat(1000), 'c-1', undefined])).toBe(false);
   });
 
   it('says whether the worker listens', () => {

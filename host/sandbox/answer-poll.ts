@@ -15,16 +15,28 @@
  * trip. The price is the main thread's CPU while it waits, at most `micros`
  * a post. (Per call it was less, not more: main and worker together 90 ->
  * 77 µs of CPU a call in a tight loop, the wake-ups cost more than the wait.)
+ *
+ * While it turns, the workers' answer rings are read at every turn, so a
+ * worker leaves its answer there without a post (see answer-ring.ts).
  */
+
+/** What the poll reads at each turn: the lanes' answer rings. */
+export interface PolledAnswers {
+  /** Whether some task's answer is still awaited. */
+  outstanding(): boolean;
+  /** The poll starts (true) or stops (false): workers need not kick while it turns; at the stop the rings are read once more. */
+  polling(on: boolean): void;
+  /** Read the answers waiting. */
+  collect(): void;
+}
 export class AnswerPoll {
-  readonly #outstanding: () => boolean;
+  readonly #answers: PolledAnswers;
   /** The loop turns until then (performance.now() ms), while an answer is outstanding. */
   #until = 0;
   #turning = false;
 
-  /** `outstanding`: whether some task's answer is still awaited. */
-  constructor(outstanding: () => boolean) {
-    this.#outstanding = outstanding;
+  constructor(answers: PolledAnswers) {
+    this.#answers = answers;
   }
 
   /** A short task was posted: keep the loop turning for up to `micros` while answers are outstanding. */
@@ -32,6 +44,7 @@ export class AnswerPoll {
     this.#until = performance.now() + micros / 1000;
     if (this.#turning) return;
     this.#turning = true;
+    this.#answers.polling(true);
     setImmediate(this.#turn);
   }
 
@@ -40,7 +53,13 @@ export class AnswerPoll {
   }
 
   readonly #turn = (): void => {
-    if (this.#outstanding() && performance.now() < this.#until) setImmediate(this.#turn);
-    else this.#turning = false;
+    const answers = this.#answers;
+    answers.collect();
+    if (answers.outstanding() && performance.now() < this.#until) {
+      setImmediate(this.#turn);
+    } else {
+      this.#turning = false;
+      answers.polling(false);
+    }
   };
 }

@@ -23,6 +23,7 @@ import { WorkerStops } from './worker-stops.js';
 import { AnswerPoll } from './answer-poll.js';
 import { LaneBells, type SpinCounts } from './lane-bell.js';
 import { TaskRing } from './task-ring.js';
+import { AnswerRing } from './answer-ring.js';
 import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
 import { LaneClosed } from './task-lanes.js';
@@ -80,7 +81,11 @@ export class SandboxPool {
   /** Each worker's lane bell (from its hello): may it spin for its next task, and does it (see lane-bell.ts). */
   readonly #bells: LaneBells;
   /** Keeps the event loop turning while a short task's answer is out (see answer-poll.ts). */
-  readonly #answerPoll = new AnswerPoll(() => this.#dispatch.lanes.hasUnanswered());
+  readonly #answerPoll = new AnswerPoll({
+    outstanding: () => this.#dispatch.lanes.hasUnanswered(),
+    polling: (on) => this.#dispatch.lanes.polling(on),
+    collect: () => this.#dispatch.lanes.collect(),
+  });
   /** How a worker is stopped (after the answers it already posted are read, see worker-stops.ts). */
   readonly #stops = new WorkerStops((threadId) => this.#piscina.threads.find((worker) => worker.threadId === threadId)?.terminate());
   /** Where tasks go: each worker's task lane, and the queue of those no worker fits yet. */
@@ -308,7 +313,7 @@ export class SandboxPool {
       const { threadId, tasks, replies, status } = post;
       this.#replies.set(threadId, replies);
       this.#spares.add(threadId, status);
-      this.#dispatch.lanes.open(threadId, tasks, this.#bells.add(threadId, post.bell), new TaskRing(post.ring));
+      this.#dispatch.lanes.open(threadId, tasks, this.#bells.add(threadId, post.bell), { tasks: new TaskRing(post.ring), answers: new AnswerRing(post.answers) });
       this.#lastWorkerError = undefined;
       // The port closes when its worker exits (stopped by a budget, or by the pool).
       replies.on('close', () => {

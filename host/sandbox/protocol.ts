@@ -279,7 +279,7 @@ export type WorkerMessage =
 /** What a worker posts on its `parentPort`. */
 export type WorkerPost =
   /** Once, when the worker starts: its task lane, where the main thread answers its host calls, the worker's status block and its lane bell. */
-  | { toolhost: 'hello'; threadId: number; tasks: MessagePort; replies: MessagePort; status: SharedArrayBuffer; bell: SharedArrayBuffer; ring: SharedArrayBuffer }
+  | { toolhost: 'hello'; threadId: number; tasks: MessagePort; replies: MessagePort; status: SharedArrayBuffer; bell: SharedArrayBuffer; ring: SharedArrayBuffer; answers: SharedArrayBuffer }
   | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage };
 
 export type RpcRequest =

@@ -18,7 +18,8 @@ import type { MessagePort } from 'node:worker_threads';
 import { ChurnTable } from '../core/churn-table.js';
 import type { LaneBell } from './lane-bell.js';
 import { LANE_KICK, carriesBuffer, decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
-import { fitsRing, type TaskRing } from './task-ring.js';
+import type { TaskRing } from './task-ring.js';
+import type { AnswerRing } from './answer-ring.js';
 import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
 
 /** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
@@ -41,6 +42,8 @@ interface Lane {
   bell: LaneBell | undefined;
   /** Where plain calls go without a post (see task-ring.ts). */
   ring: TaskRing | undefined;
+  /** Where the worker leaves call answers (see answer-ring.ts). */
+  answers: AnswerRing | undefined;
   /** A ChurnTable, not a Map: see churn-table.ts. */
   unanswered: ChurnTable<number, Unanswered>;
   /** When the lane last went from idle to busy (performance.now()), while busy. */
@@ -62,16 +65,27 @@ export class TaskLanes {
   readonly #startedAt = performance.now();
   /** Time lanes were busy (ms), closed stretches only. */
   #busyMs = 0;
+  /** Whether the pool polls the answer rings (see answer-poll.ts). */
+  #polling = false;
 
   constructor(events: TaskLaneEvents) {
     this.#events = events;
   }
 
   /** Open `threadId`'s lane on the port its worker sent (with its bell, rung after each task: see lane-bell.ts; and its ring). */
-  open(threadId: number, port: MessagePort, bell?: LaneBell, ring?: TaskRing): void {
-    const lane: Lane = { port, bell, ring, unanswered: new ChurnTable(), busySince: 0, sentBuffers: new Set() };
+  open(threadId: number, port: MessagePort, bell?: LaneBell, rings?: { tasks: TaskRing; answers: AnswerRing }): void {
+    const lane: Lane = { port, bell, ring: rings?.tasks, answers: rings?.answers, unanswered: new ChurnTable(), busySince: 0, sentBuffers: new Set() };
     this.#lanes.set(threadId, lane);
-    port.on('message', (reply: LaneReply) => this.#answer(threadId, lane, decodeAnswer(reply)));
+    if (this.#polling) lane.answers?.polling(true);
+    port.on('message', (reply: LaneReply | typeof LANE_KICK) => {
+      if (reply === LANE_KICK) {
+        // Cleared before the ring is read: an answer the read misses comes with a kick of its own.
+        lane.answers?.polling(this.#polling);
+        this.#collect(threadId, lane);
+      } else {
+        this.#answer(threadId, lane, decodeAnswer(reply));
+      }
+    });
     port.on('close', () => this.#close(threadId, lane));
     port.unref();
   }
@@ -117,7 +131,7 @@ export class TaskLanes {
     const message = encodeTask(wire, lane.sentBuffers);
     try {
       const { ring } = lane;
-      if (ring !== undefined && Array.isArray(message) && fitsRing(message) && ring.push(message)) {
+      if (ring !== undefined && Array.isArray(message) && ring.carries(message) && ring.push(message)) {
         // A worker that runs a task or spins takes it when it looks; one in its event loop needs a kick.
         if (ring.listening) lane.port.postMessage(LANE_KICK);
       } else {
@@ -132,6 +146,30 @@ export class TaskLanes {
       this.#take(lane, wire.taskId);
       reject(error instanceof Error ? error : new Error(String(error)));
     }
+  }
+
+  /**
+   * The pool polls the answer rings (true: at every turn of its event loop,
+   * so workers need not kick), or stops (false: it reads them once more).
+   */
+  polling(on: boolean): void {
+    if (on === this.#polling) return;
+    this.#polling = on;
+    for (const [threadId, lane] of this.#lanes) {
+      lane.answers?.polling(on);
+      if (!on) this.#collect(threadId, lane);
+    }
+  }
+
+  /** Read every answer the workers left in their rings. */
+  collect(): void {
+    for (const [threadId, lane] of this.#lanes) if (lane.answers?.pending === true) this.#collect(threadId, lane);
+  }
+
+  #collect(threadId: number, lane: Lane): void {
+    const ring = lane.answers;
+    if (ring === undefined) return;
+    for (let reply = ring.take(); reply !== undefined; reply = ring.take()) this.#answer(threadId, lane, decodeAnswer(reply));
   }
 
   /** Share of lane time spent with a task unanswered since the pool started (0..1, over `threads` lanes). */
@@ -161,6 +199,8 @@ export class TaskLanes {
   }
 
   #close(threadId: number, lane: Lane): void {
+    // Answers the worker left before it exited are read, not lost with it.
+    this.#collect(threadId, lane);
     if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
     const unanswered = lane.unanswered.values().map(({ taskId }) => this.#take(lane, taskId)!);
     const stopped = this.#events.stopping(threadId);

@@ -20,114 +20,66 @@
  *
  * What goes in the ring: a call whose message is a taskId, control buffer id
  * and offset, submittedAt, profile id, args and call id: no buffer carried,
- * no extras (those still travel on the port, with anything else). The two
- * strings are written as UTF-16 code units, so they arrive exactly as sent
- * (lone surrogates included). A call that does not fit a slot, or finds the
- * ring full, is posted as before. The worker reads its port before its ring
+ * no extras (those still travel on the port, with anything else). A call
+ * that does not fit a slot, or finds the ring full, is posted as before
+ * (see shared-ring.ts). The worker reads its port before its ring
  * (see worker/lane-reader.ts): whatever a ring call relies on (its control
  * buffer, its profile) came on the port, before it.
  */
 import type { CallMessage } from './lane-codec.js';
+import { SharedRing, ringBytes, type RingLayout } from './shared-ring.js';
 
-/** Int32 header slots. */
-const WRITTEN = 0;
-const READ = 1;
-const LISTENING = 2;
-const HEADER_BYTES = 16;
+/** Slots: more than the tasks a worker holds at once (see worker-holdings.ts). A call whose strings take more than a slot is posted. */
+const LAYOUT: RingLayout = { slots: 8, slotBytes: 2048, numbers: 5, strings: 2 };
+export const RING_SLOTS = LAYOUT.slots;
+/** Bytes of a task ring. */
+export const RING_BYTES = ringBytes(LAYOUT);
 
-/** Slots in a ring: more than the tasks a worker holds at once (see worker-holdings.ts). */
-export const RING_SLOTS = 8;
-/** Bytes of a slot: 5 numbers, 2 string lengths, the strings (a call whose strings take more is posted). */
-export const RING_SLOT_BYTES = 2048;
-const SLOT_NUMBERS = 5;
-const SLOT_STRINGS_AT = SLOT_NUMBERS * 8 + 2 * 4;
-const STRING_BYTES = RING_SLOT_BYTES - SLOT_STRINGS_AT;
-
-/** Bytes of a ring. */
-export const RING_BYTES = HEADER_BYTES + RING_SLOTS * RING_SLOT_BYTES;
-
-/** A call message the ring can carry, or undefined. */
+/** A call message the ring can carry: no control buffer carried, no extras. */
 export type RingCall = CallMessage & { 1: undefined; 8: undefined };
 
-export function fitsRing(message: CallMessage): message is RingCall {
-  return message[1] === undefined && message[8] === undefined && (message[6].length + message[7].length) * 2 <= STRING_BYTES;
-}
+const LISTENING = 1;
 
-export class TaskRing {
-  readonly buffer: SharedArrayBuffer;
-  readonly #header: Int32Array;
-  readonly #numbers: Float64Array;
-  readonly #lengths: Int32Array;
-  readonly #bytes: Buffer;
-  /** The pool's count of slots written, or the worker's of slots read (each side keeps its own). */
-  #count = 0;
-
+export class TaskRing extends SharedRing {
   /** A new ring (the worker's), or a view of one a worker sent (the pool's). */
-  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(RING_BYTES)) {
-    if (buffer.byteLength !== RING_BYTES) throw new RangeError(`a task ring is ${RING_BYTES} bytes, not ${buffer.byteLength}`);
-    this.buffer = buffer;
-    this.#header = new Int32Array(buffer, 0, HEADER_BYTES / 4);
-    this.#numbers = new Float64Array(buffer, HEADER_BYTES);
-    this.#lengths = new Int32Array(buffer, HEADER_BYTES);
-    this.#bytes = Buffer.from(buffer);
+  constructor(buffer?: SharedArrayBuffer) {
+    super(LAYOUT, buffer);
+  }
+
+  /** Pool: whether `message` may go in the ring (a plain call whose strings fit a slot). */
+  carries(message: CallMessage): message is RingCall {
+    return message[1] === undefined && message[8] === undefined && this.fits(message[6].length + message[7].length);
   }
 
   /** Pool: put a call in the ring; false when the ring is full (post it instead). */
   push(message: RingCall): boolean {
-    const written = this.#count;
-    if (written - Atomics.load(this.#header, READ) >= RING_SLOTS) return false;
-    const slot = HEADER_BYTES + (written % RING_SLOTS) * RING_SLOT_BYTES;
-    const n = (slot - HEADER_BYTES) / 8;
-    const numbers = this.#numbers;
-    numbers[n] = message[0];
-    numbers[n + 1] = message[2];
-    numbers[n + 2] = message[3];
-    numbers[n + 3] = message[4];
-    numbers[n + 4] = message[5];
-    const args = message[6];
-    const callId = message[7];
-    const lengths = (slot - HEADER_BYTES + SLOT_NUMBERS * 8) / 4;
-    this.#lengths[lengths] = args.length;
-    this.#lengths[lengths + 1] = callId.length;
-    const strings = slot + SLOT_STRINGS_AT;
-    this.#bytes.write(args, strings, 'utf16le');
-    this.#bytes.write(callId, strings + args.length * 2, 'utf16le');
-    this.#count = written + 1;
-    // Publishes the slot's contents (a release: the worker reads them after its load of WRITTEN).
-    Atomics.store(this.#header, WRITTEN, written + 1);
+    if (!this.begin()) return false;
+    this.writeNumber(0, message[0]);
+    this.writeNumber(1, message[2]);
+    this.writeNumber(2, message[3]);
+    this.writeNumber(3, message[4]);
+    this.writeNumber(4, message[5]);
+    this.writeString(0, message[6]);
+    this.writeString(1, message[7]);
+    this.publish();
     return true;
   }
 
   /** Pool: whether the worker has gone back to its event loop (a call put in the ring then needs a kick). Read after `push`. */
   get listening(): boolean {
-    return Atomics.load(this.#header, LISTENING) === 1;
+    return this.loadFlag() === LISTENING;
   }
 
   /** Worker: the next call in the ring, if any. */
   take(): RingCall | undefined {
-    const read = this.#count;
-    if (Atomics.load(this.#header, WRITTEN) === read) return undefined;
-    const slot = HEADER_BYTES + (read % RING_SLOTS) * RING_SLOT_BYTES;
-    const n = (slot - HEADER_BYTES) / 8;
-    const numbers = this.#numbers;
-    const lengths = (slot - HEADER_BYTES + SLOT_NUMBERS * 8) / 4;
-    const argsEnd = slot + SLOT_STRINGS_AT + this.#lengths[lengths]! * 2;
-    const args = this.#bytes.toString('utf16le', slot + SLOT_STRINGS_AT, argsEnd);
-    const callId = this.#bytes.toString('utf16le', argsEnd, argsEnd + this.#lengths[lengths + 1]! * 2);
-    const message: RingCall = [numbers[n]!, undefined, numbers[n + 1]!, numbers[n + 2]!, numbers[n + 3]!, numbers[n + 4]!, args, callId, undefined];
-    this.#count = read + 1;
-    // The slot is free for the pool once read.
-    Atomics.store(this.#header, READ, read + 1);
+    if (!this.next()) return undefined;
+    const message: RingCall = [this.readNumber(0), undefined, this.readNumber(1), this.readNumber(2), this.readNumber(3), this.readNumber(4), this.readString(0), this.readString(1), undefined];
+    this.release();
     return message;
-  }
-
-  /** Worker: whether a call is in the ring (without taking it). */
-  get pending(): boolean {
-    return Atomics.load(this.#header, WRITTEN) !== this.#count;
   }
 
   /** Worker: it goes back to its event loop (true; then it looks at the ring once more) or takes tasks (false). */
   listen(on: boolean): void {
-    Atomics.store(this.#header, LISTENING, on ? 1 : 0);
+    this.storeFlag(on ? LISTENING : 0);
   }
 }

@@ -8,13 +8,13 @@ import { performance } from 'node:perf_hooks';
 import { threadId, type MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../../core/errors.js';
 import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
-import { decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../lane-codec.js';
+import { LANE_KICK, decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { acquire, release, type ComponentRuntime } from './component-runtime.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { classifyGuestFailure } from './guest-failure.js';
-import { HostBridge, OutputLimitExceeded, helloMainThread, laneBell, laneRing } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded, answerRing, helloMainThread, laneBell, laneRing } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
 import { LaneSpin } from './lane-spin.js';
 import { LaneReader } from './lane-reader.js';
@@ -43,8 +43,14 @@ function onLaneMessage(message: LaneTask): void {
   else postAnswer(lane, taskId, answer);
 }
 
+/** A call's value goes in the answer ring (with a kick only when the pool neither polls nor has one coming, see answer-ring.ts); anything else is posted. */
 function postAnswer(port: MessagePort, taskId: number, answer: TaskAnswer): void {
-  port.postMessage(encodeAnswer(taskId, answer));
+  const reply = encodeAnswer(taskId, answer);
+  if (Array.isArray(reply) && answerRing.push(reply)) {
+    if (answerRing.needsKick()) port.postMessage(LANE_KICK);
+  } else {
+    port.postMessage(reply);
+  }
   answered(taskId);
 }
 

@@ -35,6 +35,7 @@ import {
 } from '../protocol.js';
 import { LaneBell } from '../lane-bell.js';
 import { TaskRing } from '../task-ring.js';
+import { AnswerRing } from '../answer-ring.js';
 import { SpareStatus } from '../spare-status.js';
 
 let replies: MessagePort | undefined;
@@ -46,6 +47,8 @@ export const preparation = new SpareStatus();
 export const laneBell = new LaneBell();
 /** This worker's task ring (see task-ring.ts): plain calls the pool hands it without a post. */
 export const laneRing = new TaskRing();
+/** This worker's answer ring (see answer-ring.ts): call answers the pool reads without a post. */
+export const answerRing = new AnswerRing();
 
 /** Send the main thread this worker's task lane, reply port and status block; once, when the worker starts. Returns the worker's end of the lane. */
 export function helloMainThread(): MessagePort | undefined {
@@ -57,7 +60,7 @@ export function helloMainThread(): MessagePort | undefined {
   const lane = new MessageChannel();
   // The worker waits in its event loop until its first task: a call put in its ring needs a kick.
   laneRing.listen(true);
-  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer, bell: laneBell.buffer, ring: laneRing.buffer };
+  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer, bell: laneBell.buffer, ring: laneRing.buffer, answers: answerRing.buffer };
   parentPort.postMessage(hello, [lane.port2, channel.port2]);
   return lane.port1;
 }
