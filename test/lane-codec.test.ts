@@ -32,6 +32,16 @@ describe('the lane codec', () => {
     expect(decodeTask(travel(encodeTask(wire, new Set())), new Map())).toEqual(wire);
   });
 
+  it("a call's profile goes to a worker not known to hold it, and is left out for one that is", () => {
+    const knownBy = new Set([2]);
+    const wire: CallWire = { kind: 'call', taskId: 9, control: { buffer, bufferId: 0, offset: 0 }, submittedAt: 1, profile: 4, args: '{}', context: { callId: 'id-3' }, fixed: profile, knownBy };
+    expect(decodeTask(travel(encodeTask(wire, new Set([0]), 1)), new Map([[0, buffer]]))).toMatchObject({ fixed: profile });
+    const toKnown = decodeTask(travel(encodeTask(wire, new Set([0]), 2)), new Map([[0, buffer]]));
+    expect(toKnown).not.toHaveProperty('fixed');
+    // Never sent: the set is the pool's own.
+    expect(toKnown).not.toHaveProperty('knownBy');
+  });
+
   it('a describe task travels as itself', () => {
     const task: DescribeTask = { kind: 'describe', componentId: 'c', memoryMb: 64, moduleUrl: 'file:///glue.mjs', taskId: 9, control: { buffer, bufferId: 0, offset: 0 }, submittedAt: 2 };
     expect(encodeTask(task, new Set())).toBe(task);

@@ -23,7 +23,7 @@
 import type { CallProfile, CallWire, GuestCallContext, Isolation, LaneAnswer, TaskAnswer, TaskWire, WorkerAccounting } from './protocol.js';
 
 /** What a call carries only sometimes: in one object at the end of its message, when it has any. */
-type CallExtras = Pick<CallWire, 'fixed' | 'conversationKey' | 'env' | 'filesystem'> & Pick<GuestCallContext, 'conversationId' | 'sessionId' | 'agentName'>;
+export type CallExtras = Pick<CallWire, 'fixed' | 'conversationKey' | 'env' | 'filesystem'> & Pick<GuestCallContext, 'conversationId' | 'sessionId' | 'agentName'>;
 
 /**
  * A call: [taskId, control buffer (only the first time the lane carries it),
@@ -56,17 +56,18 @@ export type ValueMessage = [number, string, number, number, number, number, numb
 export type LaneReply = ValueMessage | LaneAnswer;
 
 /**
- * A task as its lane carries it. `sent`: the control buffers this lane has
- * carried so far (a buffer not in it goes along, and is added).
+ * A task as `threadId`'s lane carries it. `sent`: the control buffers this
+ * lane has carried so far (a buffer not in it goes along, and is added). The
+ * call's profile goes along unless the worker is known to hold it.
  */
-export function encodeTask(wire: TaskWire, sent: Set<number>): LaneTask {
+export function encodeTask(wire: TaskWire, sent: Set<number>, threadId = -1): LaneTask {
   if (wire.kind !== 'call') return wire;
   const { context } = wire;
   let extras: CallExtras | undefined;
   const extra = <K extends keyof CallExtras>(key: K, value: CallExtras[K] | undefined): void => {
     if (value !== undefined) (extras ??= {})[key] = value;
   };
-  extra('fixed', wire.fixed);
+  extra('fixed', wire.knownBy?.has(threadId) === true ? undefined : wire.fixed);
   extra('conversationKey', wire.conversationKey);
   extra('env', wire.env);
   extra('filesystem', wire.filesystem);

@@ -271,7 +271,11 @@ export class SandboxPool {
    */
   async #postWithProfile(task: PoolTask, message: TaskWire, profile: CallProfile | undefined): Promise<WorkerOutcome | TaskAbandoned> {
     this.#held.release(task);
-    if (message.kind === 'call' && profile) message.fixed = profile;
+    if (message.kind === 'call' && profile) {
+      // The worker said it lacks the profile, whatever the pool believed: it goes along.
+      message.fixed = profile;
+      delete message.knownBy;
+    }
     const again = await this.#dispatch.dispatch(task, message);
     if ('profileMiss' in again) throw new ToolhostError('INTERNAL', 'a worker did not take the call profile it was sent');
     return again;

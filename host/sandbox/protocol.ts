@@ -189,6 +189,13 @@ export interface CallWire {
   submittedAt: number;
   profile: number;
   fixed?: CallProfile;
+  /**
+   * The pool's own (never sent): workers known to hold the profile. The lane
+   * leaves `fixed` out for them: in `worker` isolation at concurrency 1 every
+   * call went to one worker, the other never learned the profile, and each
+   * call carried it (a post instead of the task ring, ~100 bytes more to clone).
+   */
+  knownBy?: ReadonlySet<number>;
   args: string;
   context: GuestCallContext;
   conversationKey?: string;

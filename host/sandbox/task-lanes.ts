@@ -128,7 +128,7 @@ export class TaskLanes {
     }
     if (lane.unanswered.size === 0) lane.busySince = performance.now();
     lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
-    const message = encodeTask(wire, lane.sentBuffers);
+    const message = encodeTask(wire, lane.sentBuffers, threadId);
     try {
       const { ring } = lane;
       if (ring !== undefined && Array.isArray(message) && ring.carries(message) && ring.push(message)) {

@@ -95,7 +95,10 @@ export class TaskProfiles {
     const { env, filesystem } = input.capabilities;
     if (env.length > 0) wire.env = env;
     if (filesystem) wire.filesystem = filesystem;
-    if (!knownByAll(entry, workers)) wire.fixed = entry.profile;
+    if (!knownByAll(entry, workers)) {
+      wire.fixed = entry.profile;
+      wire.knownBy = entry.knownBy;
+    }
     return wire;
   }
 }
