@@ -44,13 +44,27 @@ describe('a task ring', () => {
     expect(rest).toEqual([...Array.from({ length: RING_SLOTS - 1 }, (_, i) => i + 1), 100]);
   });
 
-  it('carries only plain calls that fit a slot: a carried buffer, extras or long strings go on the port', () => {
+  it("carries a call's conversation, session and agent, and only those of its extras", () => {
+    const pool = new TaskRing();
+    const worker = new TaskRing(pool.buffer);
+    const named: RingCall = [1, undefined, 3, 128, 5.5, 7, '{}', 'c-1', { conversationKey: 'p\u0000conv', conversationId: 'conv', sessionId: 'sess', agentName: 'agent' }];
+    const some: RingCall = [2, undefined, 3, 128, 5.5, 7, '{}', 'c-2', { conversationId: '' }];
+    expect(pool.carries(named) && pool.push(named)).toBe(true);
+    expect(pool.carries(some) && pool.push(some)).toBe(true);
+    expect(worker.take()).toEqual(named);
+    expect(worker.take()).toEqual(some);
+  });
+
+  it('leaves on the port a carried buffer, a profile, an environment, a worktree, and strings too long for a slot', () => {
     const ring = new TaskRing();
     const plain: CallMessage = [1, undefined, 0, 0, 0, 1, '{}', 'c-1', undefined];
     expect(ring.carries(plain)).toBe(true);
     expect(ring.carries([1, new SharedArrayBuffer(8), 0, 0, 0, 1, '{}', 'c-1', undefined])).toBe(false);
-    expect(ring.carries([1, undefined, 0, 0, 0, 1, '{}', 'c-1', { conversationId: 'x' }])).toBe(false);
+    expect(ring.carries([1, undefined, 0, 0, 0, 1, '{}', 'c-1', { env: [['A', '1']] }])).toBe(false);
+    expect(ring.carries([1, undefined, 0, 0, 0, 1, '{}', 'c-1', { filesystem: { root: '/w', readOnly: true } }])).toBe(false);
+    expect(ring.carries([1, undefined, 0, 0, 0, 1, '{}', 'c-1', { conversationId: 'c', fixed: { componentId: 'c', memoryMb: 1, moduleUrl: 'u', tool: 't', isolation: 'call', limits: { stdioBytes: 1, maxEvents: 1, maxEventBytes: 1, maxResultBytes: 1, maxHostCalls: 1, maxHandles: 1 }, network: 'DENY_ALL' } }])).toBe(false);
     expect(ring.carries([1, undefined, 0, 0, 0, 1, 'x'.repeat(1000), 'c-1', undefined])).toBe(false);
+    expect(ring.carries([1, undefined, 0, 0, 0, 1, '{}', 'c-1', { conversationId: 'x'.repeat(1000) }])).toBe(false);
   });
 
   it('says whether the worker listens', () => {

@@ -66,7 +66,7 @@ export class AnswerRing extends SharedRing {
   take(): ValueMessage | undefined {
     if (!this.next()) return undefined;
     const reply: ValueMessage = [
-      this.readNumber(0), this.readString(0), this.readNumber(1), this.readNumber(2), this.readNumber(3), this.readNumber(4),
+      this.readNumber(0), this.readString(0)!, this.readNumber(1), this.readNumber(2), this.readNumber(3), this.readNumber(4),
       orUndefined(this.readNumber(5)), this.readNumber(6), orUndefined(this.readNumber(7)), this.readNumber(8), this.readNumber(9), this.readNumber(10),
       orUndefined(this.readNumber(11)),
     ];

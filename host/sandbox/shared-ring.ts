@@ -81,9 +81,14 @@ export class SharedRing {
     this.#numbers[this.#slot / 8 + index] = value;
   }
 
-  /** Writer: string `index` of the slot begun (strings are written in order). */
-  protected writeString(index: number, value: string): void {
-    this.#lengths[(this.#slot + this.#layout.numbers * 8) / 4 + index] = value.length;
+  /** Writer: string `index` of the slot begun, or none (strings are written in order). */
+  protected writeString(index: number, value: string | undefined): void {
+    const at = (this.#slot + this.#layout.numbers * 8) / 4 + index;
+    if (value === undefined) {
+      this.#lengths[at] = -1;
+      return;
+    }
+    this.#lengths[at] = value.length;
     this.#bytes.write(value, HEADER_BYTES + this.#slot + this.#stringAt, 'utf16le');
     this.#stringAt += value.length * 2;
   }
@@ -112,8 +117,10 @@ export class SharedRing {
     return this.#numbers[this.#slot / 8 + index]!;
   }
 
-  protected readString(index: number): string {
+  /** String `index` of the slot being read (undefined where none was written). */
+  protected readString(index: number): string | undefined {
     const units = this.#lengths[(this.#slot + this.#layout.numbers * 8) / 4 + index]!;
+    if (units < 0) return undefined;
     const start = HEADER_BYTES + this.#slot + this.#stringAt;
     this.#stringAt += units * 2;
     return this.#bytes.toString('utf16le', start, start + units * 2);

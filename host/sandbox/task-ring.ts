@@ -19,26 +19,39 @@
  * other's write.) One producer (the pool), one consumer (the worker).
  *
  * What goes in the ring: a call whose message is a taskId, control buffer id
- * and offset, submittedAt, profile id, args and call id: no buffer carried,
- * no extras (those still travel on the port, with anything else). A call
+ * and offset, submittedAt, profile id, args, call id, and the conversation,
+ * session and agent it may name: no buffer carried, no profile, environment
+ * or worktree (those still travel on the port, with anything else). A call
  * that does not fit a slot, or finds the ring full, is posted as before
  * (see shared-ring.ts). The worker reads its port before its ring
  * (see worker/lane-reader.ts): whatever a ring call relies on (its control
  * buffer, its profile) came on the port, before it.
  */
-import type { CallMessage } from './lane-codec.js';
+import type { CallExtras, CallMessage } from './lane-codec.js';
 import { SharedRing, ringBytes, type RingLayout } from './shared-ring.js';
 
 /** Slots: more than the tasks a worker holds at once (see worker-holdings.ts). A call whose strings take more than a slot is posted. */
-const LAYOUT: RingLayout = { slots: 8, slotBytes: 2048, numbers: 5, strings: 2 };
+const LAYOUT: RingLayout = { slots: 8, slotBytes: 2048, numbers: 5, strings: 6 };
 export const RING_SLOTS = LAYOUT.slots;
 /** Bytes of a task ring. */
 export const RING_BYTES = ringBytes(LAYOUT);
 
-/** A call message the ring can carry: no control buffer carried, no extras. */
-export type RingCall = CallMessage & { 1: undefined; 8: undefined };
+/** What of a call's extras the ring carries: its conversation, session and agent (strings); a profile, environment or worktree goes on the port. */
+type RingExtras = Pick<CallExtras, 'conversationKey' | 'conversationId' | 'sessionId' | 'agentName'>;
+const RING_EXTRAS: ReadonlySet<string> = new Set<keyof RingExtras>(['conversationKey', 'conversationId', 'sessionId', 'agentName']);
+
+/** A call message the ring can carry: no control buffer carried, no extras but those strings. */
+export type RingCall = CallMessage & { 1: undefined; 8: RingExtras | undefined };
 
 const LISTENING = 1;
+
+function ringExtras(extras: CallExtras | undefined): extras is RingExtras | undefined {
+  if (extras === undefined) return true;
+  for (const key in extras) if (!RING_EXTRAS.has(key)) return false;
+  return true;
+}
+
+const length = (value: string | undefined): number => value?.length ?? 0;
 
 export class TaskRing extends SharedRing {
   /** A new ring (the worker's), or a view of one a worker sent (the pool's). */
@@ -46,9 +59,12 @@ export class TaskRing extends SharedRing {
     super(LAYOUT, buffer);
   }
 
-  /** Pool: whether `message` may go in the ring (a plain call whose strings fit a slot). */
+  /** Pool: whether `message` may go in the ring (a call that carries no buffer, no profile, environment or worktree, and whose strings fit a slot). */
   carries(message: CallMessage): message is RingCall {
-    return message[1] === undefined && message[8] === undefined && this.fits(message[6].length + message[7].length);
+    const extras = message[8];
+    if (message[1] !== undefined || !ringExtras(extras)) return false;
+    const units = message[6].length + message[7].length + (extras === undefined ? 0 : length(extras.conversationKey) + length(extras.conversationId) + length(extras.sessionId) + length(extras.agentName));
+    return this.fits(units);
   }
 
   /** Pool: put a call in the ring; false when the ring is full (post it instead). */
@@ -61,6 +77,11 @@ export class TaskRing extends SharedRing {
     this.writeNumber(4, message[5]);
     this.writeString(0, message[6]);
     this.writeString(1, message[7]);
+    const extras = message[8];
+    this.writeString(2, extras?.conversationKey);
+    this.writeString(3, extras?.conversationId);
+    this.writeString(4, extras?.sessionId);
+    this.writeString(5, extras?.agentName);
     this.publish();
     return true;
   }
@@ -73,9 +94,23 @@ export class TaskRing extends SharedRing {
   /** Worker: the next call in the ring, if any. */
   take(): RingCall | undefined {
     if (!this.next()) return undefined;
-    const message: RingCall = [this.readNumber(0), undefined, this.readNumber(1), this.readNumber(2), this.readNumber(3), this.readNumber(4), this.readString(0), this.readString(1), undefined];
+    const taskId = this.readNumber(0);
+    const bufferId = this.readNumber(1);
+    const offset = this.readNumber(2);
+    const submittedAt = this.readNumber(3);
+    const profile = this.readNumber(4);
+    const args = this.readString(0)!;
+    const callId = this.readString(1)!;
+    let extras: RingExtras | undefined;
+    const extra = (key: keyof RingExtras, value: string | undefined): void => {
+      if (value !== undefined) (extras ??= {})[key] = value;
+    };
+    extra('conversationKey', this.readString(2));
+    extra('conversationId', this.readString(3));
+    extra('sessionId', this.readString(4));
+    extra('agentName', this.readString(5));
     this.release();
-    return message;
+    return [taskId, undefined, bufferId, offset, submittedAt, profile, args, callId, extras];
   }
 
   /** Worker: it goes back to its event loop (true; then it looks at the ring once more) or takes tasks (false). */
