@@ -97,7 +97,8 @@ export function taskEnded(taskId: number): void {
 /**
  * Task `taskId`'s answer has been posted on the task lane: once `postMessage`
  * returns, the answer is in the main thread's queue and outlives this
- * worker. What waited for it goes on now, not a turn of the event loop
+ * worker (one put in the answer ring is in memory the main thread holds,
+ * and the lane reads it even after the worker exits: answer-ring.ts). What waited for it goes on now, not a turn of the event loop
  * later: a task already waiting in the lane then runs in the same turn,
  * synchronously, instead of through a promise and a turn of its own.
  * (Another task's answer posted meanwhile, one that claimed nothing, says
