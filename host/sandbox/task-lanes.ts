@@ -199,9 +199,9 @@ export class TaskLanes {
   }
 
   #close(threadId: number, lane: Lane): void {
-    // Answers the worker left before it exited are read, not lost with it.
-    this.#collect(threadId, lane);
     if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
+    // Answers the worker left before it exited are read, not lost with it (after the lane is gone: a task freed by one goes elsewhere).
+    this.#collect(threadId, lane);
     const unanswered = lane.unanswered.values().map(({ taskId }) => this.#take(lane, taskId)!);
     const stopped = this.#events.stopping(threadId);
     for (const waiting of unanswered) waiting.reject(new LaneClosed(threadId, stopped));

@@ -6,8 +6,9 @@
  * scheduled before the spin), it watches its bell for up to the pool's
  * `spinMicros` and takes a task that arrives (from its port or its ring, see
  * lane-reader.ts), handling it at once. While it spins it does not listen:
- * the pool puts a call in its ring without a kick. Spins are bounded three ways: only while the pool
- * says one is welcome; never longer than `spinMicros`; and after
+ * the pool puts a call in its ring without a kick. Spins are bounded three
+ * ways: only while the pool says one is welcome; never longer than
+ * `spinMicros`; and after
  * `MISSES_BEFORE_REST` spins in a row that caught nothing (calls come
  * further apart than a spin lasts), the next `REST_TURNS` chances are
  * skipped, so a worker serving sparse traffic barely spins at all.
