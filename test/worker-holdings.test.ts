@@ -1,5 +1,5 @@
 /**
- * A worker may hold more than one task, behind short ones (host/sandbox/worker-holdings.ts). What that must never change:
+ * A worker may hold a second task behind a short one (host/sandbox/worker-holdings.ts). What that must never change:
  * a task stopped while it waits there is answered at once and does not take the running call down with it, and a
  * task whose worker is lost before it claimed the task runs elsewhere, once, as if nothing happened.
  */

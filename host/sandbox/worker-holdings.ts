@@ -2,13 +2,13 @@
  * Which tasks each worker of the pool holds: the one it runs and, at most,
  * the next two, waiting in its task lane.
  *
- * Why a worker may hold more than one task: a task posted to a sleeping worker
+ * Why a worker may hold a second task: a task posted to a sleeping worker
  * must wake its thread, and on a VM whose idle vCPUs halt that wake was the
  * dearest part of a small call (~10-15 µs of the main thread's postMessage
  * per call at 8 in flight, tens of µs of the worker's); a worker that finds
  * its next task waiting does not sleep between them. A task waits only
  * behind a short one (the pool option `waitBehind`, see pool-options.ts),
- * so its wait is about two short calls at most; a task stopped while it waits is
+ * so its wait is about one short call; a task stopped while it waits is
  * taken back (see PoolTask.untilStopped). It runs only once the previous
  * task's answer has left the worker (worker/running-tasks.ts), and a worker
  * is stopped only once the answers it posted are read (worker-stops.ts).
