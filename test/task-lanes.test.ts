@@ -12,7 +12,7 @@ import { CLAIM_ABANDONED, CONTROL_CLAIM, type LaneAnswer, type TaskWire } from '
 import { TaskDispatch } from '../host/sandbox/task-dispatch.js';
 import { LaneBell } from '../host/sandbox/lane-bell.js';
 import { LaneClosed, TaskLanes } from '../host/sandbox/task-lanes.js';
-import { TASKS_PER_WORKER, WorkerHoldings } from '../host/sandbox/worker-holdings.js';
+import { WorkerHoldings } from '../host/sandbox/worker-holdings.js';
 
 const slots = new ControlSlots();
 const opened: MessagePort[] = [];
@@ -182,29 +182,6 @@ describe('task dispatch', () => {
     expect(first.task.worker).toBe(2);
     expect(first.task.toAwakeWorker).toBe(true);
     expect(bells.map((bell) => bell.rings)).toEqual([0, 1]);
-  });
-
-  it('lets short tasks wait behind the fewest others, up to TASKS_PER_WORKER a worker, then queues', () => {
-    const waiting = new WorkerHoldings({ averageMs: 1, withinMs: 60_000 });
-    const dispatch = new TaskDispatch(idle, waiting);
-    for (const threadId of [1, 2]) {
-      const end = channel();
-      dispatch.lanes.open(threadId, end.pool);
-    }
-    const short = (taskId: number) => {
-      const t = task(taskId);
-      t.task.profile = { id: 1, profile: { componentId: 'c', memoryMb: 16, moduleUrl: 'file:///c.mjs', tool: 't', isolation: 'call', limits: { stdioBytes: 1, maxEvents: 1, maxEventBytes: 1, maxResultBytes: 1, maxHostCalls: 1, maxHandles: 1 }, network: 'DENY_ALL' }, knownBy: new Set(), runMs: 0.02 };
-      void dispatch.dispatch(t.task, t.wire).catch(() => {});
-      return t.task;
-    };
-    const tasks = Array.from({ length: 2 * TASKS_PER_WORKER + 1 }, (_, i) => short(20 + i));
-    const perWorker = (threadId: number) => tasks.filter((t) => t.worker === threadId).length;
-    // Evenly: no worker took a task while the other held fewer.
-    expect([perWorker(1), perWorker(2)]).toEqual([TASKS_PER_WORKER, TASKS_PER_WORKER]);
-    expect(tasks.map((t) => t.worker).slice(0, 4).sort()).toEqual([1, 1, 2, 2]);
-    // The last waits in the pool's queue.
-    expect(tasks.at(-1)!.worker).toBeUndefined();
-    dispatch.failQueued(new Error('closed'));
   });
 
   it('fails queued tasks when asked (the pool closes)', async () => {

@@ -83,7 +83,6 @@ export class TaskDispatch {
     let idle: number | undefined;
     let preparing: number | undefined;
     let behind: number | undefined;
-    let behindLoad = Number.POSITIVE_INFINITY;
     for (const threadId of this.lanes.threads()) {
       if (this.#workers.isDying(threadId)) continue;
       const load = this.lanes.load(threadId);
@@ -95,10 +94,8 @@ export class TaskDispatch {
         }
         if (!this.#workers.isPreparing(threadId)) idle ??= threadId;
         else preparing ??= threadId;
-      } else if (load < behindLoad && this.#held.mayWaitBehind(threadId, load)) {
-        // Behind the fewest tasks.
+      } else if (behind === undefined && this.#held.mayWaitBehind(threadId, load)) {
         behind = threadId;
-        behindLoad = load;
       }
     }
     const pick = idle ?? preparing ?? behind;

@@ -1,6 +1,6 @@
 /**
  * Which tasks each worker of the pool holds: the one it runs and, at most,
- * the next two, waiting in its task lane.
+ * the next, waiting in its task lane.
  *
  * Why a worker may hold a second task: a task posted to a sleeping worker
  * must wake its thread, and on a VM whose idle vCPUs halt that wake was the
@@ -16,13 +16,13 @@
 import type { PoolTask } from './pool-task.js';
 
 /**
- * Tasks a worker may hold at once (the task it runs and two waiting in its
- * lane). With the lanes' rings a worker that finds its next task waiting
- * takes it without a message; at 8 C echo calls in flight on 2 vCPUs, three
- * rather than two gave +10-11 % calls/s and p50 -25-31 % (abab.sh, 8 rounds
- * twice); four gave less than three.
+ * Tasks a worker may hold at once (the task it runs and one waiting in its
+ * lane). Three gave C echo at 8 in flight +6-11 % calls/s with the lanes'
+ * rings, but the process's RSS then grew 3.5-9 MiB per 100,000 calls in 5 of
+ * 8 no-growth checks of 400,000 calls (heaps flat; with two: at most 0.5 in
+ * 4), so it stays two until that growth is understood.
  */
-export const TASKS_PER_WORKER = 3;
+export const TASKS_PER_WORKER = 2;
 
 export class WorkerHoldings {
   /** Tasks handed to each worker and not given back yet, oldest first. */
@@ -58,12 +58,13 @@ export class WorkerHoldings {
 
   /**
    * Whether a task may wait behind what worker `threadId` holds, given its
-   * lane's count of unanswered tasks (`usage`): fewer than TASKS_PER_WORKER,
-   * the newest (ours may still list tasks its lane just answered, oldest
-   * first) of a short tool, handed over just now.
+   * lane's count of unanswered tasks (`usage`): one task (ours may still list
+   * tasks its lane just answered, oldest first, so the one it holds is our
+   * newest), of a short tool, handed over just now.
    */
   mayWaitBehind(threadId: number, usage: number): boolean {
-    if (usage < 1 || usage >= TASKS_PER_WORKER) return false;
+    // Behind exactly one: a worker holds at most TASKS_PER_WORKER.
+    if (usage !== TASKS_PER_WORKER - 1) return false;
     const held = this.#held.get(threadId);
     const current = held?.[held.length - 1];
     if (current === undefined) return false;
