@@ -108,6 +108,14 @@ describe.runIf(hasCGuests)('toolhost bench on a component given with --load', ()
     expect(run.stderr).toContain('TOOL_NOT_FOUND');
     expect(run.stderr).toContain('echo');
   });
+
+  it("says the tool refused its --args with the tool's own code, not as an internal error", async () => {
+    const run = await runCli(['bench', 'sha256', '--load', example('ctools'), '--calls', '5', '--concurrency', '1', '--isolation', 'call', '--threads', '1', '--paired-rounds', '0', '--no-cold-start', '--quiet']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('"code":"INVALID_INPUT"');
+    expect(run.stderr).toContain("required property 'text'");
+    expect(run.stderr).toContain('--args');
+  });
 });
 
 describe.runIf(hasCGuests)('toolhost bench, the standard suite with small numbers', () => {

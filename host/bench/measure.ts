@@ -4,6 +4,7 @@
  * measurement: calls until the subject's rate stops rising.
  */
 import { performance } from 'node:perf_hooks';
+import { ToolhostError, isErrorCode } from '../core/errors.js';
 import type { CallAccounting } from '../core/result.js';
 
 /** What one call told the loop. */
@@ -42,7 +43,8 @@ export async function measure(call: CallFn, calls: number, concurrency: number):
       try {
         outcome = await call();
       } catch (error) {
-        outcome = { ok: false, error: error instanceof Error ? error.message : String(error) };
+        // A refused call (execute throws it) keeps its code: a warm-up that fails says why in it (warmUpFailure).
+        outcome = { ok: false, error: error instanceof ToolhostError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error) };
       }
       latencies[index] = performance.now() - t0;
       if (!outcome.ok) {
@@ -131,4 +133,16 @@ export function rateSettled(rates: readonly number[]): boolean {
     if (rates[i]! > best * STEADY_GAIN) return false;
   }
   return true;
+}
+
+/**
+ * The error of a subject whose warm-up failed: the first call's own code
+ * (INVALID_INPUT for `--args` the tool's schema refuses, say), or
+ * TOOL_CRASHED when it had none; never INTERNAL, it is not the bench's fault.
+ */
+export function warmUpFailure(label: string, firstError: string | undefined): ToolhostError {
+  const error = firstError ?? 'unknown error';
+  const code = /^([A-Z_]+): /.exec(error)?.[1];
+  const hint = code === 'INVALID_INPUT' ? ' (pass --args with JSON its input schema accepts)' : '';
+  return new ToolhostError(code !== undefined && isErrorCode(code) && code !== 'INTERNAL' ? code : 'TOOL_CRASHED', `${label}: the warm-up failed: ${error}${hint}`);
 }

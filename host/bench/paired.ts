@@ -16,7 +16,7 @@
  * settling ones; every subject had the usual warm-up before the first round.
  */
 import type { PairedPhase, PairedRound, PairedRow } from './row.js';
-import { measure, warmUp, warmupCalls, type WarmUp } from './measure.js';
+import { measure, warmUp, warmUpFailure, warmupCalls, type WarmUp } from './measure.js';
 import { subjectFields, warmUpFields, type Subject } from './runner.js';
 import { round3, spread, summarize } from './statistics.js';
 import { startFloor } from './floor.js';
@@ -177,16 +177,16 @@ export async function runPaired(options: PairedOptions): Promise<PairedResult> {
     const warmup = warmupCalls(options.calls);
     progress(`paired phase: the floor and ${opened.map((o) => o.opened.subject.label).join('; ')} open at once; each warmed up until its rate settles (at least ${warmup} calls)`);
     const floorWarm = await warmUp(floor.subject.call, warmup, Math.max(...concurrencies));
-    if (floorWarm.errors > 0) throw new Error(`${floor.subject.label}: the warm-up failed: ${floorWarm.firstError ?? 'unknown error'}`);
+    if (floorWarm.errors > 0) throw warmUpFailure(floor.subject.label, floorWarm.firstError);
     for (const { source, opened: o } of opened) {
       const warm = await warmUp(o.subject.call, warmup, Math.max(...source.concurrency));
       if (warm.errors === 0) {
         members.push({ subject: o.subject, warm, concurrency: source.concurrency, blocks: new Map() });
         continue;
       }
-      const message = `${o.subject.label}: the warm-up failed: ${warm.firstError ?? 'unknown error'}`;
-      if (!source.optional) throw new Error(message);
-      notes.push(`paired phase: ${message}; left out`);
+      const failure = warmUpFailure(o.subject.label, warm.firstError);
+      if (!source.optional) throw failure;
+      notes.push(`paired phase: ${failure.message}; left out`);
     }
 
     for (const { subject } of members) {

@@ -4,7 +4,7 @@
  * what the calls' accounting says about instances and memory.
  */
 import type { CallAccounting } from '../core/result.js';
-import { measure, warmUp, warmupCalls, type CallFn, type WarmUp } from './measure.js';
+import { measure, warmUp, warmUpFailure, warmupCalls, type CallFn, type WarmUp } from './measure.js';
 import type { BenchRow, InstanceShare, Isolation, MemoryFigures, RowKind } from './row.js';
 import { mean, median, round3, summarize } from './statistics.js';
 
@@ -74,7 +74,7 @@ export function warmUpFields(warm: WarmUp): Pick<BenchRow, 'warmUpCalls' | 'warm
  */
 export async function runSubject(subject: Subject, concurrencies: readonly number[], floor: FloorRows): Promise<BenchRow[]> {
   const warm = await warmUp(subject.call, warmupCalls(subject.calls), Math.max(...concurrencies));
-  if (warm.errors > 0) throw new Error(`${subject.label}: the warm-up failed: ${warm.firstError ?? 'unknown error'}`);
+  if (warm.errors > 0) throw warmUpFailure(subject.label, warm.firstError);
   const rssWarm = process.memoryUsage.rss();
 
   const rows: BenchRow[] = [];
