@@ -24,7 +24,7 @@ const lane = helloMainThread();
 const reader = lane ? new LaneReader(lane, laneRing, onLaneMessage) : undefined;
 if (lane && reader) lane.on('message', (message: LaneMessage) => reader.onMessage(message));
 /** Spins for the next task after an answer, when the pool welcomes it (see lane-spin.ts). */
-const spin = reader ? new LaneSpin(laneBell, reader, (task) => reader.runAndDrain(task), idle) : undefined;
+const spin = reader ? new LaneSpin(laneBell, reader, (task) => reader.onMessage(task), idle) : undefined;
 
 /** The control buffers the lane has carried, by id (see lane-codec.ts). */
 const controlBuffers = new Map<number, SharedArrayBuffer>();

@@ -26,17 +26,10 @@ export class LaneReader implements SpinSource<LaneTask> {
     this.#run = run;
   }
 
-  /** The port's message event: run a posted task, then whatever the ring holds. */
+  /** The port's message event (or a task a spin caught): run a posted task, then whatever the ring holds. */
   onMessage(message: LaneMessage): void {
     this.#ring.listen(false);
     if (message !== LANE_KICK) this.#run(message);
-    this.drain();
-  }
-
-  /** Run `task` (one a spin caught), then whatever the ring holds. */
-  runAndDrain(task: LaneTask): void {
-    this.#ring.listen(false);
-    this.#run(task);
     this.drain();
   }
 
