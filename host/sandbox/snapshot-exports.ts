@@ -11,112 +11,37 @@
  *
  * Extra exports change nothing else: jco's glue reads exports by name. An
  * immutable global cannot change, so it is not exported.
+ *
+ * A module whose instances must not be reset (./instance-state-model.ts: it
+ * may drop a passive segment, state JS cannot put back) also gets
+ *
+ *     toolhost:snapshot:refuse:<reason>  naming one of its memories or tables
+ *
+ * and a snapshot of an instance with that export is never taken, so each of
+ * its calls gets a new instance. The verdict travels with the module's bytes
+ * (thread and process containment alike).
  */
 
-import { WasmReader, concatBytes, encodeLeb } from './wasm-binary.js';
+import { analyseInstanceState } from './instance-state-model.js';
+import { ModuleReader, concatBytes, encodeLeb, moduleSections } from './wasm-binary.js';
 
 export const SNAPSHOT_EXPORT_PREFIX = 'toolhost:snapshot:';
+/** The marker export of a module whose instances are never reset (see the file comment). */
+export const SNAPSHOT_REFUSE_PREFIX = `${SNAPSHOT_EXPORT_PREFIX}refuse:`;
 
 const SECTION = { custom: 0, import: 2, table: 4, memory: 5, global: 6, export: 7 } as const;
 /** Known sections in the order the binary format requires them (tag, 13, sits between memory and global). */
 const SECTION_ORDER = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
 const KIND = { func: 0, table: 1, memory: 2, global: 3, tag: 4 } as const;
 
-class Reader extends WasmReader {
-  /** A value type or reference type (the one-byte forms, and (ref null? ht) with a heap type). */
-  valueType(): void {
-    const type = this.byte();
-    if (type === 0x63 || type === 0x64) this.heapType();
-  }
-
-  heapType(): void {
-    // Abstract heap types are one byte (negative s33); a concrete one is a type index (s33 LEB).
-    const first = this.bytes[this.offset];
-    if (first !== undefined && first >= 0x40 && first < 0x80) {
-      this.byte();
-      return;
-    }
-    this.leb();
-  }
-
-  limits(): void {
-    const flags = this.byte();
-    this.leb();
-    if ((flags & 0x01) !== 0) this.leb();
-  }
-
-  tableType(): void {
-    this.valueType();
-    this.limits();
-  }
-
-  /** A constant expression, up to and including its `end`. */
-  constExpr(): void {
-    for (;;) {
-      const op = this.byte();
-      switch (op) {
-        case 0x0b:
-          return;
-        case 0x41: // i32.const
-        case 0x42: // i64.const (signed LEB: skipping bytes is enough)
-          this.leb();
-          break;
-        case 0x43:
-          this.skip(4);
-          break;
-        case 0x44:
-          this.skip(8);
-          break;
-        case 0x23: // global.get
-        case 0xd2: // ref.func
-          this.leb();
-          break;
-        case 0xd0: // ref.null
-          this.heapType();
-          break;
-        case 0x6a: case 0x6b: case 0x6c: case 0x7c: case 0x7d: case 0x7e: // extended-const arithmetic
-          break;
-        case 0xfd: // v128.const
-          this.leb();
-          this.skip(16);
-          break;
-        default:
-          throw new Error(`unsupported opcode 0x${op.toString(16)} in a constant expression`);
-      }
-    }
-  }
-}
-
-
 function encodeName(name: string): number[] {
   const bytes = Buffer.from(name, 'utf8');
   return [...encodeLeb(bytes.length), ...bytes];
 }
 
-interface Section {
-  id: number;
-  start: number;
-  contentStart: number;
-  end: number;
-}
-
-function sections(bytes: Uint8Array): Section[] {
-  const reader = new Reader(bytes, 8);
-  const found: Section[] = [];
-  while (reader.offset < bytes.length) {
-    const start = reader.offset;
-    const id = reader.byte();
-    const size = reader.leb();
-    const contentStart = reader.offset;
-    reader.skip(size);
-    found.push({ id, start, contentStart, end: reader.offset });
-  }
-  return found;
-}
-
 /** Add the snapshot exports to a core module (see the file comment). Returns the bytes unchanged when there is nothing to add. */
 export function exposeSnapshotState(bytes: Uint8Array): Uint8Array {
-  const all = sections(bytes);
+  const all = moduleSections(bytes);
   const wanted: Array<{ name: string; kind: number; index: number }> = [];
   let tables = 0;
   let memories = 0;
@@ -124,7 +49,7 @@ export function exposeSnapshotState(bytes: Uint8Array): Uint8Array {
   const existing: number[] = [];
   let exportCount = 0;
   for (const section of all) {
-    const reader = new Reader(bytes, section.contentStart);
+    const reader = new ModuleReader(bytes, section.contentStart);
     if (section.id === SECTION.import) {
       const count = reader.leb();
       for (let i = 0; i < count; i += 1) {
@@ -184,6 +109,12 @@ export function exposeSnapshotState(bytes: Uint8Array): Uint8Array {
     }
   }
   if (wanted.length === 0) return bytes;
+  const verdict = analyseInstanceState(bytes);
+  if (!verdict.resettable) {
+    // A refusal needs a memory or a table to be observable, so one is there to name (see the model).
+    const named = wanted.find(({ kind }) => kind === KIND.memory || kind === KIND.table) ?? wanted[0]!;
+    wanted.push({ name: `refuse:${verdict.reason}`, kind: named.kind, index: named.index });
+  }
 
   const entries: number[] = [...existing];
   for (const { name, kind, index } of wanted) entries.push(...encodeName(`${SNAPSHOT_EXPORT_PREFIX}${name}`), kind, ...encodeLeb(index));

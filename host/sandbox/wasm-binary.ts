@@ -1,7 +1,8 @@
 /**
  * Reading and writing the WebAssembly binary format where the sandbox rewrites
- * core modules (memory and table caps, snapshot exports): a cursor over the
- * bytes with unsigned LEB128, and the LEB128 encoder.
+ * core modules (memory and table caps, snapshot exports, the instance-state
+ * model): a cursor over the bytes with unsigned LEB128 and the type and
+ * constant-expression forms, the section list, and the LEB128 encoder.
  */
 
 /** A cursor over a module's bytes; every read checks the end. */
@@ -43,6 +44,96 @@ export class WasmReader {
     this.skip(length);
     return Buffer.from(this.bytes.subarray(start, start + length)).toString('utf8');
   }
+}
+
+/** A cursor that also reads the type and constant-expression forms of module sections. */
+export class ModuleReader extends WasmReader {
+  /** A value type or reference type (the one-byte forms, and (ref null? ht) with a heap type). */
+  valueType(): void {
+    const type = this.byte();
+    if (type === 0x63 || type === 0x64) this.heapType();
+  }
+
+  heapType(): void {
+    // Abstract heap types are one byte (negative s33); a concrete one is a type index (s33 LEB).
+    const first = this.bytes[this.offset];
+    if (first !== undefined && first >= 0x40 && first < 0x80) {
+      this.byte();
+      return;
+    }
+    this.leb();
+  }
+
+  limits(): void {
+    const flags = this.byte();
+    this.leb();
+    if ((flags & 0x01) !== 0) this.leb();
+  }
+
+  tableType(): void {
+    this.valueType();
+    this.limits();
+  }
+
+  /** A constant expression, up to and including its `end`. */
+  constExpr(): void {
+    for (;;) {
+      const op = this.byte();
+      switch (op) {
+        case 0x0b:
+          return;
+        case 0x41: // i32.const
+        case 0x42: // i64.const (signed LEB: skipping bytes is enough)
+          this.leb();
+          break;
+        case 0x43:
+          this.skip(4);
+          break;
+        case 0x44:
+          this.skip(8);
+          break;
+        case 0x23: // global.get
+        case 0xd2: // ref.func
+          this.leb();
+          break;
+        case 0xd0: // ref.null
+          this.heapType();
+          break;
+        case 0x6a: case 0x6b: case 0x6c: case 0x7c: case 0x7d: case 0x7e: // extended-const arithmetic
+          break;
+        case 0xfd: // v128.const
+          this.leb();
+          this.skip(16);
+          break;
+        default:
+          throw new Error(`unsupported opcode 0x${op.toString(16)} in a constant expression`);
+      }
+    }
+  }
+}
+
+
+/** A section of a core module: its id and where it and its content start and end. */
+export interface Section {
+  id: number;
+  start: number;
+  contentStart: number;
+  end: number;
+}
+
+/** The sections of a core module, in order (reads only their headers). */
+export function moduleSections(bytes: Uint8Array): Section[] {
+  const reader = new ModuleReader(bytes, 8);
+  const found: Section[] = [];
+  while (reader.offset < bytes.length) {
+    const start = reader.offset;
+    const id = reader.byte();
+    const size = reader.leb();
+    const contentStart = reader.offset;
+    reader.skip(size);
+    found.push({ id, start, contentStart, end: reader.offset });
+  }
+  return found;
 }
 
 /** `value` as an unsigned LEB128. */

@@ -12,7 +12,10 @@
  * - the glue's state differs: a resource was created (even if dropped), a
  *   borrow or task was left behind, the component is marked trapped;
  * - the snapshot could not see everything (a core instance without the
- *   snapshot exports, glue without the digest).
+ *   snapshot exports, glue without the digest);
+ * - a core module was marked unresettable at load (../instance-state-model.ts:
+ *   it may drop a passive data or element segment, a flag JS cannot put back):
+ *   no snapshot is taken, so every call gets a new instance.
  * One exception to the second rule: handles made to host objects that hold
  * nothing of a call (the stdout and stderr streams a guest's first write asks
  * for: `resettable`) are dropped by putting the glue's resource tables back
@@ -22,7 +25,7 @@
  * killed never get here: their instance is poisoned or their worker is gone.
  */
 import { GLUE_RESOURCES, GLUE_STATE, type GlueResources, type GlueStateDigest } from '../glue-patch.js';
-import { SNAPSHOT_EXPORT_PREFIX } from '../snapshot-exports.js';
+import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_REFUSE_PREFIX } from '../snapshot-exports.js';
 
 /** The parts of WasmGlobal and WasmTable used here (Node's typings do not declare them). */
 interface WasmGlobal {
@@ -192,6 +195,7 @@ export class InstanceSnapshot {
       let marked = false;
       for (const [name, value] of Object.entries(exports)) {
         if (!name.startsWith(SNAPSHOT_EXPORT_PREFIX)) continue;
+        if (name.startsWith(SNAPSHOT_REFUSE_PREFIX)) return undefined;
         marked = true;
         if (value instanceof WebAssembly.Memory) memories.add(value);
         else if (value instanceof WasmGlobalClass) globals.add(value);
