@@ -117,10 +117,10 @@ describe.each(['thread', 'process'] as const)('a dropped segment does not outliv
       const expected = kind === 'data' ? 'SEG0' : 'ELEM';
       expect((await registry.execute(`probe_${letter}0`, {})).structuredContent).toBe(expected);
       for (let round = 0; round < 5; round += 1) {
-        expect((await registry.execute(`drop_${letter}0`, {}, { context: { agentName: 'alice' } })).structuredContent).toBe('dropped');
+        expect((await registry.execute(`drop_${letter}0`, {}, { principal: 'alice' })).structuredContent).toBe('dropped');
         // Twice: the first probe may get the spare made before the drop, the second the one made after it.
         for (let i = 0; i < 2; i += 1) {
-          const result = await registry.execute(`probe_${letter}0`, {}, { context: { agentName: 'bob' } });
+          const result = await registry.execute(`probe_${letter}0`, {}, { principal: 'bob' });
           expect(result.structuredContent).toBe(expected);
           expect(result.accounting?.instance).not.toBe('restored');
         }
