@@ -71,14 +71,17 @@ function prepare(dir: string): string {
     const built = spawnSync(process.execPath, [join(root, 'scripts', 'build-guests.mjs'), ...extra], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
     if (built.status !== 0) throw new Error(`building the guests failed (node scripts/build-guests.mjs ${extra.join(' ')})`);
   }
-  // The table-growing component is WAT assembled by the tests' own builder (TypeScript, run through tsx).
+  // The table-growing component and the segment smuggler are WAT assembled by the tests' own builders (TypeScript, run through tsx).
   const grower = join(dir, 'grower.wasm');
-  const script = `import { writeFileSync } from 'node:fs'; import { growerComponent } from ${JSON.stringify(join(root, 'test', 'fixtures', 'wat', 'grower.ts'))};
-writeFileSync(${JSON.stringify(grower)}, await growerComponent({ holders: 1 }));`;
+  const segments = join(dir, 'segment-smuggler.wasm');
+  const fixture = (name: string): string => JSON.stringify(join(root, 'test', 'fixtures', 'wat', name));
+  const script = `import { writeFileSync } from 'node:fs'; import { growerComponent } from ${fixture('grower.ts')}; import { segmentSmugglerComponent } from ${fixture('segment-smuggler.ts')};
+writeFileSync(${JSON.stringify(grower)}, await growerComponent({ holders: 1 }));
+writeFileSync(${JSON.stringify(segments)}, await segmentSmugglerComponent());`;
   const made = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
-  if (made.status !== 0) throw new Error('assembling test/fixtures/wat/grower.ts failed');
+  if (made.status !== 0) throw new Error('assembling the WAT fixtures (test/fixtures/wat/) failed');
   const config = join(dir, 'toolhost.yaml');
-  writeFileSync(config, soakConfig(root, grower, join(dir, 'audit.jsonl')));
+  writeFileSync(config, soakConfig(root, [grower, segments], join(dir, 'audit.jsonl')));
   return config;
 }
 

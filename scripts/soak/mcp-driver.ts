@@ -69,7 +69,9 @@ export class McpDriver {
         detail = `${String(error?.details?.reason ?? '')} ${String(error?.message ?? '')}`.trim().slice(0, 160);
       } else {
         code = 'ok';
-        value = result.structuredContent;
+        // MCP carries only an object as structuredContent; another JSON value comes as its text.
+        const text = result.content[0]?.type === 'text' ? result.content[0].text : undefined;
+        value = result.structuredContent ?? (text === undefined ? undefined : parseJson(text));
       }
     } catch (error) {
       if (controller.signal.aborted) {
@@ -99,5 +101,13 @@ export class McpDriver {
     await Promise.allSettled(this.#transports.map((transport) => transport.terminateSession()));
     await Promise.allSettled(this.#clients.map((client) => client.close()));
     await this.#agent.close();
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
 }

@@ -56,6 +56,9 @@ export const KINDS: readonly Kind[] = [
   { name: 'echo (C)', category: 'honest', weight: 300, tool: 'echo', args: (n) => ({ text: `soak ${n}`, n }), expect: ['ok'], answer: (n) => ({ text: `soak ${n}`, n }) },
   { name: 'sha256 (C)', category: 'honest', weight: 150, tool: 'sha256', args: (n) => ({ text: `soak ${n}` }), expect: ['ok'], answer: (n) => ({ sha256: sha256(`soak ${n}`) }) },
   { name: 'honest (C, fresh instance)', category: 'honest', weight: 80, tool: 'honest', args: (n) => ({ n: n % 100 }), expect: ['ok'], answer: (n) => ({ ok: true, sum: ((n % 100) * ((n % 100) + 1)) / 2 }) },
+  // The victims of the segment smuggler below: every probe must see what a new instance sees.
+  { name: 'segment probe (data, WAT)', category: 'honest', weight: 10, tool: 'probe_d0', args: () => ({}), expect: ['ok'], answer: () => 'SEG0' },
+  { name: 'segment probe (element, WAT)', category: 'honest', weight: 10, tool: 'probe_e0', args: () => ({}), expect: ['ok'], answer: () => 'ELEM' },
   { name: 'js_echo (JS)', category: 'honest', weight: 40, tool: 'js_echo', args: (n) => ({ n }), expect: ['ok'] },
   { name: 'native echo', category: 'honest', weight: 150, tool: NATIVE_ECHO, args: (n) => ({ text: `soak ${n}` }), expect: ['ok'], answer: (n) => ({ text: `soak ${n}` }) },
   // Hostile guests (test/fixtures): traps, exits, stack overflow, memory, state, host calls, refused HTTP, tables, floods.
@@ -67,6 +70,9 @@ export const KINDS: readonly Kind[] = [
   { name: 'state flood (8 conversations)', category: 'hostile', weight: 12, tool: 'state_flood', args: () => ({ count: 1500, bytes: 512, distinct: 0 }), conversation, expect: ['ok'] },
   { name: 'host-call flood', category: 'hostile', weight: 4, tool: 'state_flood', args: () => ({ count: 20_000, bytes: 8, distinct: 1 }), expect: ['OUTPUT_LIMIT_EXCEEDED'] },
   { name: 'denied HTTP flood (JS)', category: 'hostile', weight: 5, tool: 'flood', args: () => ({ count: 200 }), expect: ['ok'] },
+  { name: 'segment drop (data.drop, WAT)', category: 'hostile', weight: 6, tool: 'drop_d0', args: () => ({}), expect: ['ok'] },
+  { name: 'segment drop (elem.drop, WAT)', category: 'hostile', weight: 6, tool: 'drop_e0', args: () => ({}), expect: ['ok'] },
+  { name: 'scribble (memory, global, tables; WAT)', category: 'hostile', weight: 4, tool: 'scribble', args: () => ({}), expect: ['ok'] },
   { name: 'table growth (WAT)', category: 'hostile', weight: 4, tool: 'grow_table', args: () => ({}), expect: ['ok'] },
   { name: 'event flood (300 deltas)', category: 'hostile', weight: 8, tool: 'event_flood', args: () => ({ count: 300, bytes: 64 }), expect: ['ok'] },
   { name: 'log flood', category: 'hostile', weight: 4, tool: 'log_flood', args: () => ({ count: 300 }), expect: ['ok'] },

@@ -7,7 +7,8 @@
  */
 import { join } from 'node:path';
 
-export function soakConfig(root: string, grower: string, auditLog: string): string {
+/** `components`: assembled components (test/fixtures/wat/) loaded with the default grant. */
+export function soakConfig(root: string, components: readonly string[], auditLog: string): string {
   const path = (...parts: string[]): string => JSON.stringify(join(root, ...parts));
   return `# Written by npm run soak (scripts/soak/soak-config.ts).
 host:
@@ -25,6 +26,5 @@ tools:
     grant: { memory_mb: 32 }
   - path: ${path('test', 'fixtures', 'dist', 'flood.wasm')}
   - path: ${path('test', 'fixtures', 'dist', 'http_flood.wasm')}
-  - path: ${JSON.stringify(grower)}
-`;
+${components.map((file) => `  - path: ${JSON.stringify(file)}\n`).join('')}`;
 }
