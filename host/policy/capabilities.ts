@@ -12,6 +12,7 @@ import type { ApprovalRequest } from './approval.js';
 import type { AuditEntry } from './audit.js';
 import type { ExecutionPolicy, PolicyDefaults } from './execution-policy.js';
 import type { ToolGrant } from './grant.js';
+import { describeOverlap, type HostOwnedOverlap } from './host-owned-paths.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, type NetworkLabel, type PrivilegeLabel } from './labels.js';
 
 /** The guest path at which the worktree appears. */
@@ -43,6 +44,8 @@ export interface CapabilityRequest {
   env?: Record<string, string>;
   /** Where env values come from last (the host's environment). */
   hostEnv: NodeJS.ProcessEnv;
+  /** The paths a writable worktree must not overlap (host/policy/host-owned-paths.ts). */
+  hostOwned?: { overlap(worktree: string): HostOwnedOverlap | undefined };
 }
 
 /** A resolved call, with what must be approved and audited before it runs. */
@@ -113,6 +116,17 @@ export function resolveCapabilities(request: CapabilityRequest): CapabilityDecis
   // MINIMAL: no filesystem; DEFAULT: the worktree read-only; ELEVATED and up: read-write.
   if (bound !== undefined && rank >= labelRank(PRIVILEGE_LABELS, 'DEFAULT')) {
     capabilities.filesystem = { root: resolve(bound), readOnly: rank < labelRank(PRIVILEGE_LABELS, 'ELEVATED') };
+    // A guest that can write where the host reads code or configuration could run code as the host.
+    const overlap = capabilities.filesystem.readOnly ? undefined : request.hostOwned?.overlap(capabilities.filesystem.root);
+    if (overlap !== undefined) {
+      return denial(request, 'PERMISSION_DENIED', `${describeOverlap(overlap)}: a guest must never be able to write what the host reads code or configuration from; bind a worktree that does not overlap it, or call at DEFAULT (read-only)`, labels, {
+        reason: 'host-owned-path',
+        kind: overlap.owned.kind,
+        worktree: overlap.worktree,
+        owned: overlap.owned.path,
+        ...(overlap.entry === undefined ? {} : { entry: overlap.entry }),
+      });
+    }
   }
   // The environment: empty below ELEVATED; then only allowlisted keys, from
   // configured values, the caller's env, or the host's environment, in that order.
