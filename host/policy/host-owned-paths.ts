@@ -76,8 +76,10 @@ const KIND_NAMES: Record<HostOwnedKind, string> = {
 /** The real path of `path`, or of its nearest existing ancestor joined with the rest (it may not exist yet). */
 export function realPath(path: string): string {
   const absolute = resolve(path);
+  // realpath's native form is one syscall (~5 us here; the JS one lstats every component). Most
+  // owned paths exist: trying first beats an existsSync before (a thrown ENOENT costs ~16 us).
   try {
-    return realpathSync(absolute);
+    return realpathSync.native(absolute);
   } catch {
     const parent = dirname(absolute);
     return parent === absolute ? absolute : join(realPath(parent), basename(absolute));
@@ -124,11 +126,13 @@ export function resolutionEntries(path: string): string[] {
 function overlapOf(owned: HostOwnedPath, worktree: string, realWorktree: string): HostOwnedOverlap | undefined {
   const realOwned = realPath(owned.path);
   if (within(realWorktree, realOwned)) return { owned, worktree, realWorktree, relation: realWorktree === realOwned ? 'holds' : 'inside', entry: realOwned };
+  if (within(realOwned, realWorktree)) return { owned, worktree, realWorktree, relation: 'holds', entry: realOwned };
+  // Without a symlink on the way, the entries are realOwned's own prefixes: checked above.
+  if (realOwned === resolve(owned.path)) return undefined;
   for (const entry of resolutionEntries(owned.path)) {
     // An entry above the worktree is the worktree's own ancestor: the guest cannot replace it.
     if (within(entry, realWorktree) && entry !== realWorktree) return { owned, worktree, realWorktree, relation: 'holds', entry };
   }
-  if (within(realOwned, realWorktree)) return { owned, worktree, realWorktree, relation: 'holds', entry: realOwned };
   return undefined;
 }
 
