@@ -3,8 +3,9 @@
  * parsers so the file and the runtime agree: labels (case-insensitive),
  * default policies (`parseExecutionPolicy`), egress allowlists
  * (`parseEgressAllowlist`), limits against the ceilings, default policies
- * within their grant, paths that must exist, URLs, input schemas, duplicate
- * names and ports. Each problem is reported at its YAML node.
+ * within their grant, paths that must exist, writable worktrees off the
+ * host-owned paths (policy/host-owned-paths.ts), URLs, input schemas,
+ * duplicate names and ports. Each problem is reported at its YAML node.
  *
  * Some findings are warnings, not errors: the file works, but probably not
  * as its author meant (a grant that needs approval when approval is `never`).

@@ -4,7 +4,9 @@
  * then the host's default); asking above the grant is refused. The result is
  * what the capability layer builds the guest's WASI imports from.
  *
- * Decisions only: nothing here opens a file, a socket or a worker.
+ * Decisions only: nothing here opens a file, a socket or a worker (a writable
+ * worktree is checked against the host-owned paths by resolving paths only:
+ * host-owned-paths.ts).
  */
 import { isAbsolute, resolve } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
