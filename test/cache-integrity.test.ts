@@ -51,8 +51,8 @@ describe.runIf(hasCGuests)('cache entries are verified before use', () => {
     const registry = makeRegistry({ sandbox: { cacheDir } });
     try {
       await registry.registerWasmTools(fixture('flood'), { grant: { privilege: 'ELEVATED', worktree } });
-      const result = await registry.execute('honest', {}, { policy: { privilege_level: 'ELEVATED' } });
-      expect(result.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { reason: 'cache-in-worktree' } });
+      // Refused at admission (policy/host-owned-paths.ts), before anything runs.
+      await expect(registry.execute('honest', {}, { policy: { privilege_level: 'ELEVATED' } })).rejects.toMatchObject({ code: 'PERMISSION_DENIED', details: { reason: 'host-owned-path', kind: 'cache' } });
       // Read-only, the guest cannot write it: allowed.
       expect((await registry.execute('honest', {}, { policy: { privilege_level: 'DEFAULT' } })).structuredContent).toEqual({ ok: true });
     } finally {
@@ -75,7 +75,7 @@ describe('config', () => {
     const { file } = write(['host:', '  pool:', '    cache_dir: work/cache', 'tools:', '  - path: tool.wasm', '    grant:', '      privilege: elevated', '      worktree: work']);
     const error = await loadConfig(file).catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).message).toMatch(/toolhost\.yaml:3:\d+: .*transpile cache .* inside the worktree/);
+    expect((error as ConfigError).message).toMatch(/toolhost\.yaml:3:\d+: .*worktree .* holds the transpile cache/);
   });
 
   it('accepts the same worktree with the cache elsewhere', async () => {

@@ -14,6 +14,7 @@ import { findConfig } from '../config/find.js';
 import { configFromObject, loadConfig, type LoadedConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import type { ConfigFile } from '../config/types.js';
+import { resolvedOwnedPaths } from '../config/owned-paths.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { McpImport } from '../servers/mcp-import.js';
 import { createDefaultLogger } from '../core/logger.js';
@@ -87,6 +88,8 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
   // The Redis client loads only for a host in a fleet.
   const fleet = config.cluster === undefined ? undefined : (await import('../fleet/index.js')).openFleet({ ...config.cluster, ...(options.describeHost === undefined ? {} : { describe: options.describeHost }) }, base.logger ?? createDefaultLogger());
   const registry = createRegistry(fleet === undefined ? base : { stateStore: fleet.stateStore, ...base, fleet: fleet.directory });
+  // The config file and the MCP servers it runs: no call's writable worktree may overlap them.
+  registry.hostOwnedPaths.addAll(resolvedOwnedPaths(config));
   const imports: McpImport[] = [];
   const host: Host = {
     registry,

@@ -3,8 +3,9 @@
  * parsers so the file and the runtime agree: labels (case-insensitive),
  * default policies (`parseExecutionPolicy`), egress allowlists
  * (`parseEgressAllowlist`), limits against the ceilings, default policies
- * within their grant, paths that must exist, URLs, input schemas, duplicate
- * names and ports. Each problem is reported at its YAML node.
+ * within their grant, paths that must exist, writable worktrees off the
+ * host-owned paths (policy/host-owned-paths.ts), URLs, input schemas,
+ * duplicate names and ports. Each problem is reported at its YAML node.
  *
  * Some findings are warnings, not errors: the file works, but probably not
  * as its author meant (a grant that needs approval when approval is `never`).
@@ -20,7 +21,8 @@ import type { ConfigProblem } from './errors.js';
 import { DEFAULT_GRPC, DEFAULT_MCP_HTTP, resolvePolicyDefaults, resolveRetry } from './resolve.js';
 import type { ConfigPath, ConfigSource } from './source.js';
 import type { ConfigFile, GrantEntry, PolicyEntry } from './types.js';
-import { defaultCacheDir, isInside } from '../sandbox/cache-location.js';
+import { describeOverlap, overlapWith, processOwnedPaths } from '../policy/host-owned-paths.js';
+import { configOwnedPaths, type ConfiguredOwnedPath } from './owned-paths.js';
 
 /** What the checks found. */
 export interface CheckResult {
@@ -42,8 +44,9 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
  * @param config the file's data (schema-valid)
  * @param source the parsed file (for positions)
  * @param baseDir what relative paths are resolved against
+ * @param file the config file (absolute), when the config is one: a host-owned path
  */
-export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: string): CheckResult {
+export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: string, file?: string): CheckResult {
   const errors: ConfigProblem[] = [];
   const warnings: ConfigProblem[] = [];
   const error = (path: ConfigPath, message: string, anchor: 'value' | 'key' = 'value'): void => {
@@ -79,9 +82,10 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
     checkGrantHolder(base, holder, { defaults, approval, baseDir, error, warn });
   };
 
-  // The transpile cache must not lie inside a worktree a tool is granted:
-  // a guest that can write there could rewrite glue the host later imports.
-  const cacheDir = host.pool?.cache_dir !== undefined ? resolve(baseDir, host.pool.cache_dir) : defaultCacheDir();
+  // A worktree a grant lets guests write must not overlap what the host reads
+  // code or configuration from (policy/host-owned-paths.ts): the config file,
+  // the cache, the audit log, components, MCP servers, the host's own package.
+  const owned = [...processOwnedPaths(), ...configOwnedPaths(config, baseDir, file)];
   const holders: Array<[ConfigPath, GrantHolder]> = [
     ...(config.tools ?? []).map((entry, i): [ConfigPath, GrantHolder] => [['tools', i], entry]),
     ...(config.http_tools ?? []).map((entry, i): [ConfigPath, GrantHolder] => [['http_tools', i], entry]),
@@ -89,10 +93,13 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
   ];
   for (const [base, holder] of holders) {
     if (holder.grant?.worktree === undefined) continue;
-    const worktree = resolve(baseDir, holder.grant.worktree);
-    if (!isInside(cacheDir, worktree)) continue;
-    const where: ConfigPath = host.pool?.cache_dir !== undefined ? ['host', 'pool', 'cache_dir'] : [...base, 'grant', 'worktree'];
-    error(where, `puts the transpile cache (${cacheDir}) inside the worktree ${worktree} granted to ${base.join('[').replace(/\[(\d+)$/, '[$1]')}: a guest must never be able to reach the code the host imports; move host.pool.cache_dir outside every worktree`);
+    const privilege = parseLabel(PRIVILEGE_LABELS, holder.grant.privilege ?? 'MINIMAL');
+    if (privilege === undefined || labelRank(PRIVILEGE_LABELS, privilege) < labelRank(PRIVILEGE_LABELS, 'ELEVATED')) continue; // read-only at most
+    const overlap = overlapWith(resolve(baseDir, holder.grant.worktree), owned);
+    if (overlap === undefined) continue;
+    const at = (overlap.owned as ConfiguredOwnedPath).at;
+    const named = base.join('[').replace(/\[(\d+)$/, '[$1]');
+    error(at ?? [...base, 'grant', 'worktree'], `overlaps the writable worktree granted to ${named} (privilege ${privilege}): ${describeOverlap(overlap)}; a guest must never be able to write what the host reads code or configuration from: move one of them, or lower the grant's privilege to DEFAULT (read-only)`);
   }
 
   // Components.

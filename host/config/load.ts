@@ -73,7 +73,7 @@ async function parseAndResolve(text: string, where: ConfigText): Promise<LoadedC
   const validate = configValidator();
   if (!validate(data)) throw ConfigError.fromProblems(file, display, schemaProblems(validate.errors ?? [], source));
 
-  const { errors, warnings } = checkConfig(data, source, baseDir);
+  const { errors, warnings } = checkConfig(data, source, baseDir, onDisk ? file : undefined);
   if (errors.length > 0) throw ConfigError.fromProblems(file, display, byPosition(errors));
 
   const resolved = resolveConfig(data, { baseDir, ...(onDisk ? { file } : {}), env, originOf: (at) => ({ file, ...source.locate(at) }) });

@@ -1,25 +1,10 @@
 /** Where toolhost's own files are, whether it runs from dist/ or from its sources. */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { toolhostPackageRoot } from '../policy/host-owned-paths.js';
 
-/** The directory of toolhost's package.json. */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest)) {
-      try {
-        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'toolhost') return dir;
-      } catch {
-        // keep looking upwards
-      }
-    }
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('cannot find toolhost\'s package.json');
-    dir = parent;
-  }
-}
+/** The directory of toolhost's package.json (policy/host-owned-paths.ts finds it: the package is a host-owned path). */
+export const packageRoot = toolhostPackageRoot;
 
 /** The built example tools' directory, or undefined when none are built. */
 export function examplesDir(): string | undefined {

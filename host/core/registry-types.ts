@@ -3,6 +3,7 @@ import type { ExecutionPolicyInput, PolicyDefaults } from '../policy/execution-p
 import type { ToolGrant } from '../policy/grant.js';
 import type { ApprovalHook } from '../policy/approval.js';
 import type { AuditLog } from '../policy/audit.js';
+import type { HostOwnedPath, HostOwnedPaths } from '../policy/host-owned-paths.js';
 import type { CallIdLimits } from './call/ids.js';
 import type { CallDirectory } from './fleet.js';
 import type { Logger } from './logger.js';
@@ -80,6 +81,8 @@ export interface WasmToolLoader {
   warm?(): Promise<void>;
   /** Collect every sandbox worker's garbage and read its heap (measurements only; undefined without a pool that can). */
   collectWorkerGarbage?(): Promise<WorkerHeap[] | undefined>;
+  /** Paths the loader reads code from (its cache): a writable worktree must not overlap them. */
+  ownedPaths?(): HostOwnedPath[];
   close(): Promise<void>;
 }
 
@@ -115,6 +118,13 @@ export interface ToolRegistryOptions {
   callIds?: Partial<CallIdLimits>;
   /** Levels a call's result may nest before the call ends OUTPUT_LIMIT_EXCEEDED (default 256). */
   maxResultDepth?: number;
+  /**
+   * The paths a writable worktree must not overlap (default: the process's
+   * own, see `processOwnedPaths`). The registry adds its loader's cache, its
+   * audit log's file and every component path it loads; a host adds its
+   * config file and imported MCP servers (`createHost`).
+   */
+  hostOwnedPaths?: HostOwnedPaths;
   /**
    * The loader behind `registerWasmTools` (the sandbox's, when the registry is
    * made by `createRegistry` or `createHost`). The registry closes it.

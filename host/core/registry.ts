@@ -21,6 +21,7 @@ import { createDefaultLogger, type Logger } from './logger.js';
 import type { ToolResult } from './result.js';
 import { denyAllApprovals } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
+import { HostOwnedPaths } from '../policy/host-owned-paths.js';
 import { SchemaCompiler } from './schema.js';
 import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
@@ -41,6 +42,8 @@ export class ToolRegistry {
   /** The call's layers over the tool's run, composed once. */
   readonly #run: CallHandler = compose(CALL_LAYERS, invoke);
   readonly #loader: WasmToolLoader | undefined;
+  /** Where a writable worktree must not reach (the call's admission refuses it): see host/policy/host-owned-paths.ts. */
+  readonly hostOwnedPaths: HostOwnedPaths;
   #closed = false;
   #modelNameCache: Map<string, string> | undefined;
   readonly #listeners = new Set<(names: string[]) => void>();
@@ -51,6 +54,7 @@ export class ToolRegistry {
   constructor(options: ToolRegistryOptions = {}) {
     const { cancelGraceMs, defaults, callIds, retry, maxResultDepth } = checkRegistryOptions(options);
     this.#tracker = new CallTracker(callIds.rememberedBytes);
+    this.hostOwnedPaths = options.hostOwnedPaths ?? new HostOwnedPaths();
     const stateLimits = resolveStateLimits(options.stateLimits);
     this.#deps = {
       // A model-facing name (e.g. `git__status` for `git.status`) finds its tool too.
@@ -70,6 +74,7 @@ export class ToolRegistry {
       audit: options.audit ?? createAuditLog(),
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
+      hostOwned: this.hostOwnedPaths,
       maxCallIdLength: callIds.maxLength,
       maxResultDepth,
       onFinished: (tool, event) => {
@@ -82,6 +87,8 @@ export class ToolRegistry {
       },
     };
     this.#loader = options.wasmLoader;
+    this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
+    if (this.#deps.audit.file !== undefined) this.hostOwnedPaths.add('audit-log', this.#deps.audit.file);
     options.fleet?.bind({ cancelLocal: (callId, principal) => this.#tracker.cancel(callId, principal) });
   }
 
@@ -250,7 +257,10 @@ export class ToolRegistry {
   async registerWasmTools(paths: string | string[], options: WasmLoadOptions = {}): Promise<WasmLoadReport> {
     this.#assertOpen();
     const loader = this.#wasmLoader();
-    const loaded = await loader.load(Array.isArray(paths) ? paths : [paths], options);
+    const files = Array.isArray(paths) ? paths : [paths];
+    // A guest that could rewrite a component (or drop one into a loaded directory) would run its code under that grant.
+    for (const path of files) this.hostOwnedPaths.add('component', path);
+    const loaded = await loader.load(files, options);
     const { plan, report } = planComponentNames(loaded, new Set(this.#tools.keys()));
     for (const { component, tool, registeredAs } of report.renamed) {
       this.logger.warn({ component, tool, registeredAs }, 'tool name collision: registered under a namespaced name');

@@ -20,6 +20,8 @@ export interface AuditEntry {
 
 export interface AuditLog {
   record(entry: AuditEntry, level?: 'info' | 'warn'): void;
+  /** The file it appends to, if any (a host-owned path: no writable worktree may overlap it). */
+  readonly file?: string;
 }
 
 /**
@@ -37,6 +39,7 @@ export function createAuditLog(destination: string | number = 2): AuditLog {
   };
   let logger = typeof destination === 'number' ? undefined : make();
   return {
+    ...(typeof destination === 'number' ? {} : { file: destination }),
     record(entry, level = entry.decision === 'denied' ? 'warn' : 'info') {
       logger ??= make();
       logger[level](entry, entry.decision === 'denied' ? 'policy denied' : 'policy allowed');

@@ -4,7 +4,9 @@
  * then the host's default); asking above the grant is refused. The result is
  * what the capability layer builds the guest's WASI imports from.
  *
- * Decisions only: nothing here opens a file, a socket or a worker.
+ * Decisions only: nothing here opens a file, a socket or a worker (a writable
+ * worktree is checked against the host-owned paths by resolving paths only:
+ * host-owned-paths.ts).
  */
 import { isAbsolute, resolve } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
@@ -12,6 +14,7 @@ import type { ApprovalRequest } from './approval.js';
 import type { AuditEntry } from './audit.js';
 import type { ExecutionPolicy, PolicyDefaults } from './execution-policy.js';
 import type { ToolGrant } from './grant.js';
+import { describeOverlap, type HostOwnedOverlap } from './host-owned-paths.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, type NetworkLabel, type PrivilegeLabel } from './labels.js';
 
 /** The guest path at which the worktree appears. */
@@ -43,6 +46,8 @@ export interface CapabilityRequest {
   env?: Record<string, string>;
   /** Where env values come from last (the host's environment). */
   hostEnv: NodeJS.ProcessEnv;
+  /** The paths a writable worktree must not overlap (host/policy/host-owned-paths.ts). */
+  hostOwned?: { overlap(worktree: string): HostOwnedOverlap | undefined };
 }
 
 /** A resolved call, with what must be approved and audited before it runs. */
@@ -113,6 +118,17 @@ export function resolveCapabilities(request: CapabilityRequest): CapabilityDecis
   // MINIMAL: no filesystem; DEFAULT: the worktree read-only; ELEVATED and up: read-write.
   if (bound !== undefined && rank >= labelRank(PRIVILEGE_LABELS, 'DEFAULT')) {
     capabilities.filesystem = { root: resolve(bound), readOnly: rank < labelRank(PRIVILEGE_LABELS, 'ELEVATED') };
+    // A guest that can write where the host reads code or configuration could run code as the host.
+    const overlap = capabilities.filesystem.readOnly ? undefined : request.hostOwned?.overlap(capabilities.filesystem.root);
+    if (overlap !== undefined) {
+      return denial(request, 'PERMISSION_DENIED', `${describeOverlap(overlap)}: a guest must never be able to write what the host reads code or configuration from; bind a worktree that does not overlap it, or call at DEFAULT (read-only)`, labels, {
+        reason: 'host-owned-path',
+        kind: overlap.owned.kind,
+        worktree: overlap.worktree,
+        owned: overlap.owned.path,
+        ...(overlap.entry === undefined ? {} : { entry: overlap.entry }),
+      });
+    }
   }
   // The environment: empty below ELEVATED; then only allowlisted keys, from
   // configured values, the caller's env, or the host's environment, in that order.

@@ -25,6 +25,7 @@ import { compileCoreModules } from './core-compile.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
+import type { HostOwnedPath } from '../policy/host-owned-paths.js';
 
 /** The interface every tool component must export. */
 export const TOOL_EXPORT = 'toolhost:tool/tool@0.1.0';
@@ -87,6 +88,11 @@ export class SandboxLoader implements WasmToolLoader {
     this.#logger = logger;
     this.#cache = new ComponentCache(options.cacheDir);
     this.#limits = { ...DEFAULT_GUEST_OUTPUT_LIMITS, ...options.outputLimits };
+  }
+
+  /** The transpile cache's directory: the host imports glue from it, so no writable worktree may overlap it. */
+  ownedPaths(): HostOwnedPath[] {
+    return [{ kind: 'cache', path: this.#cache.root }];
   }
 
   /** The transpile cache (its `transpiles` count shows whether loads were served from disk). */
@@ -202,7 +208,6 @@ export class SandboxLoader implements WasmToolLoader {
       id: source.id,
       name: source.name,
       moduleUrl: cached.moduleUrl,
-      cacheDir: this.#cache.root,
       quarantined: () => this.#quarantined.has(source.id),
       ...variants,
       // With process containment the modules are compiled in the sandbox process: this process only caps and checks them.

@@ -9,7 +9,6 @@ import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
 import { TaskStop } from './task-stop.js';
-import { isInside } from './cache-location.js';
 import type { TaskHandlers, TaskInput } from './pool.js';
 import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
 
@@ -26,8 +25,6 @@ export interface ComponentHandle {
   prepare(memoryMb: number): Promise<unknown>;
   /** Whether `prepare(memoryMb)` has succeeded already (a call then need not wait a turn for it). */
   prepared?(memoryMb: number): boolean;
-  /** The transpile cache's directory: a call whose writable worktree holds it is refused. */
-  cacheDir?: string;
   /** Whether the component was quarantined (its instances hang while they initialize). */
   quarantined?: () => boolean;
 }
@@ -100,13 +97,8 @@ export class SandboxedTool implements Tool {
         details: { reason: 'quarantined' },
       });
     }
-    const worktree = ctx.capabilities.filesystem;
-    if (worktree && !worktree.readOnly && this.#component.cacheDir !== undefined && isInside(this.#component.cacheDir, worktree.root)) {
-      // The guest could rewrite the glue the host imports (host code execution).
-      throw new ToolhostError('PERMISSION_DENIED', `the worktree ${worktree.root} holds the transpile cache (${this.#component.cacheDir}), and a guest must never be able to write it; move the cache (host.pool.cache_dir) outside every worktree`, {
-        details: { reason: 'cache-in-worktree' },
-      });
-    }
+    // A writable worktree that overlaps the transpile cache (or any other host-owned path) never
+    // gets here: admission refuses it (policy/host-owned-paths.ts; the loader names its cache).
     const { memoryMb, cpuMs: cpuBudgetMs } = ctx.budgets;
     // Made with the guest's first outgoing request (most calls make none).
     let network: GuestNetwork | undefined;

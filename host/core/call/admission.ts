@@ -5,8 +5,8 @@
  *   1. lookup    the tool exists                         TOOL_NOT_FOUND
  *   2. policy    parse the request, the tool's defaults   INVALID_INPUT
  *                fill in what it leaves out; host
- *                ceilings; grant ∩ request                PERMISSION_DENIED, TOOL_PRIVILEGE_ESCALATION,
- *                                                         WORKTREE_NOT_BOUND (each audited)
+ *                ceilings; grant ∩ request; a writable    PERMISSION_DENIED, TOOL_PRIVILEGE_ESCALATION,
+ *                worktree off host-owned paths            WORKTREE_NOT_BOUND (each audited)
  *   3. validate  the arguments against the input schema   INVALID_INPUT (ajv path and message)
  *   4. ids       the call id is usable: 1..maxLength      INVALID_INPUT
  *                visible ASCII characters (see ids.ts)
@@ -16,7 +16,7 @@
  * tracked or recorded here; whether the id is already in flight is known only
  * when the call is tracked (see `Call`).
  */
-import type { CallCapabilities, ResolvedCapabilities } from '../../policy/capabilities.js';
+import type { CallCapabilities, CapabilityRequest, ResolvedCapabilities } from '../../policy/capabilities.js';
 import { resolveCapabilities } from '../../policy/capabilities.js';
 import type { AuditEntry } from '../../policy/audit.js';
 import { ceilingDenial, parseExecutionPolicy, resolveBudgets, type CallBudgets, type ExecutionPolicy, type PolicyDefaults } from '../../policy/execution-policy.js';
@@ -41,6 +41,8 @@ export interface AdmissionDeps {
   hostEnv: NodeJS.ProcessEnv;
   /** Longest accepted call id (characters). */
   maxCallIdLength: number;
+  /** The paths a writable worktree must not overlap (PERMISSION_DENIED, audited). */
+  hostOwned?: CapabilityRequest['hostOwned'];
 }
 
 /** A call that passed admission: everything the run needs to know, decided. */
@@ -106,6 +108,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
     ...(options.workingDir === undefined ? {} : { workingDir: options.workingDir }),
     ...(options.env === undefined ? {} : { env: options.env }),
     hostEnv: deps.hostEnv,
+    ...(deps.hostOwned === undefined ? {} : { hostOwned: deps.hostOwned }),
   });
   if (!decision.allowed) return refuse(decision.error, decision.audit);
 
