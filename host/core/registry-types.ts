@@ -1,4 +1,5 @@
 /** What the registry is made with and hands back: its options, and the Wasm loader's interface. */
+import type { SchemaLimits } from './schema-limits.js';
 import type { ExecutionPolicyInput, PolicyDefaults } from '../policy/execution-policy.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { ApprovalHook } from '../policy/approval.js';
@@ -115,6 +116,12 @@ export interface ToolRegistryOptions {
   callIds?: Partial<CallIdLimits>;
   /** Levels a call's result may nest before the call ends OUTPUT_LIMIT_EXCEEDED (default 256). */
   maxResultDepth?: number;
+  /**
+   * What tools' schemas may cost the main thread (`DEFAULT_SCHEMA_LIMITS`): checked at registration
+   * (COMPONENT_INVALID past one) and per call (INVALID_INPUT); config `host.guest_limits.schema_*`,
+   * `args_depth`, `validation_steps`.
+   */
+  schemaLimits?: Partial<SchemaLimits>;
   /**
    * The loader behind `registerWasmTools` (the sandbox's, when the registry is
    * made by `createRegistry` or `createHost`). The registry closes it.
