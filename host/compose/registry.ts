@@ -51,6 +51,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
     retry: { ...resolved.retry },
     sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
     stateLimits: { ...resolved.stateLimits },
+    schemaLimits: { ...resolved.schemaLimits },
   };
   if (resolved.maxResultDepth !== undefined) options.maxResultDepth = resolved.maxResultDepth;
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);

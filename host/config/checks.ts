@@ -18,7 +18,7 @@ import { parseEgressAllowlist } from '../net/allowlist.js';
 import { parseExecutionPolicy, resolveBudgets, type ExecutionPolicy, type PolicyDefaults } from '../policy/execution-policy.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, parseLabel } from '../policy/labels.js';
 import type { ConfigProblem } from './errors.js';
-import { DEFAULT_GRPC, DEFAULT_MCP_HTTP, resolvePolicyDefaults, resolveRetry } from './resolve.js';
+import { DEFAULT_GRPC, DEFAULT_MCP_HTTP, resolvePolicyDefaults, resolveRetry, schemaLimitsOf } from './resolve.js';
 import type { ConfigPath, ConfigSource } from './source.js';
 import type { ConfigFile, GrantEntry, PolicyEntry } from './types.js';
 import { describeOverlap, overlapWith, processOwnedPaths } from '../policy/host-owned-paths.js';
@@ -116,7 +116,7 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
 
   // Native HTTP tools.
   const httpNames = new Map<string, number>();
-  const compiler = new SchemaCompiler();
+  const compiler = new SchemaCompiler(schemaLimitsOf(config.host?.guest_limits));
   (config.http_tools ?? []).forEach((entry, i) => {
     const first = httpNames.get(entry.name);
     if (first !== undefined) error(['http_tools', i, 'name'], `duplicates the name "${entry.name}" (already used by http_tools[${first}])`);

@@ -17,6 +17,7 @@ import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel } from '../policy/labels.j
 import { DEFAULT_CANCEL_GRACE_MS } from '../core/call/call.js';
 import type { SandboxOptions } from '../sandbox/loader.js';
 import type { StateLimits } from '../core/state.js';
+import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ClusterSection, ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
 import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
 
@@ -165,6 +166,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (guest.table_elements !== undefined) sandbox.tableElements = guest.table_elements;
   if (guest.describe_ms !== undefined) sandbox.describeTimeoutMs = guest.describe_ms;
   if (guest.spare_ms !== undefined) sandbox.spareTimeoutMs = guest.spare_ms;
+  const schemaLimits = schemaLimitsOf(host.guest_limits);
   const stateLimits: Partial<StateLimits> = {};
   if (guest.state_value_bytes !== undefined) stateLimits.maxValueBytes = guest.state_value_bytes;
   if (guest.state_keys_per_conversation !== undefined) stateLimits.maxKeysPerConversation = guest.state_keys_per_conversation;
@@ -257,6 +259,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     sandbox,
     ...(host.output_limits?.max_result_depth === undefined ? {} : { maxResultDepth: host.output_limits.max_result_depth }),
     stateLimits,
+    schemaLimits,
     approval: host.approval ?? 'never',
     auditLog: host.audit_log === undefined || host.audit_log === 'stderr' ? 'stderr' : { file: resolve(baseDir, host.audit_log) },
     tools,
@@ -284,4 +287,18 @@ function label<L extends string>(vocabulary: readonly L[], value: string): L {
   const parsed = parseLabel(vocabulary, value);
   if (parsed === undefined) throw new ToolhostError('INTERNAL', `unchecked label "${value}" reached config resolution`);
   return parsed;
+}
+
+/** `host.guest_limits`' schema limits (only what the file sets; the registry defaults the rest). */
+export function schemaLimitsOf(guest: NonNullable<HostSection['guest_limits']> = {}): Partial<SchemaLimits> {
+  const limits: Partial<SchemaLimits> = {};
+  if (guest.schema_nodes !== undefined) limits.nodes = guest.schema_nodes;
+  if (guest.schema_depth !== undefined) limits.depth = guest.schema_depth;
+  if (guest.schema_fanout !== undefined) limits.fanout = guest.schema_fanout;
+  if (guest.schema_enum_values !== undefined) limits.enumValues = guest.schema_enum_values;
+  if (guest.schema_pattern_chars !== undefined) limits.patternChars = guest.schema_pattern_chars;
+  if (guest.schema_pattern_program !== undefined) limits.patternProgram = guest.schema_pattern_program;
+  if (guest.args_depth !== undefined) limits.argsDepth = guest.args_depth;
+  if (guest.validation_steps !== undefined) limits.validationSteps = guest.validation_steps;
+  return limits;
 }

@@ -4,6 +4,7 @@ import type { JsonSchema } from '../core/tool.js';
 import type { RetryOptions } from '../core/retry.js';
 import type { SandboxOptions } from '../sandbox/loader.js';
 import type { StateLimits } from '../core/state.js';
+import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { WasmLoadOptions } from '../core/registry.js';
 
@@ -127,6 +128,8 @@ export interface ResolvedConfig {
   maxResultDepth?: number;
   /** State limits (only what the file sets; the registry defaults the rest). */
   stateLimits: Partial<StateLimits>;
+  /** Schema limits (`guest_limits.schema_*`, `args_depth`, `validation_steps`: only what the file sets). */
+  schemaLimits: Partial<SchemaLimits>;
   /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
   approval: 'never' | 'always';
   /** `stderr`, or the absolute path of the audit log file. */

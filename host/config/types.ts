@@ -75,6 +75,14 @@ export interface HostSection {
     table_elements?: number;
     describe_ms?: number;
     spare_ms?: number;
+    schema_nodes?: number;
+    schema_depth?: number;
+    schema_fanout?: number;
+    schema_enum_values?: number;
+    schema_pattern_chars?: number;
+    schema_pattern_program?: number;
+    args_depth?: number;
+    validation_steps?: number;
   };
   approval?: 'never' | 'always';
   /** `stderr` or a file path. */

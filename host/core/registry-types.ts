@@ -1,4 +1,5 @@
 /** What the registry is made with and hands back: its options, and the Wasm loader's interface. */
+import type { SchemaLimits } from './schema-limits.js';
 import type { ExecutionPolicyInput, PolicyDefaults } from '../policy/execution-policy.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { ApprovalHook } from '../policy/approval.js';
@@ -125,6 +126,12 @@ export interface ToolRegistryOptions {
    * config file and imported MCP servers (`createHost`).
    */
   hostOwnedPaths?: HostOwnedPaths;
+  /**
+   * What tools' schemas may cost the main thread (`DEFAULT_SCHEMA_LIMITS`): checked at registration
+   * (COMPONENT_INVALID past one) and per call (INVALID_INPUT); config `host.guest_limits.schema_*`,
+   * `args_depth`, `validation_steps`.
+   */
+  schemaLimits?: Partial<SchemaLimits>;
   /**
    * The loader behind `registerWasmTools` (the sandbox's, when the registry is
    * made by `createRegistry` or `createHost`). The registry closes it.

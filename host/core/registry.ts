@@ -36,7 +36,7 @@ const callIds = new CallIdSource();
 
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
-  readonly #schemas = new SchemaCompiler();
+  readonly #schemas: SchemaCompiler;
   readonly #tracker: CallTracker;
   readonly #deps: AdmissionDeps & CallDeps;
   /** The call's layers over the tool's run, composed once. */
@@ -86,6 +86,7 @@ export class ToolRegistry {
         }
       },
     };
+    this.#schemas = new SchemaCompiler(options.schemaLimits, (tool, limit) => this.#deps.onLimit(tool, limit));
     this.#loader = options.wasmLoader;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
     if (this.#deps.audit.file !== undefined) this.hostOwnedPaths.add('audit-log', this.#deps.audit.file);
@@ -183,9 +184,19 @@ export class ToolRegistry {
     if (this.#tools.has(tool.name)) {
       throw new ToolhostError('INVALID_INPUT', `a tool named "${tool.name}" is already registered`);
     }
-    const validate = this.#schemas.compile(tool.name, tool.inputSchema);
-    this.#tools.set(tool.name, { tool, validate });
+    this.#tools.set(tool.name, this.#compile(tool.name, tool));
     this.#changed();
+  }
+
+  /**
+   * A tool's schemas checked for cost and compiled: its input validator, and the output schema clients may be
+   * shown (without patterns, see `publishableSchema`), as the tool's description for `definitions`.
+   */
+  #compile(name: string, tool: Tool): RegisteredTool {
+    const validate = this.#schemas.compile(name, tool.inputSchema);
+    if (tool.outputSchema === undefined) return { tool, validate };
+    const published = this.#schemas.checkOutput(name, tool.outputSchema);
+    return published === tool.outputSchema ? { tool, validate } : { tool, validate, described: Object.create(tool, { outputSchema: { value: published, enumerable: true } }) as Tool };
   }
 
   get(name: string): Tool | undefined {
@@ -206,7 +217,8 @@ export class ToolRegistry {
     const names = this.#modelNames();
     const out: Array<DefinitionsByFormat[F]> = [];
     for (const name of this.names()) {
-      const definition = toDefinition(this.#tools.get(name)!.tool, chosen, names.get(name));
+      const registered = this.#tools.get(name)!;
+      const definition = toDefinition(registered.described ?? registered.tool, chosen, names.get(name));
       if (definition !== undefined) out.push(definition);
     }
     return out;
@@ -265,8 +277,8 @@ export class ToolRegistry {
     for (const { component, tool, registeredAs } of report.renamed) {
       this.logger.warn({ component, tool, registeredAs }, 'tool name collision: registered under a namespaced name');
     }
-    const compiled = plan.map(({ name, tool }) => ({ name, tool, validate: this.#schemas.compile(name, tool.inputSchema) }));
-    for (const entry of compiled) this.#tools.set(entry.name, { tool: entry.tool, validate: entry.validate });
+    const compiled = plan.map(({ name, tool }) => ({ name, registered: this.#compile(name, tool) }));
+    for (const entry of compiled) this.#tools.set(entry.name, entry.registered);
     if (compiled.length > 0) this.#changed();
     return report;
   }

@@ -1,19 +1,37 @@
 /**
- * Input validation: each tool's schema is compiled once, when the tool is
- * registered, and a schema that does not compile fails registration.
+ * Input validation: each tool's schema is checked for cost and compiled once,
+ * when the tool is registered; a schema that does not compile fails
+ * registration (INVALID_INPUT), and one past the cost limits
+ * (`schema-cost.ts`, `schema-limits.ts`) with COMPONENT_INVALID.
  *
- * Validation runs on the main thread, so a schema must not be able to stall
- * it: `pattern` (and `patternProperties`, `propertyNames` patterns) run on
- * RE2JS, a linear-time engine without backtracking, instead of RegExp (a
- * catastrophic pattern on 27 characters stalled the host 7 s). A pattern RE2
- * cannot run in linear time (lookaround, backreferences) fails registration
- * with INVALID_INPUT.
+ * Validation runs on the main thread, so neither a schema nor args may stall
+ * it:
+ * - `pattern` (and `patternProperties`, `propertyNames` patterns) run on
+ *   RE2JS, a linear-time engine without backtracking, instead of RegExp (a
+ *   catastrophic pattern on 27 characters stalled the host 7 s). A pattern RE2
+ *   cannot run in linear time (lookaround, backreferences) fails registration
+ *   with INVALID_INPUT;
+ * - `uniqueItems` is a linear hashed check (ajv's compares every pair of
+ *   non-scalar items: 20,000 objects took 6.6 s);
+ * - `$ref`s are compiled once each, not inlined where used;
+ * - before validation, args are walked once, iteratively: deeper than
+ *   `argsDepth` levels, or more work than `validationSteps` (each value plus
+ *   the schema checks its depth may apply, see `analyseSchema`), is
+ *   INVALID_INPUT; patterns count their program size times the characters
+ *   they read against the same budget while ajv runs. Whatever ajv throws
+ *   (a RangeError) becomes INVALID_INPUT: a check always answers.
+ *
+ * Output schemas are checked by the same cost rules and published without
+ * their patterns (`publishableSchema`): clients match patterns with their own,
+ * backtracking, engines.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { createRequire } from 'node:module';
 import type { RE2JS } from 're2js';
 import { ToolhostError } from './errors.js';
+import { analyseSchema, SchemaTooCostly, type SchemaCost } from './schema-cost.js';
+import { resolveSchemaLimits, SCHEMA_LIMIT_KEYS, type SchemaLimits } from './schema-limits.js';
 import type { JsonSchema } from './tool.js';
 
 export interface ValidationIssue {
@@ -44,23 +62,98 @@ function re2Engine(): typeof RE2JS {
   return re2;
 }
 
-/** ajv's regex engine: RE2JS, linear in the input whatever the pattern. */
+function compileRe2(pattern: string): RE2JS {
+  try {
+    return re2Engine().compile(toRe2Syntax(pattern));
+  } catch (error) {
+    throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 200))} cannot be matched in linear time (${(error as Error).message}); lookaround and backreferences are not supported`);
+  }
+}
+
+/** Instructions of `pattern`'s RE2 program (what matching a character may cost); throws when RE2 cannot run it. */
+export function re2ProgramSize(pattern: string): number {
+  return compileRe2(pattern).programSize();
+}
+
+/** Thrown by a pattern's test when the validation running it has spent its budget. */
+class ValidationBudgetSpent extends Error {}
+
+/** What the validation running now may still spend on patterns and `uniqueItems` (one validation runs at a time: ajv is synchronous). */
+let patternBudget = Number.POSITIVE_INFINITY;
+
+/** Steps charged for each value `uniqueItems` hashes (writing its canonical JSON costs ~20 times a schema check). */
+const UNIQUE_ITEMS_STEPS = 20;
+
+/** Values `canonical` has written since the counter was last read. */
+let canonicalValues = 0;
+
+/** ajv's regex engine: RE2JS, linear in the input whatever the pattern, charged to the running validation's budget. */
 export const linearRegExp: RegExpEngine = Object.assign(
   (pattern: string): { test(text: string): boolean; toString(): string } => {
-    let compiled: RE2JS;
-    try {
-      compiled = re2Engine().compile(toRe2Syntax(pattern));
-    } catch (error) {
-      throw new Error(`pattern ${JSON.stringify(pattern)} cannot be matched in linear time (${(error as Error).message}); lookaround and backreferences are not supported`);
-    }
+    const compiled = compileRe2(pattern);
+    const size = compiled.programSize();
+    // RE2JS builds its matcher on the first match (~30 µs an instruction): at registration, not in a call.
+    compiled.test('');
     // ajv keys compiled patterns by `toString()`: it must differ per pattern.
     const key = `/${pattern}/re2`;
-    return { test: (text: string) => compiled.test(text), toString: () => key };
+    return {
+      test: (text: string) => {
+        patternBudget -= text.length * size;
+        if (patternBudget < 0) throw new ValidationBudgetSpent();
+        return compiled.test(text);
+      },
+      toString: () => key,
+    };
   },
   { code: 'require("re2js").RE2JS' },
 );
 
-const AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false, code: { regExp: linearRegExp } } as const;
+const AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false, inlineRefs: false, code: { regExp: linearRegExp } } as const;
+
+/**
+ * The key `uniqueItems` compares items by: JSON with sorted keys (equal values, whatever their key order,
+ * match). Recursive, over args already checked to nest at most `argsDepth` levels.
+ */
+function canonical(value: unknown): string {
+  canonicalValues += 1;
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value) ?? 'undefined';
+  let text: string;
+  if (Array.isArray(value)) {
+    text = '[';
+    for (const item of value) text += `${canonical(item)},`;
+    return `${text}]`;
+  }
+  text = '{';
+  for (const key of Object.keys(value).sort()) text += `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])},`;
+  return `${text}}`;
+}
+
+/** ajv's `uniqueItems`, linear: items are hashed by their canonical JSON (ajv compares non-scalar items pairwise). */
+function linearUniqueItems(ajv: Ajv): void {
+  const validate = Object.assign(
+    (schema: boolean, data: unknown[]): boolean => {
+      validate.errors = undefined;
+      if (!schema || data.length < 2) return true;
+      const seen = new Map<string, number>();
+      for (let i = 0; i < data.length; i++) {
+        canonicalValues = 0;
+        const key = canonical(data[i]);
+        patternBudget -= canonicalValues * UNIQUE_ITEMS_STEPS;
+        if (patternBudget < 0) throw new ValidationBudgetSpent();
+        const j = seen.get(key);
+        if (j !== undefined) {
+          validate.errors = [{ keyword: 'uniqueItems', message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)`, params: { i, j } }];
+          return false;
+        }
+        seen.set(key, i);
+      }
+      return true;
+    },
+    { errors: undefined as Array<Partial<ErrorObject>> | undefined },
+  );
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword({ keyword: 'uniqueItems', type: 'array', schemaType: 'boolean', errors: true, validate });
+}
 
 /**
  * Checks schemas against their meta-schema for every compiler in the process: compiling the
@@ -74,16 +167,39 @@ function checkAgainstMetaSchema(schema: JsonSchema): void {
   if (typeof schema !== 'object' || schema === null) return;
   // Unoptimized code: the meta-schema's validator runs once per schema, and skipping ajv's optimizing pass
   // makes compiling it ~10 ms cheaper (what it accepts and the errors it reports are the same).
-  metaSchemas ??= new Ajv({ ...AJV_OPTIONS, code: { ...AJV_OPTIONS.code, optimize: false } });
+  if (metaSchemas === undefined) {
+    metaSchemas = new Ajv({ ...AJV_OPTIONS, code: { ...AJV_OPTIONS.code, optimize: false } });
+    linearUniqueItems(metaSchemas);
+  }
   if (!metaSchemas.validateSchema(schema)) throw new Error(`schema is invalid: ${metaSchemas.errorsText(metaSchemas.errors)}`);
 }
+
+/** Where a compiler reports a limit hit: the tool and the limit's config key. */
+export type SchemaLimitListener = (tool: string, limit: string) => void;
 
 /** Compiles tool schemas with one ajv instance per compiler (the meta-schema check is shared). */
 export class SchemaCompiler {
   readonly #ajv = new Ajv({ ...AJV_OPTIONS, validateSchema: false });
+  readonly #limits: SchemaLimits;
+  readonly #onLimit: SchemaLimitListener;
 
-  /** Compile `schema`; throws INVALID_INPUT naming the tool when it does not compile. */
+  constructor(limits: Partial<SchemaLimits> = {}, onLimit: SchemaLimitListener = () => {}) {
+    this.#limits = resolveSchemaLimits(limits);
+    this.#onLimit = onLimit;
+    linearUniqueItems(this.#ajv);
+  }
+
+  /** The limits this compiler checks. */
+  get limits(): Readonly<SchemaLimits> {
+    return this.#limits;
+  }
+
+  /**
+   * Compile `schema`; throws COMPONENT_INVALID naming the tool when it is past a cost limit, and
+   * INVALID_INPUT when it does not compile.
+   */
   compile(toolName: string, schema: JsonSchema): ArgsValidator {
+    const { perDepth } = this.#analyse(toolName, 'input', schema);
     let validate: ValidateFunction;
     try {
       checkAgainstMetaSchema(schema);
@@ -91,9 +207,38 @@ export class SchemaCompiler {
     } catch (error) {
       throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": input schema does not compile: ${(error as Error).message}`);
     }
+    const limits = this.#limits;
+    const onLimit = this.#onLimit;
     return {
       check(args, callId) {
-        if (validate(args)) return undefined;
+        const refuse = (limit: keyof SchemaLimits, message: string, details: Record<string, unknown>): ToolhostError => {
+          onLimit(toolName, SCHEMA_LIMIT_KEYS[limit]);
+          return new ToolhostError('INVALID_INPUT', `invalid input for "${toolName}": ${message}`, {
+            details: { reason: limit === 'argsDepth' ? 'depth' : 'validation-cost', limit: SCHEMA_LIMIT_KEYS[limit], ...details },
+            ...(callId === undefined ? {} : { callId }),
+          });
+        };
+        const walked = walkArgs(args, perDepth, limits);
+        if (walked === 'depth') return refuse('argsDepth', `args nest more than ${limits.argsDepth} levels (host.guest_limits.args_depth)`, { maxDepth: limits.argsDepth });
+        if (walked === 'steps') {
+          return refuse('validationSteps', `args too large to validate against this tool's schema (more than ${limits.validationSteps} steps, host.guest_limits.validation_steps)`, { maxSteps: limits.validationSteps });
+        }
+        let valid: boolean;
+        patternBudget = limits.validationSteps - walked;
+        try {
+          valid = validate(args) as boolean;
+        } catch (error) {
+          if (error instanceof ValidationBudgetSpent) {
+            return refuse('validationSteps', `args too large to validate against this tool's patterns or uniqueItems (more than ${limits.validationSteps} steps, host.guest_limits.validation_steps)`, { maxSteps: limits.validationSteps });
+          }
+          return new ToolhostError('INVALID_INPUT', `invalid input for "${toolName}": args could not be validated (${(error as Error).message})`, {
+            details: { reason: 'validation-failed' },
+            ...(callId === undefined ? {} : { callId }),
+          });
+        } finally {
+          patternBudget = Number.POSITIVE_INFINITY;
+        }
+        if (valid) return undefined;
         const issues = (validate.errors ?? []).map(toIssue);
         const first = issues[0];
         const where = first && first.path !== '' ? `args${first.path}` : 'args';
@@ -105,6 +250,75 @@ export class SchemaCompiler {
       },
     };
   }
+
+  /**
+   * Check an output schema by the same cost rules (COMPONENT_INVALID past one, INVALID_INPUT when it is not
+   * a valid schema) and answer what may be published to clients: the schema without its patterns.
+   */
+  checkOutput(toolName: string, schema: JsonSchema): JsonSchema {
+    const { schemaObjects } = this.#analyse(toolName, 'output', schema);
+    try {
+      checkAgainstMetaSchema(schema);
+    } catch (error) {
+      throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": output schema is not a valid JSON Schema: ${(error as Error).message}`);
+    }
+    return publishableSchema(schema, schemaObjects);
+  }
+
+  #analyse(toolName: string, which: 'input' | 'output', schema: JsonSchema): SchemaCost {
+    try {
+      return analyseSchema(schema, this.#limits);
+    } catch (error) {
+      if (!(error instanceof SchemaTooCostly)) {
+        throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": ${which} schema does not compile: ${(error as Error).message}`);
+      }
+      const limit = error.limit === undefined ? undefined : SCHEMA_LIMIT_KEYS[error.limit];
+      if (limit !== undefined) this.#onLimit(toolName, limit);
+      const where = limit === undefined ? '' : ` (host.guest_limits.${limit})`;
+      throw new ToolhostError('COMPONENT_INVALID', `tool "${toolName}": ${which} schema ${error.message}${where}`, {
+        details: { reason: 'schema-cost', schema: which, ...(limit === undefined ? {} : { limit }) },
+      });
+    }
+  }
+}
+
+/**
+ * Walk args once, iteratively: 'depth' when they nest deeper than `argsDepth` (a cycle always does),
+ * 'steps' when their values plus the checks `perDepth` says apply to them exceed `validationSteps`,
+ * else the steps spent.
+ */
+function walkArgs(args: unknown, perDepth: Float64Array, limits: SchemaLimits): number | 'depth' | 'steps' {
+  const pending: Array<[unknown, number]> = [[args, 0]];
+  let steps = 0;
+  while (pending.length > 0) {
+    const [value, depth] = pending.pop()!;
+    steps += 1 + perDepth[depth]!;
+    if (steps > limits.validationSteps) return 'steps';
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth + 1 > limits.argsDepth) return 'depth';
+    const children = Array.isArray(value) ? value : Object.values(value as Record<string, unknown>);
+    for (const child of children) pending.push([child, depth + 1]);
+  }
+  return steps;
+}
+
+/**
+ * `schema` as clients may see it: without `pattern`s, and without `patternProperties` (with the
+ * `additionalProperties` beside them, so that what they matched stays allowed): a client checks a
+ * structured result with its own regex engine, which may backtrack. Only copies a schema that has any.
+ */
+export function publishableSchema(schema: JsonSchema, schemaObjects: Array<Record<string, unknown>>): JsonSchema {
+  if (!schemaObjects.some((node) => 'pattern' in node || 'patternProperties' in node)) return schema;
+  // structuredClone keeps shared objects shared, so the copy's schema objects are the originals' images.
+  const copy = structuredClone({ schema, objects: schemaObjects });
+  for (const node of copy.objects) {
+    delete node.pattern;
+    if ('patternProperties' in node) {
+      delete node.patternProperties;
+      delete node.additionalProperties;
+    }
+  }
+  return copy.schema;
 }
 
 function toIssue(error: ErrorObject): ValidationIssue {

@@ -30,6 +30,8 @@ import type { CallOptions } from './options.js';
 export interface RegisteredTool {
   tool: Tool;
   validate: ArgsValidator;
+  /** The tool as `definitions` describe it, when that differs (an output schema published without its patterns). */
+  described?: Tool;
 }
 
 /** What admission needs from the host. */
