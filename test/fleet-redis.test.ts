@@ -107,23 +107,24 @@ describe.runIf(hasRedis)('two hosts on one Redis', () => {
   it('cancel from B reaches only the canceller\'s own calls on A: another principal\'s call is NOT_FOUND and keeps running', async () => {
     const stream = a.registry.stream('wait', {}, { callId: 'fleet-owned-1', principal: 'alice' });
     const ended = terminal(stream);
-    await until(async () => (await a.fleet.link.command<number>(['EXISTS', 'test:call:fleet-owned-1'])) === 1, 2000, 'the call to be registered');
+    await until(async () => (await a.fleet.link.command<number>(['EXISTS', 'test:call:alice fleet-owned-1'])) === 1, 2000, 'the call to be registered');
     expect(await b.registry.cancelAnywhere('fleet-owned-1', 'mallory')).toBe('NOT_FOUND');
-    expect(a.registry.callState('fleet-owned-1')).toBe('in_flight');
+    expect(a.registry.callState('fleet-owned-1', 'alice')).toBe('in_flight');
     expect(await b.registry.cancelAnywhere('fleet-owned-1', 'alice')).toBe('CANCELLED');
     expect(await ended).toMatchObject({ type: 'error', code: 'CANCELLED' });
   });
 
   it('enforce per-tool and per-tenant caps across hosts with OVERLOADED', async () => {
-    const first = a.registry.stream('wait', {}, { callId: 'cap-1', agentName: 'capped' });
-    await until(async () => (await a.fleet.link.command<number>(['EXISTS', 'test:call:cap-1'])) === 1, 2000, 'the first call');
-    const refused = await terminal(b.registry.stream('wait', { ms: 1 }, { agentName: 'capped' }));
+    // The tenant is the principal (an agent name chooses nothing).
+    const first = a.registry.stream('wait', {}, { callId: 'cap-1', principal: 'capped' });
+    await until(async () => (await a.fleet.link.command<number>(['EXISTS', 'test:call:capped cap-1'])) === 1, 2000, 'the first call');
+    const refused = await terminal(b.registry.stream('wait', { ms: 1 }, { principal: 'capped', agentName: 'another-name' }));
     expect(refused).toMatchObject({ type: 'error', code: 'OVERLOADED', stage: 'rejected' });
     const second = b.registry.stream('wait', {}, { callId: 'cap-2' });
     await until(async () => (await a.fleet.link.command<number>(['EXISTS', 'test:call:cap-2'])) === 1, 2000, 'the second call');
     expect(await terminal(a.registry.stream('wait', { ms: 1 }))).toMatchObject({ type: 'error', code: 'OVERLOADED' });
     expect(await a.registry.cancelAnywhere('cap-2')).toBe('CANCELLED');
-    a.registry.cancel('cap-1');
+    a.registry.cancel('cap-1', 'capped');
     await Promise.all([terminal(first), terminal(second)]);
     expect(await terminal(b.registry.stream('wait', { ms: 1 }))).toMatchObject({ type: 'result' });
   });

@@ -125,12 +125,12 @@ describe('principals on MCP HTTP and gRPC', () => {
 
   it('lets a principal cancel only its own calls, over MCP (toolhost_cancel) and gRPC', async () => {
     const pending = alice.callTool({ name: 'held', arguments: {}, _meta: { 'toolhost/callId': 'alice-held' } });
-    await expect.poll(() => registry.callState('alice-held')).toBe('in_flight');
+    await expect.poll(() => registry.callState('alice-held', 'alice')).toBe('in_flight');
     const cancelAs = async (client: Client): Promise<unknown> =>
       ((await client.callTool({ name: 'toolhost_cancel', arguments: { call_id: 'alice-held' } })) as CallToolResult).structuredContent;
     expect(await cancelAs(bob)).toEqual({ call_id: 'alice-held', outcome: 'NOT_FOUND' });
     expect(await grpcCancel('alice-held', 'bob-token')).toBe('NOT_FOUND');
-    expect(registry.callState('alice-held')).toBe('in_flight');
+    expect(registry.callState('alice-held', 'alice')).toBe('in_flight');
     expect(await cancelAs(alice)).toEqual({ call_id: 'alice-held', outcome: 'CANCELLED' });
     expect(await pending).toMatchObject({ isError: true, structuredContent: { error: { code: 'CANCELLED' } } });
   });

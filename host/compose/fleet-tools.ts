@@ -15,14 +15,14 @@ export function registerFleetTools(registry: ToolRegistry): void {
     description: 'Cancel a call by its id on whichever host of the fleet runs it. Answers {"outcome": "CANCELLED" | "NOT_FOUND" | "ALREADY_COMPLETED"}.',
     inputSchema: {
       type: 'object',
-      properties: { call_id: { type: 'string', minLength: 1, maxLength: 256, description: 'The id of the call to cancel.' } },
+      properties: { call_id: { type: 'string', minLength: 1, maxLength: 256, pattern: '^[\\x21-\\x7e]+$', description: 'The id of the call to cancel (visible ASCII, as every call id).' } },
       required: ['call_id'],
       additionalProperties: false,
     },
     idempotent: true,
     async run(args, ctx) {
       const { call_id: callId } = args as { call_id: string };
-      // An authenticated caller reaches only its own calls (as over gRPC).
+      // Call ids are per principal: the caller reaches only its own calls (as over gRPC), here and fleet-wide.
       return { call_id: callId, outcome: await registry.cancelAnywhere(callId, ctx.principal) };
     },
   }));

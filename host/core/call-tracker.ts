@@ -2,18 +2,24 @@
  * Which calls are in flight (cancellable) and which finished recently.
  * The finished ids are remembered up to a number of bytes (the oldest are
  * forgotten first), so no caller can make the host hold more than that.
+ *
+ * Ids are per principal (principal-scope.ts): every method takes the caller's
+ * principal, and sees only that principal's calls (without one: only calls
+ * without one). Another principal's id can be neither squatted, nor
+ * cancelled, nor learned about (in flight or finished, it is NOT_FOUND).
  */
 import { DEFAULT_REMEMBERED_CALL_ID_BYTES } from './call/ids.js';
 import { ChurnTable } from './churn-table.js';
 import type { CancelOutcome } from './errors.js';
+import { callKey, lookupKey } from './principal-scope.js';
 
 /** What remembering one id costs beyond its characters (a Set entry, roughly). */
 const ENTRY_OVERHEAD_BYTES = 64;
 
 export class CallTracker {
-  /** Calls in flight, by id (a ChurnTable, not a Map: see churn-table.ts). */
-  readonly #inFlight = new ChurnTable<string, { cancel: () => void; principal: string | undefined }>();
-  /** Finished ids, for lookups. */
+  /** Calls in flight, by key (a ChurnTable, not a Map: see churn-table.ts). */
+  readonly #inFlight = new ChurnTable<string, () => void>();
+  /** Finished keys, for lookups. */
   readonly #completed = new Set<string>();
   /**
    * The same ids oldest first, from `#head` on: the order they are forgotten
@@ -36,20 +42,26 @@ export class CallTracker {
     return this.#bytes;
   }
 
-  /** Track a call (started by `principal`, when a server authenticated its caller); false when the id is already in flight. */
+  /** Track a call (started by `principal`, when a server authenticated its caller); false when the principal's id is already in flight. */
   begin(callId: string, cancel: () => void, principal?: string): boolean {
+    const key = callKey(principal, callId);
     // A finished id may be used again; it stays remembered (the call in flight is found first) and is forgotten in its turn.
-    if (this.#inFlight.has(callId)) return false;
-    this.#inFlight.set(callId, { cancel, principal });
+    if (this.#inFlight.has(key)) return false;
+    this.#inFlight.set(key, cancel);
     return true;
   }
 
-  end(callId: string): void {
-    if (!this.#inFlight.delete(callId)) return;
-    if (this.#completed.has(callId)) return;
-    this.#completed.add(callId);
-    this.#order.push(callId);
-    this.#bytes += cost(callId);
+  /** The call `callId` of `principal` is over. */
+  end(callId: string, principal?: string): void {
+    this.#remember(callKey(principal, callId));
+  }
+
+  #remember(key: string): void {
+    if (!this.#inFlight.delete(key)) return;
+    if (this.#completed.has(key)) return;
+    this.#completed.add(key);
+    this.#order.push(key);
+    this.#bytes += cost(key);
     // Drop the oldest until the rest fit.
     while (this.#bytes > this.#maxBytes && this.#head < this.#order.length) {
       const oldest = this.#order[this.#head]!;
@@ -65,30 +77,27 @@ export class CallTracker {
   }
 
   /**
-   * Cancel a call in flight. With `principal` (an authenticated caller), a
-   * call another principal (or no principal) started answers NOT_FOUND: it
-   * is not the caller's to cancel, nor to learn about.
+   * Cancel `principal`'s call `callId` (without a principal: the call of that
+   * id started without one). A call another principal started with the same
+   * id is not looked at: it is not the caller's to cancel, nor to learn about.
    */
   cancel(callId: string, principal?: string): CancelOutcome {
-    const call = this.#inFlight.get(callId);
-    if (call) {
-      if (principal !== undefined && call.principal !== principal) return 'NOT_FOUND';
-      call.cancel();
+    const key = lookupKey(principal, callId);
+    if (key === undefined) return 'NOT_FOUND';
+    const cancel = this.#inFlight.get(key);
+    if (cancel) {
+      cancel();
       return 'CANCELLED';
     }
-    return this.#completed.has(callId) ? 'ALREADY_COMPLETED' : 'NOT_FOUND';
+    return this.#completed.has(key) ? 'ALREADY_COMPLETED' : 'NOT_FOUND';
   }
 
-  /** Whether a call is in flight, finished recently, or unknown (nothing is cancelled). */
-  state(callId: string): 'in_flight' | 'completed' | 'unknown' {
-    if (this.#inFlight.has(callId)) return 'in_flight';
-    return this.#completed.has(callId) ? 'completed' : 'unknown';
-  }
-
-  /** Whether `callId` is in flight, started by someone other than `principal`. */
-  heldByOther(callId: string, principal: string): boolean {
-    const call = this.#inFlight.get(callId);
-    return call !== undefined && call.principal !== principal;
+  /** Whether `principal`'s call `callId` is in flight, finished recently, or unknown (nothing is cancelled). */
+  state(callId: string, principal?: string): 'in_flight' | 'completed' | 'unknown' {
+    const key = lookupKey(principal, callId);
+    if (key === undefined) return 'unknown';
+    if (this.#inFlight.has(key)) return 'in_flight';
+    return this.#completed.has(key) ? 'completed' : 'unknown';
   }
 
   get size(): number {
@@ -97,10 +106,10 @@ export class CallTracker {
 
   /** Cancel every call in flight (used when the host closes). */
   cancelAll(): void {
-    for (const { cancel } of this.#inFlight.values()) cancel();
+    for (const cancel of this.#inFlight.values()) cancel();
   }
 }
 
-function cost(callId: string): number {
-  return callId.length * 2 + ENTRY_OVERHEAD_BYTES;
+function cost(key: string): number {
+  return key.length * 2 + ENTRY_OVERHEAD_BYTES;
 }

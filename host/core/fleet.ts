@@ -9,10 +9,15 @@ import type { CancelOutcome } from './errors.js';
 
 /** What the fleet is told about a call that is starting on this host. */
 export interface FleetCall {
+  /** The caller's id; fleet-wide it is the principal's (see principal-scope.ts `callKey`). */
   callId: string;
+  /** The caller's principal (a server authenticated it); absent for the library and unauthenticated clients. */
+  principal?: string;
   tool: string;
-  /** Whom the call counts against for per-tenant caps: the agent's name, else its session. */
-  tenant?: string;
+  /** Whom the call counts against for per-tenant caps: its principal (principal-scope.ts `tenantOf`), never a client-chosen name. */
+  tenant: string;
+  /** The client-chosen agent name (else session), shown within its tenant in the fleet view; it decides no cap. */
+  agent?: string;
 }
 
 /** What the fleet needs from the host it runs in. */
@@ -41,18 +46,22 @@ export interface CallDirectory {
   /**
    * Register a call starting on this host, within the fleet's caps. Rejects
    * with a ToolhostError: OVERLOADED (a fleet-wide cap is reached) or
-   * INVALID_INPUT (the id runs on another host). When the shared store is
-   * unreachable it resolves (logged): the call runs, known to this host only.
+   * INVALID_INPUT (the same principal's id runs on another host). When the
+   * shared store is unreachable it resolves (logged): the call runs, known to
+   * this host only. Ids are per principal: another principal's call of the
+   * same id neither blocks nor is blocked by this one.
    */
   enter(call: FleetCall): Promise<void>;
-  /** The call is over on this host (best effort, never throws). */
-  leave(callId: string): void;
+  /** `principal`'s call `callId` is over on this host (best effort, never throws). */
+  leave(callId: string, principal?: string): void;
   /**
    * Cancel a call this host is not running: CANCELLED (its host was told),
    * NOT_FOUND or ALREADY_COMPLETED. Rejects with FLEET_UNAVAILABLE when the
-   * shared store or the call's host cannot be reached. The principal (the
-   * canceller's, when authenticated) goes with the request: the call's host
-   * answers NOT_FOUND for a call another principal started.
+   * shared store or the call's host cannot be reached. Only the canceller's
+   * own calls are looked up (its principal's; without one, calls started
+   * without one), and the principal goes with the request to the call's host:
+   * another principal's call of the same id answers NOT_FOUND, in flight or
+   * finished.
    */
   cancel(callId: string, principal?: string): Promise<CancelOutcome>;
   status(): FleetStatus;

@@ -340,24 +340,30 @@ export class ToolRegistry {
     };
   }
 
-  /** Whether a call is in flight, finished recently, or unknown (it cancels nothing). */
-  callState(callId: string): 'in_flight' | 'completed' | 'unknown' {
-    return this.#tracker.state(callId);
+  /**
+   * Whether `principal`'s call `callId` is in flight, finished recently, or
+   * unknown (it cancels nothing). Call ids are per principal: without one,
+   * only calls started without one are seen.
+   */
+  callState(callId: string, principal?: string): 'in_flight' | 'completed' | 'unknown' {
+    return this.#tracker.state(callId, principal);
   }
 
   /**
-   * Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED. With
-   * `principal` (a caller a server authenticated), only that principal's calls
-   * are reached: another's answers NOT_FOUND.
+   * Cancel a call in flight: CANCELLED, or NOT_FOUND / ALREADY_COMPLETED.
+   * Call ids are per principal: `principal` (a caller a server authenticated)
+   * reaches only its own calls, and no principal only calls started without
+   * one; another principal's call of the same id answers NOT_FOUND.
    */
   cancel(callId: string, principal?: string): CancelOutcome {
     return this.#tracker.cancel(callId, principal);
   }
 
-  /** `cancel`, then (not here, with a fleet) on the host running it; FLEET_UNAVAILABLE when the fleet cannot answer. */
+  /**
+   * `cancel`, then (not here, with a fleet) on the host running it, with the
+   * same principal; FLEET_UNAVAILABLE when the fleet cannot answer.
+   */
   async cancelAnywhere(callId: string, principal?: string): Promise<CancelOutcome> {
-    // Another principal's call here is not found here, nor looked for elsewhere.
-    if (principal !== undefined && this.#tracker.heldByOther(callId, principal)) return 'NOT_FOUND';
     const local = this.#tracker.cancel(callId, principal);
     const fleet = this.#deps.fleet;
     if (local !== 'NOT_FOUND' || fleet === undefined) return local;

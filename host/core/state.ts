@@ -150,17 +150,8 @@ export class InMemoryStateStore implements StateStore {
   }
 }
 
-/**
- * The key a conversation's state (and its instances, in `conversation`
- * isolation) lives under: the conversation id itself without a principal, so a
- * library's and an unauthenticated server's callers share one space as
- * before; else the principal and the id, so two principals naming the same
- * conversation never meet. (An unauthenticated caller could name a scoped
- * key, but such a caller was promised no isolation.)
- */
-export function conversationScope(principal: string | undefined, conversationId: string): string {
-  return principal === undefined ? conversationId : `\u0000principal:${principal}\u0000${conversationId}`;
-}
+/** Where a conversation's state lives for a principal (see principal-scope.ts). */
+export { conversationScope } from './principal-scope.js';
 
 /** Longest key accepted, so a guest cannot grow host memory without bound. */
 export const MAX_STATE_KEY_BYTES = 256;

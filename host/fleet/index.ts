@@ -9,7 +9,8 @@ import { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js'
 import { RedisLink } from './redis-link.js';
 import { RedisStateStore } from './redis-state-store.js';
 
-export { RedisCallDirectory, readFleet, type FleetHostRecord, type FleetLimits } from './redis-call-directory.js';
+export { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
+export { parseHostRecord, readFleet, type FleetHostCall, type FleetHostRecord, type SkippedRecord } from './host-record.js';
 export { RedisLink } from './redis-link.js';
 export { RedisStateStore } from './redis-state-store.js';
 

@@ -1,21 +1,29 @@
 /**
- * Calls known fleet-wide, in Redis. Each host:
- * - registers a call when it starts (`<prefix>call:<id>` = its host id, tool
- *   and tenant, with a lease of `leaseMs`) and counts it in the tool's and the
- *   tenant's slot sets (`<prefix>slots:tool:<name>`, `<prefix>slots:tenant:<name>`:
- *   sorted sets of call ids scored by lease expiry), atomically with the cap
- *   check (one Lua script): a full cap refuses the call with OVERLOADED;
+ * Calls known fleet-wide, in Redis. A call's `<key>` is its id scoped by its
+ * principal (principal-scope.ts `callKey`: the id alone without a principal,
+ * else `<principal> <id>`), so ids are per principal fleet-wide: one
+ * principal can neither squat, nor cancel, nor learn about another's id.
+ * Each host:
+ * - registers a call when it starts (`<prefix>call:<key>` = its host id, tool,
+ *   tenant and principal, with a lease of `leaseMs`) and counts it in the
+ *   tool's and the tenant's slot sets (`<prefix>slots:tool:<name>`,
+ *   `<prefix>slots:tenant:<tenant>`: sorted sets of call keys scored by lease
+ *   expiry), atomically with the cap check (one Lua script): a full cap
+ *   refuses the call with OVERLOADED. The tenant is the call's principal
+ *   (`(anonymous)` without one), never a name the client chose;
  * - renews its calls' leases and its own record (`<prefix>host:<id>`, in the
  *   `<prefix>hosts` set) every `leaseMs / 3`: a host that dies stops renewing,
  *   and after one lease its calls are gone (cancel: NOT_FOUND) and their slots
  *   free;
  * - on a call's end deletes it and remembers it as done
- *   (`<prefix>done:<id>`, for `doneTtlMs`: cancel answers ALREADY_COMPLETED);
+ *   (`<prefix>done:<key>`, for `doneTtlMs`: cancel answers ALREADY_COMPLETED);
  * - listens on its channel (`<prefix>host:<id>`) for cancels and their replies.
  *
- * `cancel(id)` for a call not on this host: its record names the host; the
- * request is published on that host's channel, which cancels it locally and
- * publishes the outcome back. No subscriber (the host is gone): NOT_FOUND.
+ * `cancel(id, principal)` for a call not on this host: the canceller's key
+ * finds the record, which names the host; the request (with the principal) is
+ * published on that host's channel, which cancels that principal's call
+ * locally and publishes the outcome back. No subscriber (the host is gone):
+ * NOT_FOUND. A call record that does not parse is NOT_FOUND (logged).
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -23,12 +31,17 @@ import { ToolhostError, type CancelOutcome } from '../core/errors.js';
 import { ChurnTable } from '../core/churn-table.js';
 import type { CallDirectory, FleetCall, FleetHostHooks, FleetStatus } from '../core/fleet.js';
 import type { Logger } from '../core/logger.js';
+import { callKey, lookupKey } from '../core/principal-scope.js';
+import type { FleetHostCall, FleetHostRecord } from './host-record.js';
 import type { RedisLink } from './redis-link.js';
 
 export interface FleetLimits {
   /** Most calls of one tool running at once across the fleet, by tool name (`*`: any other tool). */
   perTool?: Readonly<Record<string, number>>;
-  /** Most calls of one tenant (agent name, else session) running at once across the fleet (`*`: any other tenant). */
+  /**
+   * Most calls of one tenant running at once across the fleet, by principal
+   * (`(anonymous)`: every caller without one; `*`: any other tenant).
+   */
   perTenant?: Readonly<Record<string, number>>;
 }
 
@@ -47,26 +60,9 @@ export interface RedisCallDirectoryOptions {
   hostId?: string;
 }
 
-/** A host's record, as `toolhost fleet` shows it. */
-export interface FleetHostRecord {
-  hostId: string;
-  pid: number;
-  hostname: string;
-  startedAt: string;
-  heartbeatAt: string;
-  inFlight: number;
-  calls: Array<{ callId: string; tool: string; tenant?: string; startedAt: string }>;
-  [extra: string]: unknown;
-}
-
-interface Entered {
-  tool: string;
-  tenant?: string;
-  startedAt: string;
-}
-
 /** An entered call, with its Redis record (written again by each heartbeat: a restarted Redis learns it back). */
-interface EnteredCall extends Entered {
+interface EnteredCall extends FleetHostCall {
+  tenant: string;
   record: string;
 }
 
@@ -173,19 +169,28 @@ export class RedisCallDirectory implements CallDirectory {
   }
 
   async enter(call: FleetCall): Promise<void> {
+    const key = callKey(call.principal, call.callId);
     const startedAt = new Date().toISOString();
-    const record = JSON.stringify({ host: this.#hostId, tool: call.tool, ...(call.tenant === undefined ? {} : { tenant: call.tenant }), startedAt });
+    const entered: FleetHostCall & { tenant: string } = {
+      callId: call.callId,
+      ...(call.principal === undefined ? {} : { principal: call.principal }),
+      tool: call.tool,
+      tenant: call.tenant,
+      ...(call.agent === undefined ? {} : { agent: call.agent }),
+      startedAt,
+    };
+    const record = JSON.stringify({ host: this.#hostId, ...entered });
     const toolSlots = this.#slots('tool', call.tool);
-    const tenantSlots = call.tenant === undefined ? toolSlots : this.#slots('tenant', call.tenant);
+    const tenantSlots = this.#slots('tenant', call.tenant);
     let outcome: string;
     try {
-      outcome = String(await this.#link.script(ENTER_SCRIPT, [this.#key('call', call.callId), toolSlots, tenantSlots], [
-        call.callId, record, Date.now(), this.#leaseMs, this.#cap(this.#limits.perTool, call.tool), this.#cap(this.#limits.perTenant, call.tenant),
+      outcome = String(await this.#link.script(ENTER_SCRIPT, [this.#key('call', key), toolSlots, tenantSlots], [
+        key, record, Date.now(), this.#leaseMs, this.#cap(this.#limits.perTool, call.tool), this.#cap(this.#limits.perTenant, call.tenant),
       ]));
     } catch (error) {
       if (!(error instanceof ToolhostError) || error.code !== 'FLEET_UNAVAILABLE') throw error;
       // Redis is away: the call runs, known to this host only (its caps cannot be checked).
-      this.#unregistered.add(call.callId);
+      this.#unregistered.add(key);
       this.#logger.warn({ callId: call.callId, tool: call.tool, err: error.message }, 'fleet: Redis unreachable; the call runs unregistered and outside the fleet\'s caps');
       return;
     }
@@ -196,20 +201,21 @@ export class RedisCallDirectory implements CallDirectory {
     if (outcome === 'TENANT_FULL') {
       throw new ToolhostError('OVERLOADED', `tenant "${call.tenant}" already runs ${this.#cap(this.#limits.perTenant, call.tenant)} calls across the fleet (its cap); try again later`, { details: { cap: 'tenant', tenant: call.tenant } });
     }
-    this.#entered.set(call.callId, { tool: call.tool, ...(call.tenant === undefined ? {} : { tenant: call.tenant }), startedAt, record });
+    this.#entered.set(key, { ...entered, record });
   }
 
-  leave(callId: string): void {
-    if (this.#unregistered.delete(callId)) return;
-    const entered = this.#entered.get(callId);
+  leave(callId: string, principal?: string): void {
+    const key = callKey(principal, callId);
+    if (this.#unregistered.delete(key)) return;
+    const entered = this.#entered.get(key);
     if (!entered) return;
-    this.#entered.delete(callId);
+    this.#entered.delete(key);
     const commands: string[][] = [
-      ['DEL', this.#key('call', callId)],
-      ['SET', this.#key('done', callId), this.#hostId, 'PX', String(this.#doneTtlMs)],
-      ['ZREM', this.#slots('tool', entered.tool), callId],
+      ['DEL', this.#key('call', key)],
+      ['SET', this.#key('done', key), this.#hostId, 'PX', String(this.#doneTtlMs)],
+      ['ZREM', this.#slots('tool', entered.tool), key],
+      ['ZREM', this.#slots('tenant', entered.tenant), key],
     ];
-    if (entered.tenant !== undefined) commands.push(['ZREM', this.#slots('tenant', entered.tenant), callId]);
     this.#link.transaction(commands).catch((error: unknown) => {
       // Its lease runs out by itself (then cancel says NOT_FOUND rather than ALREADY_COMPLETED).
       this.#logger.debug({ callId, err: (error as Error).message }, 'fleet: could not unregister a finished call');
@@ -217,12 +223,19 @@ export class RedisCallDirectory implements CallDirectory {
   }
 
   async cancel(callId: string, principal?: string): Promise<CancelOutcome> {
-    const raw = await this.#link.command<string | null>(['GET', this.#key('call', callId)]);
+    // Only the canceller's own key is looked up: another principal's id, running or done, is not seen.
+    const key = lookupKey(principal, callId);
+    if (key === undefined) return 'NOT_FOUND';
+    const raw = await this.#link.command<string | null>(['GET', this.#key('call', key)]);
     if (raw === null) {
-      const done = await this.#link.command<number>(['EXISTS', this.#key('done', callId)]);
+      const done = await this.#link.command<number>(['EXISTS', this.#key('done', key)]);
       return Number(done) === 1 ? 'ALREADY_COMPLETED' : 'NOT_FOUND';
     }
-    const { host } = JSON.parse(String(raw)) as { host: string };
+    const host = callRecordHost(String(raw));
+    if (host === undefined) {
+      this.#logger.warn({ callId }, 'fleet: a call record that does not parse; answering NOT_FOUND');
+      return 'NOT_FOUND';
+    }
     if (host === this.#hostId) return this.#hooks?.cancelLocal(callId, principal) ?? 'NOT_FOUND';
     const request = randomUUID();
     const answered = new Promise<CancelOutcome>((resolve) => this.#pending.set(request, resolve));
@@ -281,22 +294,20 @@ export class RedisCallDirectory implements CallDirectory {
       startedAt: this.#startedAt,
       heartbeatAt: new Date(now).toISOString(),
       inFlight: this.#entered.size + this.#unregistered.size,
-      calls: this.#entered.entries().slice(0, 1000).map(([callId, { record: _record, ...call }]) => ({ callId, ...call })),
+      calls: this.#entered.entries().slice(0, 1000).map(([, { record: _record, ...call }]) => call),
     };
     const commands: string[][] = [
       ['SET', this.#key('host', this.#hostId), JSON.stringify(record), 'PX', lease],
       ['ZADD', `${this.#prefix}hosts`, expiry, this.#hostId],
       ['ZREMRANGEBYSCORE', `${this.#prefix}hosts`, '-inf', String(now)],
     ];
-    for (const [callId, call] of this.#entered.entries()) {
+    for (const [key, call] of this.#entered.entries()) {
       // SET and ZADD rather than renewals: a Redis that restarted empty learns this host's calls back.
-      commands.push(['SET', this.#key('call', callId), call.record, 'PX', lease]);
-      commands.push(['ZADD', this.#slots('tool', call.tool), expiry, callId]);
+      commands.push(['SET', this.#key('call', key), call.record, 'PX', lease]);
+      commands.push(['ZADD', this.#slots('tool', call.tool), expiry, key]);
       commands.push(['PEXPIRE', this.#slots('tool', call.tool), String(this.#leaseMs * 2)]);
-      if (call.tenant !== undefined) {
-        commands.push(['ZADD', this.#slots('tenant', call.tenant), expiry, callId]);
-        commands.push(['PEXPIRE', this.#slots('tenant', call.tenant), String(this.#leaseMs * 2)]);
-      }
+      commands.push(['ZADD', this.#slots('tenant', call.tenant), expiry, key]);
+      commands.push(['PEXPIRE', this.#slots('tenant', call.tenant), String(this.#leaseMs * 2)]);
     }
     try {
       await this.#link.transaction(commands);
@@ -316,15 +327,18 @@ export class RedisCallDirectory implements CallDirectory {
     clearInterval(this.#timer);
     if (!this.#link.up) return;
     const commands: string[][] = [['DEL', this.#key('host', this.#hostId)], ['ZREM', `${this.#prefix}hosts`, this.#hostId]];
-    for (const [callId] of this.#entered.entries()) commands.push(['DEL', this.#key('call', callId)]);
+    for (const [key] of this.#entered.entries()) commands.push(['DEL', this.#key('call', key)]);
     await this.#link.transaction(commands).catch(() => undefined);
   }
 }
 
-/** Every live host's record (what `toolhost fleet` prints). */
-export async function readFleet(link: RedisLink, prefix = 'toolhost:'): Promise<FleetHostRecord[]> {
-  const ids = await link.command<string[]>(['ZRANGEBYSCORE', `${prefix}hosts`, String(Date.now()), '+inf']);
-  if (ids.length === 0) return [];
-  const records = await link.command<Array<string | null>>(['MGET', ...ids.map((id) => `${prefix}host:${String(id)}`)]);
-  return records.filter((raw): raw is string => raw !== null).map((raw) => JSON.parse(String(raw)) as FleetHostRecord);
+/** The host a call record (`<prefix>call:<key>`) names, or undefined when it names none. */
+function callRecordHost(raw: string): string | undefined {
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    const host = typeof parsed === 'object' && parsed !== null ? (parsed as { host?: unknown }).host : undefined;
+    return typeof host === 'string' && host.length > 0 ? host : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -9,7 +9,9 @@
  *                worktree off host-owned paths            WORKTREE_NOT_BOUND (each audited)
  *   3. validate  the arguments against the input schema   INVALID_INPUT (ajv path and message)
  *   4. ids       the call id is usable: 1..maxLength      INVALID_INPUT
- *                visible ASCII characters (see ids.ts)
+ *                visible ASCII characters (see ids.ts);
+ *                a conversation id is not empty and holds
+ *                no U+0000 (see principal-scope.ts)
  *
  * The answer is a value: an admitted call, or a refusal with the audit entry
  * to record (when the refusal is a policy decision). Nothing is started,
@@ -23,6 +25,7 @@ import { ceilingDenial, parseExecutionPolicy, resolveBudgets, type CallBudgets, 
 import { ToolhostError, toErrorData } from '../errors.js';
 import type { Tool } from '../tool.js';
 import type { ArgsValidator } from '../schema.js';
+import { CONVERSATION_SCOPE_MARK } from '../principal-scope.js';
 import { callIdProblem } from './ids.js';
 import type { CallOptions } from './options.js';
 
@@ -124,6 +127,8 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   if (badId !== undefined) return refuse(new ToolhostError('INVALID_INPUT', badId, { details: { reason: 'call_id' } }));
   // An empty conversation id would make every such caller share one conversation (and one instance).
   if (options.conversationId === '') return refuse(new ToolhostError('INVALID_INPUT', 'conversationId must not be empty: leave it out for no conversation', { details: { reason: 'conversation_id' } }));
+  // U+0000 delimits a principal's conversation keys: an id holding it could name one (principal-scope.ts).
+  if (options.conversationId?.includes(CONVERSATION_SCOPE_MARK)) return refuse(new ToolhostError('INVALID_INPUT', 'conversationId must not contain U+0000', { details: { reason: 'conversation_id' } }));
 
   const workingDir = options.workingDir ?? tool.grant?.worktree;
   const call: AdmittedCall = { callId, tool, args, options, policy, budgets, capabilities: decision.capabilities };

@@ -138,7 +138,7 @@ export class Call {
 
   /** The caller's events. */
   stream(): CallEvents {
-    return new CallEvents(this.id, () => this.deps.tracker.cancel(this.id), this.#channel);
+    return new CallEvents(this.id, () => this.deps.tracker.cancel(this.id, this.admitted.options.principal), this.#channel);
   }
 
   get cancelRequested(): boolean {
@@ -303,7 +303,7 @@ export class Call {
     if (logger.isLevelEnabled?.('info') !== false) logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
     clearTimeout(this.#graceTimer);
     options.signal?.removeEventListener('abort', this.#onCallerAbort);
-    this.deps.tracker.end(this.id);
+    this.deps.tracker.end(this.id, options.principal);
     this.#channel.push(event);
     this.#channel.close();
     this.deps.onFinished(tool.name, event);

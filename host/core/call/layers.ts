@@ -11,6 +11,8 @@
  * - fleet (only with a CallDirectory): the call is registered fleet-wide
  *   within the fleet's per-tool and per-tenant caps (a full cap rejects it
  *   with OVERLOADED before `start`), and unregistered when its run is over.
+ *   The tenant is the caller's principal (principal-scope.ts), never a name
+ *   the client chose.
  * - approval & audit: a PRIVILEGED or FULL_ACCESS call waits for the approval
  *   hook (a refusal is audited and rejects the call); an allowed ELEVATED+
  *   call is audited; then the `start` event goes out.
@@ -22,6 +24,7 @@
  * returns, and a tool's first events always follow it.
  */
 import { ToolhostError } from '../errors.js';
+import { tenantOf } from '../principal-scope.js';
 import { abortableDelay, backoffDelay, isTransient } from '../retry.js';
 import type { ToolRun } from '../tool.js';
 import { CallRejection, type Call } from './call.js';
@@ -63,9 +66,17 @@ export const fleet: CallLayer = (next) => (call) => {
   if (!directory) return next(call);
   return (async () => {
     const { options, tool } = call.admitted;
-    const tenant = options.agentName ?? options.sessionId;
+    const { principal } = options;
+    // The tenant is who the caller is, not what it calls itself: a fresh agent name per call escapes nothing.
+    const agent = options.agentName ?? options.sessionId;
     try {
-      await directory.enter({ callId: call.id, tool: tool.name, ...(tenant === undefined ? {} : { tenant }) });
+      await directory.enter({
+        callId: call.id,
+        tool: tool.name,
+        tenant: tenantOf(principal),
+        ...(principal === undefined ? {} : { principal }),
+        ...(agent === undefined ? {} : { agent }),
+      });
     } catch (error) {
       const refusal = error instanceof ToolhostError ? error.withCallId(call.id) : new ToolhostError('INTERNAL', `fleet admission failed: ${String(error)}`, { callId: call.id });
       throw new CallRejection(refusal);
@@ -73,7 +84,7 @@ export const fleet: CallLayer = (next) => (call) => {
     try {
       return await next(call);
     } finally {
-      directory.leave(call.id);
+      directory.leave(call.id, principal);
     }
   })();
 };

@@ -16,10 +16,13 @@
  *   `registry.cancel` does it. Once the call is over, nothing is cancelled.
  * - Cancel(ToolCall) reads only `call_id` and answers a ToolError whose
  *   error_code is CANCELLED, NOT_FOUND or ALREADY_COMPLETED, for a call on
- *   any host of the fleet (FLEET_UNAVAILABLE when the fleet cannot answer). A
- *   client cancels only calls it started over gRPC as the same principal:
- *   another client's call in flight on this host (over gRPC, MCP or the
- *   library) answers NOT_FOUND.
+ *   any host of the fleet (FLEET_UNAVAILABLE when the fleet cannot answer).
+ *   Call ids are per principal (core/principal-scope.ts), and the caller's
+ *   principal goes with the cancel on every path, local and fleet-wide: a
+ *   client reaches only its own principal's calls, and another principal's
+ *   id (in flight or finished, here or on another host) answers NOT_FOUND.
+ *   On this host, a client cancels only calls it started over gRPC: another
+ *   client's call in flight here (over MCP or the library) answers NOT_FOUND.
  * - With a bearer token (or named tokens), every RPC needs `authorization:
  *   Bearer <token>` metadata (the same tokens as MCP): UNAUTHENTICATED
  *   otherwise, with `toolhost-error-code: PERMISSION_DENIED`. The token's
@@ -40,6 +43,7 @@ import {
 } from '@grpc/grpc-js';
 import { DEFAULT_MAX_CALL_ID_LENGTH } from '../../core/call/ids.js';
 import { ChurnTable } from '../../core/churn-table.js';
+import { callKey } from '../../core/principal-scope.js';
 import type { ServerLimitMetrics } from '../metrics.js';
 import { TokenTable, type NamedToken } from '../principals.js';
 import type { CallStream } from '../../core/call/options.js';
@@ -77,6 +81,11 @@ type Principal = string;
 /** Anyone, on a server without tokens (its calls carry no principal: one shared space). */
 const ANONYMOUS = '\u0000anonymous';
 
+/** The principal a request's calls and cancels carry (none for {@link ANONYMOUS}). */
+function callerPrincipal(principal: Principal): string | undefined {
+  return principal === ANONYMOUS ? undefined : principal;
+}
+
 export interface ToolServiceHandlers extends UntypedServiceImplementation {
   Call: handleUnaryCall<ToolCallMessage, ToolFrameMessage>;
   CallStream: handleServerStreamingCall<ToolCallMessage, ToolFrameMessage>;
@@ -97,8 +106,8 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
   const tokens = TokenTable.from(options);
   const log = registry.logger.child({ component: 'grpc' });
   const maxCallIdLength = options.maxCallIdLength ?? DEFAULT_MAX_CALL_ID_LENGTH;
-  /** gRPC calls in flight, by id, with the principal that started them. */
-  const owners = new ChurnTable<string, Principal>();
+  /** gRPC calls in flight, by key (the id scoped by the principal that started it). */
+  const owners = new ChurnTable<string, true>();
   /** The caller's principal, or the refusal to answer. */
   const authenticate = (call: SurfaceCall): { principal: Principal } | { refused: ServerErrorResponse } => {
     if (tokens === undefined) return { principal: ANONYMOUS };
@@ -147,19 +156,20 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
         options.limitMetrics?.refused('grpc', 'call_id');
         return callback(toServiceError({ code: 'INVALID_INPUT', message: problem }));
       }
-      const owner = owners.get(callId);
-      // Another client's call in flight is not this client's to cancel, nor to learn about.
-      const notYours = owner !== undefined ? owner !== auth.principal : registry.callState?.(callId) === 'in_flight';
+      const principal = callerPrincipal(auth.principal);
+      // The caller's own call in flight here, not started over gRPC (MCP, the library), is not this client's either.
+      const notYours = !owners.has(callKey(principal, callId)) && registry.callState?.(callId, principal) === 'in_flight';
       const answer = (outcome: CancelOutcome): void => {
         log.debug({ callId, outcome }, 'gRPC Cancel');
         callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
       };
       // Fleet-wide when the registry has a fleet (the call may run on another host); else this host's tracker.
+      // Either way with the caller's principal: only its own calls are looked up.
       if (notYours || registry.cancelAnywhere === undefined) {
-        answer(notYours ? 'NOT_FOUND' : registry.cancel(callId));
+        answer(notYours ? 'NOT_FOUND' : registry.cancel(callId, principal));
         return;
       }
-      registry.cancelAnywhere(callId).then(answer, (error: unknown) => {
+      registry.cancelAnywhere(callId, principal).then(answer, (error: unknown) => {
         const data = toErrorData(error, callId);
         callback(null, { call_id: callId, error_code: data.code, message: data.message });
       });
@@ -173,8 +183,8 @@ interface ServiceContext {
   registry: GrpcToolSource;
   options: ToolServiceOptions;
   log: Logger;
-  /** Who started each call in flight (a ChurnTable, not a Map: see churn-table.ts). */
-  owners: ChurnTable<string, Principal>;
+  /** The keys of the gRPC calls in flight (a ChurnTable, not a Map: see churn-table.ts). */
+  owners: ChurnTable<string, true>;
   maxCallIdLength: number;
 }
 
@@ -298,13 +308,15 @@ function startCall(context: ServiceContext, principal: Principal, call: SurfaceC
   log.debug({ callId, tool: parsed.toolName, ...(parsed.providerId === undefined ? {} : { providerId: parsed.providerId }) }, 'gRPC call');
   const abort = new AbortController();
   const unwatchClient = watchClient(call, abort);
-  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal, ...(principal === ANONYMOUS ? {} : { principal }) });
+  const caller = callerPrincipal(principal);
+  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal, ...(caller === undefined ? {} : { principal: caller }) });
   // The id is ours while our call runs (a refused duplicate id does not take it over).
-  const owned = !owners.has(callId);
-  if (owned) owners.set(callId, principal);
+  const key = callKey(caller, callId);
+  const owned = !owners.has(key);
+  if (owned) owners.set(key, true);
   const unwatch = (): void => {
     unwatchClient();
-    if (owned) owners.delete(callId);
+    if (owned) owners.delete(key);
   };
   const metadata = new Metadata();
   metadata.set(CALL_ID_METADATA_KEY, /^[\x20-\x7e]*$/.test(callId) ? callId : encodeURIComponent(callId));
