@@ -340,11 +340,7 @@ export class ToolRegistry {
     };
   }
 
-  /**
-   * Whether `principal`'s call `callId` is in flight, finished recently, or
-   * unknown (it cancels nothing). Call ids are per principal: without one,
-   * only calls started without one are seen.
-   */
+  /** Whether `principal`'s call `callId` is in flight, finished recently, or unknown (cancels nothing; ids are per principal). */
   callState(callId: string, principal?: string): 'in_flight' | 'completed' | 'unknown' {
     return this.#tracker.state(callId, principal);
   }
@@ -359,10 +355,7 @@ export class ToolRegistry {
     return this.#tracker.cancel(callId, principal);
   }
 
-  /**
-   * `cancel`, then (not here, with a fleet) on the host running it, with the
-   * same principal; FLEET_UNAVAILABLE when the fleet cannot answer.
-   */
+  /** `cancel`, then (not here, with a fleet) on the host running it, same principal; FLEET_UNAVAILABLE when the fleet cannot answer. */
   async cancelAnywhere(callId: string, principal?: string): Promise<CancelOutcome> {
     const local = this.#tracker.cancel(callId, principal);
     const fleet = this.#deps.fleet;
