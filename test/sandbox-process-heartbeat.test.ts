@@ -103,4 +103,15 @@ describe.runIf(hasCGuests)('a sandbox process that stops answering', () => {
     expect(slept.error).toBeUndefined();
     expect(registry.sandboxStats()!.process).toMatchObject({ restarts, pid });
   });
+
+  it('does not blame the process for answers the host was too busy to read', { timeout: 30_000 }, async () => {
+    expect((await registry.execute('honest', { n: 1 })).structuredContent).toMatchObject({ sum: 1 });
+    const { restarts, pid } = registry.sandboxStats()!.process!;
+    // The host's own event loop stalls (a long synchronous task) while the process answers on time.
+    const until = performance.now() + HEARTBEAT_MS * 3;
+    while (performance.now() < until) { /* busy */ }
+    await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS / 2));
+    expect(registry.sandboxStats()!.process).toMatchObject({ restarts, pid });
+    expect((await registry.execute('honest', { n: 2 })).structuredContent).toMatchObject({ sum: 3 });
+  });
 });
