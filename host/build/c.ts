@@ -10,10 +10,11 @@
  * package, never copied into a project.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { writeComponent } from './contained.js';
 import { BuildError } from './errors.js';
 import { cSdkDir, worldWitPath } from './paths.js';
 import { C_TOOLCHAIN_INSTALL, probeCToolchain } from './toolchain.js';
@@ -109,8 +110,7 @@ export async function buildCComponent(options: CBuildOptions): Promise<CBuildRes
       throw new BuildError('COMPILE_FAILED', `the core module does not fit the tool world: ${message}${hint}`);
     }
 
-    await mkdir(dirname(outFile), { recursive: true });
-    await writeFile(outFile, component);
+    await writeComponent(outFile, component);
     return {
       outFile,
       size: component.byteLength,

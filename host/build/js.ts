@@ -13,9 +13,11 @@
  * A build takes 3-15 s and yields a ~12 MB component (the engine plus the
  * snapshotted JS). Builds are not byte-reproducible: compare sources, not outputs.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
+import { isInside, projectRoot, writeComponent } from './contained.js';
 import { BuildError } from './errors.js';
 import { jsToolkitPath, worldWitPath } from './paths.js';
 import { JS_TOOLCHAIN_INSTALL } from './toolchain.js';
@@ -117,11 +119,28 @@ async function loadComponentize(): Promise<typeof import('@bytecodealliance/comp
   }
 }
 
+/**
+ * Whether the bundle may read `id`: a file inside the project (`cwd`), the guest toolkit's directory, or a
+ * package under a `node_modules` directory, each on its real path. Anything else (an absolute import of
+ * `/etc/shadow`, a `../../` climb out of the project, a symlink out of it) is refused before it is read, so a
+ * parse error can never print what it holds.
+ */
+function readableModule(roots: string[], id: string): boolean {
+  let real: string;
+  try {
+    real = realpathSync(id);
+  } catch {
+    return true; // nothing to read there: the bundler reports it missing
+  }
+  return roots.some((root) => isInside(root, real)) || real.split(sep).includes('node_modules');
+}
+
 /** Bundle `source` and what it imports into one ES module (host and WASI imports stay imports). */
 export async function bundleGuest(source: string, cwd: string, guardExceptions = true): Promise<string> {
   const { rolldown } = await loadRolldown();
   const entry = resolve(source);
   const toolkit = jsToolkitPath();
+  const roots = [projectRoot(cwd), dirname(projectRoot(toolkit))];
   let bundle;
   try {
     bundle = await rolldown({
@@ -142,7 +161,9 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
             return id === ENTRY ? ENTRY : null;
           },
           load(id: string) {
-            return id === ENTRY ? entryModule(entry) : null;
+            if (id === ENTRY) return entryModule(entry);
+            if (id.startsWith('\0') || readableModule(roots, id)) return null;
+            throw new BuildError('PROJECT_INVALID', `the module ${JSON.stringify(id)} resolves outside the project (after symlinks); a build reads only the project, its node_modules and the guest toolkit`);
           },
         },
       ],
@@ -155,6 +176,9 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
     const chunk = output.find((item) => item.type === 'chunk');
     if (!chunk || chunk.type !== 'chunk') throw new BuildError('COMPILE_FAILED', `bundling ${source} produced no code`);
     return chunk.code;
+  } catch (error) {
+    if (error instanceof BuildError) throw error;
+    throw new BuildError('COMPILE_FAILED', `could not bundle ${source}:\n${(error as Error).message}`);
   } finally {
     await bundle.close();
   }
@@ -182,7 +206,6 @@ export async function buildJsComponent(options: JsBuildOptions): Promise<JsBuild
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
-  await mkdir(dirname(resolve(outFile)), { recursive: true });
-  await writeFile(outFile, component);
+  await writeComponent(outFile, component);
   return { outFile, size: component.byteLength, ms: Math.round(performance.now() - started) };
 }

@@ -16,6 +16,7 @@ import { ToolhostError } from '../core/errors.js';
 import { silentLogger } from '../core/logger.js';
 import type { GuestToolInfo } from '../sandbox/protocol.js';
 import { BuildError } from './errors.js';
+import { containedDir, containedOutput, containedSource, projectRoot } from './contained.js';
 import { buildCComponent } from './c.js';
 import { buildJsComponent, type ComponentizeFeature } from './js.js';
 
@@ -48,8 +49,8 @@ export function componentName(raw: string): string {
   return name === '' ? 'tool' : name.slice(0, 64);
 }
 
-function cFiles(dir: string): string[] {
-  if (!existsSync(dir)) return [];
+function cFiles(dir: string | undefined): string[] {
+  if (dir === undefined) return [];
   return readdirSync(dir).filter((file) => file.endsWith('.c')).sort().map((file) => join(dir, file));
 }
 
@@ -57,13 +58,18 @@ function firstExisting(dir: string, candidates: string[]): string | undefined {
   return candidates.map((candidate) => join(dir, candidate)).find((path) => existsSync(path));
 }
 
-/** Read DIR's layout; `out` overrides where the component goes. */
+/**
+ * Read DIR's layout; `out` overrides where the component goes. Every source and the output resolve inside DIR
+ * after symlinks (see contained.ts), except an `out` the caller passes.
+ */
 export async function detectProject(dirArg: string, options: { out?: string } = {}): Promise<ToolProject> {
   const dir = resolve(dirArg);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new BuildError('PROJECT_INVALID', `${dirArg} is not a directory`);
+  const root = projectRoot(dir);
   let manifest: { name?: unknown; toolhost?: ManifestSection } = {};
   const manifestPath = join(dir, 'package.json');
   if (existsSync(manifestPath)) {
+    containedSource(root, dir, 'package.json', 'the manifest');
     try {
       manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as typeof manifest;
     } catch (error) {
@@ -78,15 +84,16 @@ export async function detectProject(dirArg: string, options: { out?: string } = 
   let lang = section.lang as ToolLanguage | undefined;
   let sources: string[] = [];
   if (typeof section.entry === 'string') {
-    sources = [resolve(dir, section.entry)];
+    sources = [containedSource(root, dir, section.entry, 'package.json: toolhost.entry')];
     lang ??= section.entry.endsWith('.ts') ? 'ts' : section.entry.endsWith('.c') ? 'c' : 'js';
   } else if (Array.isArray(section.sources)) {
-    sources = section.sources.map((source) => resolve(dir, String(source)));
+    sources = section.sources.map((source) => containedSource(root, dir, String(source), 'package.json: toolhost.sources'));
     lang ??= 'c';
   } else {
     const ts = firstExisting(dir, ['src/index.ts', 'index.ts']);
     const js = firstExisting(dir, ['src/index.js', 'src/index.mjs', 'index.js', 'index.mjs']);
-    const c = cFiles(join(dir, 'src')).length > 0 ? cFiles(join(dir, 'src')) : cFiles(dir);
+    const inSrc = cFiles(containedDir(root, dir, 'src'));
+    const c = inSrc.length > 0 ? inSrc : cFiles(dir);
     const found = [ts && 'ts', js && 'js', c.length > 0 && 'c'].filter(Boolean) as ToolLanguage[];
     if (lang === undefined) {
       if (found.length === 0) {
@@ -97,11 +104,15 @@ export async function detectProject(dirArg: string, options: { out?: string } = 
     }
     sources = lang === 'ts' ? (ts ? [ts] : []) : lang === 'js' ? (js ? [js] : []) : c;
     if (sources.length === 0) throw new BuildError('PROJECT_INVALID', `${dirArg}: no ${lang} sources found`);
+    sources = sources.map((source) => containedSource(root, dir, relative(dir, source), 'the source'));
   }
-  for (const source of sources) if (!existsSync(source)) throw new BuildError('PROJECT_INVALID', `${relative(process.cwd(), source) || source} does not exist`);
 
   const name = componentName(typeof section.name === 'string' ? section.name : typeof manifest.name === 'string' ? manifest.name : basename(dir));
-  const outFile = options.out !== undefined ? resolve(options.out) : resolve(dir, typeof section.out === 'string' ? section.out : join('dist', `${name}.wasm`));
+  const outFile = options.out !== undefined
+    ? resolve(options.out)
+    : typeof section.out === 'string'
+      ? containedOutput(root, dir, section.out, 'package.json: toolhost.out')
+      : containedOutput(root, dir, join('dist', `${name}.wasm`), 'the output');
   const project: ToolProject = { dir, lang, name, sources, outFile };
   if (Array.isArray(section.disableFeatures)) project.disableFeatures = section.disableFeatures as ComponentizeFeature[];
   return project;
@@ -150,7 +161,7 @@ export async function buildProject(dir: string, options: { out?: string } = {}):
   let size: number;
   let warnings = '';
   if (project.lang === 'c') {
-    const built = await buildCComponent({ sources: project.sources, includeDirs: [join(project.dir, 'src'), project.dir].filter((path) => existsSync(path)), outFile: project.outFile });
+    const built = await buildCComponent({ sources: project.sources, includeDirs: [containedDir(projectRoot(project.dir), project.dir, 'src'), project.dir].filter((path): path is string => path !== undefined), outFile: project.outFile });
     size = built.size;
     warnings = built.warnings;
   } else {

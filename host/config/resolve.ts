@@ -151,6 +151,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   }
   if (pool.cache_dir !== undefined) sandbox.cacheDir = resolve(baseDir, pool.cache_dir);
   if (pool.containment !== undefined) sandbox.containment = pool.containment;
+  if (pool.heartbeat_ms !== undefined) sandbox.heartbeatMs = pool.heartbeat_ms;
   const limits = host.output_limits;
   if (limits) {
     const outputLimits: NonNullable<SandboxOptions['outputLimits']> = {};

@@ -1,7 +1,9 @@
 /**
  * `toolhost init DIR`: a new tool project that builds and passes its own test
  * right away. The files come from `templates/<lang>/` in the package, with
- * `{{name}}`, `{{tool}}` and the dependency versions filled in.
+ * `{{name}}`, `{{tool}}` and the dependency versions filled in. A `package.json`
+ * template is filled as JSON (each value one escaped string, never package.json
+ * text), and a `--toolhost` spec with control characters is refused.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
@@ -54,6 +56,26 @@ export function defaultToolhostSpec(projectDir: string, version: string): string
   return `file:${root}`;
 }
 
+/** The longest `--toolhost` spec accepted (npm's own specs are far shorter). */
+const MAX_SPEC_LENGTH = 1024;
+
+/** A dependency spec as `init` takes it: a non-empty string without control characters (it is printed and written as one JSON string). */
+export function checkToolhostSpec(spec: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (spec.trim() === '' || spec.length > MAX_SPEC_LENGTH || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(spec)) {
+    throw new BuildError('PROJECT_INVALID', `--toolhost must be a dependency spec (e.g. ^1.2.0, file:../toolhost, a tarball URL): non-empty, at most ${MAX_SPEC_LENGTH} characters, no control characters or line breaks`);
+  }
+  return spec;
+}
+
+/** Fill every `{{key}}` in the string values of a JSON template (keys and structure stay the template's). */
+function fillJson(value: unknown, fill: (text: string) => string): unknown {
+  if (typeof value === 'string') return fill(value);
+  if (Array.isArray(value)) return value.map((item) => fillJson(item, fill));
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, fillJson(item, fill)]));
+  return value;
+}
+
 async function listTemplate(dir: string, prefix = ''): Promise<string[]> {
   const files: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
@@ -75,7 +97,7 @@ export async function initProject(dirArg: string, options: InitOptions = {}): Pr
   const name = componentName(options.name ?? basename(dir));
   const tool = name.replace(/-/g, '_');
   const manifest = await ownManifest();
-  const toolhostSpec = options.toolhostSpec ?? defaultToolhostSpec(dir, manifest.version);
+  const toolhostSpec = checkToolhostSpec(options.toolhostSpec ?? defaultToolhostSpec(dir, manifest.version));
   const dev = manifest.devDependencies ?? {};
   const values: Record<string, string> = {
     name,
@@ -96,7 +118,8 @@ export async function initProject(dirArg: string, options: InitOptions = {}): Pr
   for (const [from, to] of sources) {
     const target = join(dir, to);
     await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, fill(await readFile(from, 'utf8')));
+    const template = await readFile(from, 'utf8');
+    await writeFile(target, basename(to) === 'package.json' ? `${JSON.stringify(fillJson(JSON.parse(template), fill), null, 2)}\n` : fill(template));
     written.push(to);
   }
   return { dir, lang, name, tool, files: written, toolhostSpec };

@@ -53,6 +53,8 @@ export interface SandboxOptions extends SandboxPoolOptions {
    * COMPONENT_INVALID and the worker is replaced.
    */
   describeTimeoutMs?: number;
+  /** Process containment: how long the sandbox process may leave heartbeats unanswered before it is killed and replaced (ms, default 10 s; 0: never). */
+  heartbeatMs?: number;
 }
 
 /** Hung spare instances after which a component is quarantined. */

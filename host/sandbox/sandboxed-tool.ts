@@ -178,6 +178,9 @@ export class SandboxedTool implements Tool {
       accountNetwork();
       // Stopped for the limit (unless a hard stop came first): the limit is why.
       if (overLimit !== undefined && !hardStopped) throw overLimitError();
+      // The sandbox process was replaced at one of the host's limits (heartbeat_ms): counted for each call it ended.
+      const limit = error instanceof ToolhostError ? (error.details as { limit?: unknown } | undefined)?.limit : undefined;
+      if (typeof limit === 'string' && (error as ToolhostError).code === 'TOOL_CRASHED') events.limit?.(limit);
       throw error;
     } finally {
       unwatch();

@@ -171,6 +171,9 @@ function onMessage(message: ToChild): void {
     case 'close':
       void shutdown(0);
       break;
+    case 'ping':
+      send({ type: 'pong' });
+      break;
   }
 }
 

@@ -53,12 +53,16 @@ export type ToChild =
   /** Compile a component's modules ahead of its first call. */
   | { type: 'warm'; componentId: string; memoryMb: number }
   /** Close the pool and exit. */
-  | { type: 'close' };
+  | { type: 'close' }
+  /** The supervisor's heartbeat (heartbeat.ts): answered with a `pong` at once, from the main thread. */
+  | { type: 'ping' };
 
 /** Child → host. */
 export type FromChild =
   /** The child's pool is up. */
   | { type: 'ready' }
+  /** The answer to a `ping`: the child's main thread turns. */
+  | { type: 'pong' }
   | { type: 'message'; id: number; message: GuestEventMessage }
   /** A task's host call (state, HTTP), answered with an `rpc-reply`. */
   | { type: 'rpc'; id: number; rpcId: number; request: Exclude<RpcRequest, { op: 'modules' }> }

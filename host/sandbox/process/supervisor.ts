@@ -6,6 +6,9 @@
  * - the calls the child was running end with TOOL_CRASHED (one each), naming
  *   the signal or exit code;
  * - calls not yet handed to it wait here and run on the next child (started at once);
+ * - a child that answers no heartbeat for `heartbeatMs` (stopped with SIGSTOP, or its main thread wedged) is
+ *   killed with SIGKILL and counts as such a death (heartbeat.ts), its calls ending with
+ *   `details.reason: "sandbox-process-unresponsive"`;
  * - a child that dies without running anything (it cannot start) is started
  *   again after a growing delay, and after MAX_IDLE_DEATHS such deaths in a row
  *   calls fail at once with a clear TOOL_CRASHED for CRASH_LOOP_COOLDOWN_MS.
@@ -14,20 +17,26 @@
  * for a round trip to the host); this side knows which of them started, and
  * only those end with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fork } from 'node:child_process';
 import { ToolhostError } from '../../core/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
 import type { StopSignal } from '../task-stop.js';
+import { childScript } from './child-script.js';
+import type { Job, SandboxChild } from './child-record.js';
+import { DEFAULT_HEARTBEAT_MS, Heartbeat } from './heartbeat.js';
 import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
 
 export interface ProcessPoolOptions extends SandboxPoolOptions {
   /** A component's core modules at a memory cap, as bytes (the loader caps and checks them; the child compiles). */
   moduleBytes(componentId: string, memoryMb: number): Promise<CoreModuleBytes>;
+  /**
+   * How long the sandbox process may leave heartbeats unanswered before it is killed (SIGKILL) and replaced
+   * (ms, default DEFAULT_HEARTBEAT_MS; 0: never checked). Its calls in flight then end with TOOL_CRASHED.
+   */
+  heartbeatMs?: number;
 }
 
 /** Deaths in a row of children that ran nothing before calls fail at once instead of starting another. */
@@ -39,48 +48,6 @@ const MAX_RESTART_DELAY_MS = 2_000;
 /** How long `close()` waits for the child to exit before it is killed (ms). */
 const CLOSE_GRACE_MS = 5_000;
 
-interface Job {
-  id: number;
-  input: TaskInput;
-  handlers: TaskHandlers;
-  resolve(outcome: WorkerOutcome): void;
-  reject(error: ToolhostError): void;
-  /** The child it was handed to (undefined while it waits here). */
-  child?: SandboxChild;
-  /** The child started it (a death of the child now ends it; before, it runs again on the next). */
-  started?: boolean;
-  /** The caller asked the guest to stop cooperatively (told through `handlers.onCancel`). */
-  cancelled?: boolean;
-  submittedAt: number; // performance.now() when it was handed to the pool
-}
-
-interface SandboxChild {
-  process: ChildProcess;
-  ready: boolean;
-  /** Tasks it finished (whatever their outcome): a child that finished any was not looping. */
-  finished: number;
-  /** Tasks it started and has not finished, as far as this side knows (the child may have finished more). */
-  running: number;
-  jobs: ChurnTable<number, Job>;
-  exited: boolean;
-}
-
-/**
- * The child's script: the compiled `child.js` next to this file, or, when
- * toolhost runs from its TypeScript sources (tests), the one built beside the
- * worker named by TOOLHOST_DEV_WORKER, else the `.ts` itself through tsx.
- */
-function childScript(): { path: string; execArgv: string[] } {
-  const compiled = new URL('./child.js', import.meta.url);
-  if (existsSync(fileURLToPath(compiled))) return { path: fileURLToPath(compiled), execArgv: [] };
-  const worker = process.env.TOOLHOST_DEV_WORKER;
-  if (worker) {
-    const built = new URL('../process/child.js', pathToFileURL(worker));
-    if (existsSync(fileURLToPath(built))) return { path: fileURLToPath(built), execArgv: [] };
-  }
-  return { path: fileURLToPath(new URL('./child.ts', import.meta.url)), execArgv: ['--import', 'tsx'] };
-}
-
 function abortFailure(signal: StopSignal): ToolhostError {
   const reason: unknown = signal.reason;
   return reason instanceof ToolhostError ? reason : new ToolhostError('CANCELLED', 'the call was aborted');
@@ -90,6 +57,7 @@ export class ProcessSandboxPool implements SandboxRunner {
   readonly #options: ChildPoolOptions;
   readonly #maxQueue: number;
   readonly #moduleBytes: ProcessPoolOptions['moduleBytes'];
+  readonly #heartbeatMs: number;
   readonly #queue: Job[] = [];
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
   /** Components compiled ahead of their first call, again in every new child. */
@@ -106,7 +74,9 @@ export class ProcessSandboxPool implements SandboxRunner {
   #closed = false;
 
   constructor(options: ProcessPoolOptions) {
-    const { moduleBytes, ...pool } = options;
+    const { moduleBytes, heartbeatMs = DEFAULT_HEARTBEAT_MS, ...pool } = options;
+    if (!Number.isFinite(heartbeatMs) || heartbeatMs < 0) throw new TypeError('options.heartbeatMs must be a non-negative number');
+    this.#heartbeatMs = heartbeatMs;
     // Checked here, where a bad option is a TypeError for the caller, not a child that cannot start.
     const resolved = resolveOptions(pool);
     // The child's own queue never fills: it is given at most `threads` tasks (and the lookahead) at a time.
@@ -242,6 +212,13 @@ export class ProcessSandboxPool implements SandboxRunner {
     });
     const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new ChurnTable(), exited: false };
     this.#child = child;
+    if (this.#heartbeatMs > 0) {
+      child.heartbeat = new Heartbeat(this.#heartbeatMs, () => this.#send(child, { type: 'ping' }), (silentMs) => {
+        // Stopped (SIGSTOP) or wedged: SIGKILL ends even a stopped process; its 'close' ends its calls as any death does.
+        child.silentMs = silentMs;
+        child.process.kill('SIGKILL');
+      });
+    }
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
     // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `next`) was read.
     spawned.on('close', (code: number | null, signal: NodeJS.Signals | null) => this.#onExit(child, code, signal));
@@ -259,7 +236,10 @@ export class ProcessSandboxPool implements SandboxRunner {
 
   #onMessage(child: SandboxChild, message: FromChild): void {
     if (child.exited) return;
+    child.heartbeat?.answered();
     switch (message.type) {
+      case 'pong':
+        return;
       case 'ready':
         child.ready = true;
         for (const { componentId, memoryMb } of this.#warm.values()) this.#send(child, { type: 'warm', componentId, memoryMb });
@@ -328,9 +308,15 @@ export class ProcessSandboxPool implements SandboxRunner {
   #onExit(child: SandboxChild, code: number | null, signal: NodeJS.Signals | null, spawnError?: string): void {
     if (child.exited) return;
     child.exited = true;
+    child.heartbeat?.stop();
     if (spawnError !== undefined) child.process.kill('SIGKILL');
     if (this.#child === child) this.#child = undefined;
-    const how = spawnError !== undefined ? `could not be started: ${spawnError}` : signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+    const silent = child.silentMs !== undefined;
+    const how = spawnError !== undefined
+      ? `could not be started: ${spawnError}`
+      : silent
+        ? `answered no heartbeat for ${Math.round(child.silentMs!)} ms (host.pool.heartbeat_ms: ${this.#heartbeatMs}: stopped or wedged) and was killed`
+        : signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
     const pid = child.process.pid;
     this.#lastDeath = how;
     let ended = 0;
@@ -349,7 +335,10 @@ export class ProcessSandboxPool implements SandboxRunner {
         ended += 1;
         job.handlers.onStopped?.({});
         job.reject(new ToolhostError('TOOL_CRASHED', `the sandbox process (pid ${pid}) ${how} while the call ran; a new one is being started`, {
-          details: { reason: 'sandbox-process-death', pid, ...(signal === null ? {} : { signal }), ...(code === null ? {} : { exitCode: code }) },
+          details: {
+            ...(silent ? { reason: 'sandbox-process-unresponsive', limit: 'heartbeat_ms', heartbeatMs: this.#heartbeatMs } : { reason: 'sandbox-process-death' }),
+            pid, ...(signal === null ? {} : { signal }), ...(code === null ? {} : { exitCode: code }),
+          },
         }));
       }
     }
@@ -388,6 +377,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     for (const job of this.#queue.splice(0)) job.reject(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the call ran', { details: { reason: 'worker-exit' } }));
     const child = this.#child;
     if (!child || child.exited) return;
+    child.heartbeat?.stop();
     const exited = new Promise<void>((resolve) => child.process.once('close', () => resolve()));
     // One still starting may not listen yet (nothing runs there): it is killed. One that listens closes its pool first.
     if (child.ready) this.#send(child, { type: 'close' });
