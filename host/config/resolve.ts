@@ -170,6 +170,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (guest.state_keys_per_conversation !== undefined) stateLimits.maxKeysPerConversation = guest.state_keys_per_conversation;
   if (guest.state_bytes_per_conversation !== undefined) stateLimits.maxBytesPerConversation = guest.state_bytes_per_conversation;
   if (guest.state_conversations !== undefined) stateLimits.maxConversations = guest.state_conversations;
+  if (guest.state_total_bytes !== undefined) stateLimits.maxTotalBytes = guest.state_total_bytes;
 
   const tools = (config.tools ?? []).map((entry, i): ToolLoad => {
     const options: WasmLoadOptions = { grant: resolveGrant(entry.grant, baseDir) };

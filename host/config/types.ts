@@ -70,6 +70,7 @@ export interface HostSection {
     state_keys_per_conversation?: number;
     state_bytes_per_conversation?: number;
     state_conversations?: number;
+    state_total_bytes?: number;
     host_calls_per_call?: number;
     handles_per_call?: number;
     table_elements?: number;
