@@ -80,9 +80,14 @@ describe('the example file and the embedded defaults', () => {
           maxSessionsPerClient: 256,
           sessionIdleMs: 600_000,
           maxBodyBytes: 4 * 1024 * 1024,
+          maxConnectionsPerClient: 256,
+          headersTimeoutMs: 10_000,
         },
       },
-      grpc: { enabled: true, host: '127.0.0.1', port: 50063, maxReceiveMessageBytes: 4 * 1024 * 1024, maxSendMessageBytes: 4 * 1024 * 1024, health: true, reflection: true },
+      grpc: {
+        enabled: true, host: '127.0.0.1', port: 50063, maxReceiveMessageBytes: 4 * 1024 * 1024, maxSendMessageBytes: 4 * 1024 * 1024, health: true, reflection: true,
+        maxConnectionsPerClient: 256, idleTimeoutMs: 300_000,
+      },
     });
     expect(resolved.defaults).toEqual(DEFAULT_POLICY_DEFAULTS);
     expect(resolved.adminTools).toBe(false);
@@ -434,8 +439,8 @@ describe('resolution', () => {
       '    bearer_token_env: REMOTE_TOKEN',
       '    timeout_ms: 9000',
       'servers:',
-      '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048 } }',
-      '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false }',
+      '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048, max_connections: 50, max_connections_per_client: 5, headers_timeout_ms: 2000 } }',
+      '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false, max_connections: 60, max_connections_per_client: 6, idle_timeout_ms: 7000 }',
       '  auth: { tokens: [{ principal: ci-agent, token_env: CI_TOKEN }] }',
       'admin_tools: true',
     ]);
@@ -467,11 +472,14 @@ describe('resolution', () => {
       mcp: {
         http: {
           enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],
-          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048,
+          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, headersTimeoutMs: 2000,
         },
       },
       // gRPC takes the MCP server's token unless it names its own.
-      grpc: { enabled: true, host: '0.0.0.0', port: 0, maxReceiveMessageBytes: 6291456, maxSendMessageBytes: 2048, bearerTokenEnv: 'MCP_TOKEN', health: false, reflection: false },
+      grpc: {
+        enabled: true, host: '0.0.0.0', port: 0, maxReceiveMessageBytes: 6291456, maxSendMessageBytes: 2048, bearerTokenEnv: 'MCP_TOKEN', health: false, reflection: false,
+        maxConnections: 60, maxConnectionsPerClient: 6, idleTimeoutMs: 7000,
+      },
     });
     expect(resolved.adminTools).toBe(true);
   });

@@ -31,6 +31,8 @@ export const DEFAULT_MCP_HTTP = {
   maxSessionsPerClient: 256,
   sessionIdleMs: 600_000,
   maxBodyBytes: 4 * 1024 * 1024,
+  maxConnectionsPerClient: 256,
+  headersTimeoutMs: 10_000,
 } as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
 export const DEFAULT_GRPC = {
@@ -41,6 +43,8 @@ export const DEFAULT_GRPC = {
   maxSendMessageBytes: 4 * 1024 * 1024,
   health: true,
   reflection: true,
+  maxConnectionsPerClient: 256,
+  idleTimeoutMs: 300_000,
 } as const;
 /** The host's log level when neither `TOOLHOST_LOG` nor the config sets one. */
 export const DEFAULT_LOG_LEVEL = 'warn';
@@ -231,6 +235,9 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         maxSessionsPerClient: mcpHttp.max_sessions_per_client ?? DEFAULT_MCP_HTTP.maxSessionsPerClient,
         sessionIdleMs: mcpHttp.session_idle_ms ?? DEFAULT_MCP_HTTP.sessionIdleMs,
         maxBodyBytes: mcpHttp.max_body_bytes ?? DEFAULT_MCP_HTTP.maxBodyBytes,
+        ...(mcpHttp.max_connections === undefined ? {} : { maxConnections: mcpHttp.max_connections }),
+        maxConnectionsPerClient: mcpHttp.max_connections_per_client ?? DEFAULT_MCP_HTTP.maxConnectionsPerClient,
+        headersTimeoutMs: mcpHttp.headers_timeout_ms ?? DEFAULT_MCP_HTTP.headersTimeoutMs,
       },
     },
     grpc: {
@@ -242,6 +249,9 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
       ...((grpc.bearer_token_env ?? mcpHttp.bearer_token_env) === undefined ? {} : { bearerTokenEnv: (grpc.bearer_token_env ?? mcpHttp.bearer_token_env)! }),
       health: grpc.health ?? DEFAULT_GRPC.health,
       reflection: grpc.reflection ?? DEFAULT_GRPC.reflection,
+      ...(grpc.max_connections === undefined ? {} : { maxConnections: grpc.max_connections }),
+      maxConnectionsPerClient: grpc.max_connections_per_client ?? DEFAULT_GRPC.maxConnectionsPerClient,
+      idleTimeoutMs: grpc.idle_timeout_ms ?? DEFAULT_GRPC.idleTimeoutMs,
     },
   };
 

@@ -92,6 +92,10 @@ export interface ServerSettings {
       maxSessionsPerClient: number;
       sessionIdleMs: number;
       maxBodyBytes: number;
+      /** TCP connections at once (absent: the server's default, sized to the open-file limit). */
+      maxConnections?: number;
+      maxConnectionsPerClient: number;
+      headersTimeoutMs: number;
     };
   };
   grpc: {
@@ -104,6 +108,10 @@ export interface ServerSettings {
     bearerTokenEnv?: string;
     health: boolean;
     reflection: boolean;
+    /** TCP connections at once (absent: the server's default, sized to the open-file limit). */
+    maxConnections?: number;
+    maxConnectionsPerClient: number;
+    idleTimeoutMs: number;
   };
 }
 

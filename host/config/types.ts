@@ -164,6 +164,9 @@ export interface ServersSection {
       max_sessions_per_client?: number;
       session_idle_ms?: number;
       max_body_bytes?: number;
+      max_connections?: number;
+      max_connections_per_client?: number;
+      headers_timeout_ms?: number;
     };
   };
   grpc?: {
@@ -175,5 +178,8 @@ export interface ServersSection {
     bearer_token_env?: string;
     health?: boolean;
     reflection?: boolean;
+    max_connections?: number;
+    max_connections_per_client?: number;
+    idle_timeout_ms?: number;
   };
 }
