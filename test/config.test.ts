@@ -417,7 +417,7 @@ describe('resolution', () => {
       '  ceilings: { wall_ms: 60000, cpu_ms: 30000, memory_mb: 1024, max_retries: 2 }',
       '  cancel_grace_ms: 250',
       '  retry: { base_ms: 50, cap_ms: 400 }',
-      '  pool: { threads: 2, max_queue: 10, max_heap_mb: 128, idle_timeout_ms: 1000, wait_behind: { average_ms: 0.5 }, spin_us: 40, containment: process }',
+      '  pool: { threads: 2, max_queue: 10, max_heap_mb: 128, idle_timeout_ms: 1000, wait_behind: { average_ms: 0.5 }, spin_us: 40, containment: process, kept_instances_mb: 100 }',
       '  output_limits: { stdio_bytes: 1024, max_events: 50, max_event_bytes: 4096, max_result_bytes: 8192 }',
       '  guest_limits: { handles_per_call: 7, host_calls_per_call: 9, spare_ms: 300, state_conversations: 5, state_value_bytes: 100, state_total_bytes: 1048576 }',
       '  approval: always',
@@ -453,7 +453,7 @@ describe('resolution', () => {
     expect(resolved.cancelGraceMs).toBe(250);
     expect(resolved.retry).toEqual({ baseMs: 50, capMs: 400 });
     expect(resolved.sandbox).toEqual({
-      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000, waitBehind: { averageMs: 0.5 }, spinMicros: 40, spareTimeoutMs: 300, containment: 'process',
+      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000, waitBehind: { averageMs: 0.5 }, spinMicros: 40, spareTimeoutMs: 300, containment: 'process', keptInstanceMb: 100,
       outputLimits: { stdioBytes: 1024, maxEvents: 50, maxEventBytes: 4096, maxResultBytes: 8192, maxHostCalls: 9, maxHandles: 7 },
     });
     expect(resolved.stateLimits).toEqual({ maxConversations: 5, maxValueBytes: 100, maxTotalBytes: 1048576 });

@@ -154,6 +154,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   }
   if (pool.cache_dir !== undefined) sandbox.cacheDir = resolve(baseDir, pool.cache_dir);
   if (pool.containment !== undefined) sandbox.containment = pool.containment;
+  if (pool.kept_instances_mb !== undefined) sandbox.keptInstanceMb = pool.kept_instances_mb;
   const limits = host.output_limits;
   if (limits) {
     const outputLimits: NonNullable<SandboxOptions['outputLimits']> = {};

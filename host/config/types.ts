@@ -57,6 +57,7 @@ export interface HostSection {
     wait_behind?: { average_ms?: number; within_ms?: number };
     spin_us?: number;
     containment?: 'process' | 'thread';
+    kept_instances_mb?: number;
   };
   output_limits?: {
     stdio_bytes?: number;
