@@ -156,6 +156,6 @@ export interface ClusterSettings {
   keyPrefix?: string;
   leaseMs?: number;
   commandTimeoutMs?: number;
-  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number };
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
 }
