@@ -80,9 +80,14 @@ describe('the example file and the embedded defaults', () => {
           maxSessionsPerClient: 256,
           sessionIdleMs: 600_000,
           maxBodyBytes: 4 * 1024 * 1024,
+          maxConnectionsPerClient: 256,
+          headersTimeoutMs: 10_000,
         },
       },
-      grpc: { enabled: true, host: '127.0.0.1', port: 50063, maxReceiveMessageBytes: 4 * 1024 * 1024, maxSendMessageBytes: 4 * 1024 * 1024, health: true, reflection: true },
+      grpc: {
+        enabled: true, host: '127.0.0.1', port: 50063, maxReceiveMessageBytes: 4 * 1024 * 1024, maxSendMessageBytes: 4 * 1024 * 1024, health: true, reflection: true,
+        maxConnectionsPerClient: 256, idleTimeoutMs: 300_000,
+      },
     });
     expect(resolved.defaults).toEqual(DEFAULT_POLICY_DEFAULTS);
     expect(resolved.adminTools).toBe(false);
@@ -412,9 +417,9 @@ describe('resolution', () => {
       '  ceilings: { wall_ms: 60000, cpu_ms: 30000, memory_mb: 1024, max_retries: 2 }',
       '  cancel_grace_ms: 250',
       '  retry: { base_ms: 50, cap_ms: 400 }',
-      '  pool: { threads: 2, max_queue: 10, max_heap_mb: 128, idle_timeout_ms: 1000, wait_behind: { average_ms: 0.5 }, spin_us: 40, containment: process }',
+      '  pool: { threads: 2, max_queue: 10, max_heap_mb: 128, idle_timeout_ms: 1000, wait_behind: { average_ms: 0.5 }, spin_us: 40, containment: process, kept_instances_mb: 100 }',
       '  output_limits: { stdio_bytes: 1024, max_events: 50, max_event_bytes: 4096, max_result_bytes: 8192 }',
-      '  guest_limits: { handles_per_call: 7, host_calls_per_call: 9, spare_ms: 300, state_conversations: 5, state_value_bytes: 100 }',
+      '  guest_limits: { handles_per_call: 7, host_calls_per_call: 9, spare_ms: 300, state_conversations: 5, state_value_bytes: 100, state_total_bytes: 1048576 }',
       '  approval: always',
       'tools:',
       '  - path: components/tool.wasm',
@@ -434,8 +439,8 @@ describe('resolution', () => {
       '    bearer_token_env: REMOTE_TOKEN',
       '    timeout_ms: 9000',
       'servers:',
-      '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048 } }',
-      '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false }',
+      '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048, max_connections: 50, max_connections_per_client: 5, headers_timeout_ms: 2000 } }',
+      '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false, max_connections: 60, max_connections_per_client: 6, idle_timeout_ms: 7000 }',
       '  auth: { tokens: [{ principal: ci-agent, token_env: CI_TOKEN }] }',
       'admin_tools: true',
     ]);
@@ -448,10 +453,10 @@ describe('resolution', () => {
     expect(resolved.cancelGraceMs).toBe(250);
     expect(resolved.retry).toEqual({ baseMs: 50, capMs: 400 });
     expect(resolved.sandbox).toEqual({
-      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000, waitBehind: { averageMs: 0.5 }, spinMicros: 40, spareTimeoutMs: 300, containment: 'process',
+      threads: 2, maxQueue: 10, maxHeapMb: 128, idleTimeoutMs: 1000, waitBehind: { averageMs: 0.5 }, spinMicros: 40, spareTimeoutMs: 300, containment: 'process', keptInstanceMb: 100,
       outputLimits: { stdioBytes: 1024, maxEvents: 50, maxEventBytes: 4096, maxResultBytes: 8192, maxHostCalls: 9, maxHandles: 7 },
     });
-    expect(resolved.stateLimits).toEqual({ maxConversations: 5, maxValueBytes: 100 });
+    expect(resolved.stateLimits).toEqual({ maxConversations: 5, maxValueBytes: 100, maxTotalBytes: 1048576 });
     expect(resolved.approval).toBe('always');
     expect(resolved.tools[0]?.options).toEqual({ isolation: 'conversation', grant: { memoryMb: 32 } });
     expect(resolved.httpTools).toEqual([expect.objectContaining({
@@ -467,11 +472,14 @@ describe('resolution', () => {
       mcp: {
         http: {
           enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],
-          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048,
+          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, headersTimeoutMs: 2000,
         },
       },
       // gRPC takes the MCP server's token unless it names its own.
-      grpc: { enabled: true, host: '0.0.0.0', port: 0, maxReceiveMessageBytes: 6291456, maxSendMessageBytes: 2048, bearerTokenEnv: 'MCP_TOKEN', health: false, reflection: false },
+      grpc: {
+        enabled: true, host: '0.0.0.0', port: 0, maxReceiveMessageBytes: 6291456, maxSendMessageBytes: 2048, bearerTokenEnv: 'MCP_TOKEN', health: false, reflection: false,
+        maxConnections: 60, maxConnectionsPerClient: 6, idleTimeoutMs: 7000,
+      },
     });
     expect(resolved.adminTools).toBe(true);
   });

@@ -32,6 +32,8 @@ export const DEFAULT_MCP_HTTP = {
   maxSessionsPerClient: 256,
   sessionIdleMs: 600_000,
   maxBodyBytes: 4 * 1024 * 1024,
+  maxConnectionsPerClient: 256,
+  headersTimeoutMs: 10_000,
 } as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
 export const DEFAULT_GRPC = {
@@ -42,6 +44,8 @@ export const DEFAULT_GRPC = {
   maxSendMessageBytes: 4 * 1024 * 1024,
   health: true,
   reflection: true,
+  maxConnectionsPerClient: 256,
+  idleTimeoutMs: 300_000,
 } as const;
 /** The host's log level when neither `TOOLHOST_LOG` nor the config sets one. */
 export const DEFAULT_LOG_LEVEL = 'warn';
@@ -53,11 +57,13 @@ export function resolveCluster(cluster: ClusterSection): ClusterSettings {
   if (cluster.lease_ms !== undefined) settings.leaseMs = cluster.lease_ms;
   if (cluster.command_timeout_ms !== undefined) settings.commandTimeoutMs = cluster.command_timeout_ms;
   if (cluster.state !== undefined) {
-    const { ttl_seconds: ttlSeconds, max_value_bytes: maxValueBytes, max_keys: maxKeys } = cluster.state;
+    const { ttl_seconds: ttlSeconds, max_value_bytes: maxValueBytes, max_keys: maxKeys, max_bytes_per_conversation: maxBytesPerConversation, max_total_bytes: maxTotalBytes } = cluster.state;
     settings.state = {
       ...(ttlSeconds === undefined ? {} : { ttlSeconds }),
       ...(maxValueBytes === undefined ? {} : { maxValueBytes }),
       ...(maxKeys === undefined ? {} : { maxKeys }),
+      ...(maxBytesPerConversation === undefined ? {} : { maxBytesPerConversation }),
+      ...(maxTotalBytes === undefined ? {} : { maxTotalBytes }),
     };
   }
   if (cluster.limits !== undefined) {
@@ -152,6 +158,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (pool.cache_dir !== undefined) sandbox.cacheDir = resolve(baseDir, pool.cache_dir);
   if (pool.containment !== undefined) sandbox.containment = pool.containment;
   if (pool.heartbeat_ms !== undefined) sandbox.heartbeatMs = pool.heartbeat_ms;
+  if (pool.kept_instances_mb !== undefined) sandbox.keptInstanceMb = pool.kept_instances_mb;
   const limits = host.output_limits;
   if (limits) {
     const outputLimits: NonNullable<SandboxOptions['outputLimits']> = {};
@@ -173,6 +180,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (guest.state_keys_per_conversation !== undefined) stateLimits.maxKeysPerConversation = guest.state_keys_per_conversation;
   if (guest.state_bytes_per_conversation !== undefined) stateLimits.maxBytesPerConversation = guest.state_bytes_per_conversation;
   if (guest.state_conversations !== undefined) stateLimits.maxConversations = guest.state_conversations;
+  if (guest.state_total_bytes !== undefined) stateLimits.maxTotalBytes = guest.state_total_bytes;
 
   const tools = (config.tools ?? []).map((entry, i): ToolLoad => {
     const options: WasmLoadOptions = { grant: resolveGrant(entry.grant, baseDir) };
@@ -233,6 +241,9 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         maxSessionsPerClient: mcpHttp.max_sessions_per_client ?? DEFAULT_MCP_HTTP.maxSessionsPerClient,
         sessionIdleMs: mcpHttp.session_idle_ms ?? DEFAULT_MCP_HTTP.sessionIdleMs,
         maxBodyBytes: mcpHttp.max_body_bytes ?? DEFAULT_MCP_HTTP.maxBodyBytes,
+        ...(mcpHttp.max_connections === undefined ? {} : { maxConnections: mcpHttp.max_connections }),
+        maxConnectionsPerClient: mcpHttp.max_connections_per_client ?? DEFAULT_MCP_HTTP.maxConnectionsPerClient,
+        headersTimeoutMs: mcpHttp.headers_timeout_ms ?? DEFAULT_MCP_HTTP.headersTimeoutMs,
       },
     },
     grpc: {
@@ -244,6 +255,9 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
       ...((grpc.bearer_token_env ?? mcpHttp.bearer_token_env) === undefined ? {} : { bearerTokenEnv: (grpc.bearer_token_env ?? mcpHttp.bearer_token_env)! }),
       health: grpc.health ?? DEFAULT_GRPC.health,
       reflection: grpc.reflection ?? DEFAULT_GRPC.reflection,
+      ...(grpc.max_connections === undefined ? {} : { maxConnections: grpc.max_connections }),
+      maxConnectionsPerClient: grpc.max_connections_per_client ?? DEFAULT_GRPC.maxConnectionsPerClient,
+      idleTimeoutMs: grpc.idle_timeout_ms ?? DEFAULT_GRPC.idleTimeoutMs,
     },
   };
 

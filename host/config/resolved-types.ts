@@ -93,6 +93,10 @@ export interface ServerSettings {
       maxSessionsPerClient: number;
       sessionIdleMs: number;
       maxBodyBytes: number;
+      /** TCP connections at once (absent: the server's default, sized to the open-file limit). */
+      maxConnections?: number;
+      maxConnectionsPerClient: number;
+      headersTimeoutMs: number;
     };
   };
   grpc: {
@@ -105,6 +109,10 @@ export interface ServerSettings {
     bearerTokenEnv?: string;
     health: boolean;
     reflection: boolean;
+    /** TCP connections at once (absent: the server's default, sized to the open-file limit). */
+    maxConnections?: number;
+    maxConnectionsPerClient: number;
+    idleTimeoutMs: number;
   };
 }
 
@@ -151,6 +159,6 @@ export interface ClusterSettings {
   keyPrefix?: string;
   leaseMs?: number;
   commandTimeoutMs?: number;
-  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number };
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
 }

@@ -23,7 +23,7 @@ export interface ClusterSection {
   key_prefix?: string;
   lease_ms?: number;
   command_timeout_ms?: number;
-  state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number };
+  state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number };
   limits?: { per_tool?: Record<string, number>; per_tenant?: Record<string, number> };
 }
 
@@ -58,6 +58,7 @@ export interface HostSection {
     spin_us?: number;
     containment?: 'process' | 'thread';
     heartbeat_ms?: number;
+    kept_instances_mb?: number;
   };
   output_limits?: {
     stdio_bytes?: number;
@@ -71,6 +72,7 @@ export interface HostSection {
     state_keys_per_conversation?: number;
     state_bytes_per_conversation?: number;
     state_conversations?: number;
+    state_total_bytes?: number;
     host_calls_per_call?: number;
     handles_per_call?: number;
     table_elements?: number;
@@ -172,6 +174,9 @@ export interface ServersSection {
       max_sessions_per_client?: number;
       session_idle_ms?: number;
       max_body_bytes?: number;
+      max_connections?: number;
+      max_connections_per_client?: number;
+      headers_timeout_ms?: number;
     };
   };
   grpc?: {
@@ -183,5 +188,8 @@ export interface ServersSection {
     bearer_token_env?: string;
     health?: boolean;
     reflection?: boolean;
+    max_connections?: number;
+    max_connections_per_client?: number;
+    idle_timeout_ms?: number;
   };
 }

@@ -4,6 +4,7 @@
  * replace the in-memory default; all access happens on the main thread
  * (workers reach it through the host bridge), so every worker sees one state.
  */
+import { getHeapStatistics } from 'node:v8';
 import { ToolhostError } from './errors.js';
 import type { Logger } from './logger.js';
 
@@ -23,6 +24,8 @@ export interface StateStore {
 export interface StateWriteOutcome {
   /** Conversations the store dropped (least recently used first) to stay within its conversation cap. */
   evictedConversations: number;
+  /** Conversations the store dropped (least recently used first) to stay within its total bytes. */
+  evictedForBytes?: number;
 }
 
 /**
@@ -44,6 +47,24 @@ export interface StateLimits {
    * client could make the host hold any number); at the cap the least recently used one is evicted.
    */
   maxConversations: number;
+  /**
+   * Bytes the in-memory store holds in all: every conversation's keys and values, plus
+   * {@link STATE_ENTRY_OVERHEAD_BYTES} an entry and {@link STATE_CONVERSATION_OVERHEAD_BYTES} and the
+   * id's bytes a conversation (what the maps themselves cost, so tiny entries are not free). A write
+   * that would pass it evicts the least recently used other conversations first; one that would pass
+   * it alone is refused. Default: a quarter of the main thread's heap limit.
+   */
+  maxTotalBytes: number;
+}
+
+/** What the in-memory store charges an entry beyond its key and value bytes (map slot, string headers). */
+export const STATE_ENTRY_OVERHEAD_BYTES = 64;
+/** What the in-memory store charges a conversation beyond its entries and id (its map and record). */
+export const STATE_CONVERSATION_OVERHEAD_BYTES = 256;
+
+/** The default total: a quarter of this thread's V8 heap limit (the rest stays for calls, sessions and the host). */
+export function defaultStateTotalBytes(): number {
+  return Math.max(1, Math.floor(getHeapStatistics().heap_size_limit / 4));
 }
 
 export const DEFAULT_STATE_LIMITS: Readonly<StateLimits> = Object.freeze({
@@ -51,15 +72,16 @@ export const DEFAULT_STATE_LIMITS: Readonly<StateLimits> = Object.freeze({
   maxKeysPerConversation: 1000,
   maxBytesPerConversation: 16 * 1024 * 1024,
   maxConversations: 10_000,
+  maxTotalBytes: defaultStateTotalBytes(),
 });
 
 /** Which state limit a write hit (the name of its config key, for metrics and details). */
-export type StateLimitName = 'state_value_bytes' | 'state_keys_per_conversation' | 'state_bytes_per_conversation' | 'state_conversations';
+export type StateLimitName = 'state_value_bytes' | 'state_keys_per_conversation' | 'state_bytes_per_conversation' | 'state_conversations' | 'state_total_bytes';
 
 /** Check user-given state limits (messages name the option); returns them merged over the defaults. */
 export function resolveStateLimits(limits: Partial<StateLimits> = {}, option = 'options.stateLimits'): StateLimits {
   const resolved = { ...DEFAULT_STATE_LIMITS, ...limits };
-  for (const key of ['maxValueBytes', 'maxKeysPerConversation', 'maxBytesPerConversation', 'maxConversations'] as const) {
+  for (const key of ['maxValueBytes', 'maxKeysPerConversation', 'maxBytesPerConversation', 'maxConversations', 'maxTotalBytes'] as const) {
     if (!Number.isInteger(resolved[key]) || resolved[key] < 1) throw new TypeError(`${option}.${key} must be a positive integer`);
   }
   return resolved;
@@ -81,11 +103,21 @@ export function stateLimitError(limit: StateLimitName, message: string, details:
  * starting empty again, falls on conversations nobody used for the longest;
  * a deployment that needs state to outlive that runs a fleet store (Redis,
  * with its own TTL). Each eviction is reported (`state_conversations`).
+ *
+ * The bytes held in all are capped too (`maxTotalBytes`, sized to the heap by
+ * default): the conversation cap alone let 10,000 conversations of 16 MiB each
+ * outgrow a 4 GiB heap, which aborted the host. A write that would pass it
+ * evicts the least recently used other conversations first (each eviction a
+ * `state_total_bytes` limit hit); the conversation being written is never
+ * evicted for it, and a write that would take that conversation alone past the
+ * total is refused (`state_total_bytes`).
  */
 export class InMemoryStateStore implements StateStore {
   /** In least-recently-used-first order: a use moves a conversation to the end. */
-  readonly #conversations = new Map<string, { entries: Map<string, string>; bytes: number }>();
+  readonly #conversations = new Map<string, Conversation>();
   readonly #limits: StateLimits;
+  /** The sum of every conversation's {@link chargeOf}. */
+  #heldBytes = 0;
 
   constructor(limits: Partial<StateLimits> = {}) {
     this.#limits = resolveStateLimits(limits);
@@ -94,6 +126,11 @@ export class InMemoryStateStore implements StateStore {
   /** Conversations held. */
   get conversations(): number {
     return this.#conversations.size;
+  }
+
+  /** Bytes held in all, as counted against `maxTotalBytes` (keys, values and the per-entry and per-conversation overheads). */
+  get heldBytes(): number {
+    return this.#heldBytes;
   }
 
   async get(conversationId: string, key: string): Promise<string | undefined> {
@@ -110,7 +147,7 @@ export class InMemoryStateStore implements StateStore {
       throw stateLimitError('state_value_bytes', `state value for "${key}" is ${valueBytes} bytes, over the limit of ${limits.maxValueBytes}`, { bytes: valueBytes, max: limits.maxValueBytes });
     }
     const existing = this.#conversations.get(conversationId);
-    const conversation = existing ?? { entries: new Map<string, string>(), bytes: 0 };
+    const conversation = existing ?? { entries: new Map<string, string>(), bytes: 0, idBytes: Buffer.byteLength(conversationId) };
     const previous = conversation.entries.get(key);
     const keyBytes = Buffer.byteLength(key);
     const bytes = conversation.bytes - (previous === undefined ? 0 : keyBytes + Buffer.byteLength(previous)) + keyBytes + valueBytes;
@@ -120,31 +157,44 @@ export class InMemoryStateStore implements StateStore {
     if (bytes > limits.maxBytesPerConversation) {
       throw stateLimitError('state_bytes_per_conversation', `the conversation's state would hold ${bytes} bytes, over the limit of ${limits.maxBytesPerConversation}`, { bytes, max: limits.maxBytesPerConversation });
     }
+    const chargeBefore = existing === undefined ? 0 : chargeOf(existing);
+    const chargeAfter = chargeOf({ bytes, idBytes: conversation.idBytes, entries: conversation.entries.size + (previous === undefined ? 1 : 0) });
+    if (chargeAfter > limits.maxTotalBytes) {
+      throw stateLimitError('state_total_bytes', `the conversation's state would take ${chargeAfter} bytes, over the store's total of ${limits.maxTotalBytes}`, { bytes: chargeAfter, max: limits.maxTotalBytes });
+    }
     let evicted = 0;
-    if (existing === undefined) {
-      // Make room first: the oldest entries of the map are the least recently used.
-      for (const oldest of this.#conversations.keys()) {
-        if (this.#conversations.size < limits.maxConversations) break;
-        this.#conversations.delete(oldest);
-        evicted += 1;
-      }
+    let evictedForBytes = 0;
+    // Make room first: the oldest entries of the map are the least recently used; never the one being written.
+    for (const [oldestId, oldest] of this.#conversations) {
+      const overCount = existing === undefined && this.#conversations.size >= limits.maxConversations;
+      const overBytes = this.#heldBytes - chargeBefore + chargeAfter > limits.maxTotalBytes;
+      if (!overCount && !overBytes) break;
+      if (oldestId === conversationId) continue;
+      this.#conversations.delete(oldestId);
+      this.#heldBytes -= chargeOf(oldest);
+      if (overCount) evicted += 1;
+      else evictedForBytes += 1;
     }
     conversation.entries.set(key, value);
     conversation.bytes = bytes;
+    this.#heldBytes += chargeAfter - chargeBefore;
     this.#touch(conversationId, conversation);
-    return evicted === 0 ? undefined : { evictedConversations: evicted };
+    if (evicted === 0 && evictedForBytes === 0) return undefined;
+    return evictedForBytes === 0 ? { evictedConversations: evicted } : { evictedConversations: evicted, evictedForBytes };
   }
 
   async delete(conversationId: string, key: string): Promise<void> {
     const conversation = this.#conversations.get(conversationId);
     const previous = conversation?.entries.get(key);
     if (!conversation || previous === undefined) return;
+    this.#heldBytes -= chargeOf(conversation);
     conversation.entries.delete(key);
     conversation.bytes -= Buffer.byteLength(key) + Buffer.byteLength(previous);
     if (conversation.entries.size === 0) this.#conversations.delete(conversationId);
+    else this.#heldBytes += chargeOf(conversation);
   }
 
-  #touch(conversationId: string, conversation: { entries: Map<string, string>; bytes: number }): void {
+  #touch(conversationId: string, conversation: Conversation): void {
     this.#conversations.delete(conversationId);
     this.#conversations.set(conversationId, conversation);
   }
@@ -152,6 +202,21 @@ export class InMemoryStateStore implements StateStore {
 
 /** Where a conversation's state lives for a principal (see principal-scope.ts). */
 export { conversationScope } from './principal-scope.js';
+
+interface Conversation {
+  entries: Map<string, string>;
+  /** Keys plus values (what `maxBytesPerConversation` caps). */
+  bytes: number;
+  /** Bytes of the conversation's id (its key in the store's map). */
+  idBytes: number;
+}
+
+/** What a conversation counts against the store's total. */
+function chargeOf(conversation: { bytes: number; idBytes: number; entries: Map<string, string> | number }): number {
+  const entries = typeof conversation.entries === 'number' ? conversation.entries : conversation.entries.size;
+  return conversation.bytes + conversation.idBytes + STATE_CONVERSATION_OVERHEAD_BYTES + entries * STATE_ENTRY_OVERHEAD_BYTES;
+}
+
 
 /** Longest key accepted, so a guest cannot grow host memory without bound. */
 export const MAX_STATE_KEY_BYTES = 256;
@@ -235,8 +300,11 @@ export class ConversationState {
       }
       throw new ToolhostError('INTERNAL', `state store failed to write "${key}": ${messageOf(error)}`, { cause: error });
     }
-    // Another conversation paid for this write: counted, the write itself succeeded.
-    if (outcome !== undefined && outcome.evictedConversations > 0) this.#onLimit?.('state_conversations');
+    // Other conversations paid for this write: each eviction counted, the write itself succeeded.
+    if (outcome !== undefined) {
+      for (let i = 0; i < outcome.evictedConversations; i++) this.#onLimit?.('state_conversations');
+      for (let i = 0; i < (outcome.evictedForBytes ?? 0); i++) this.#onLimit?.('state_total_bytes');
+    }
   }
 
   /** Store a JSON-serializable value under `key`; throws a ToolhostError on failure. */

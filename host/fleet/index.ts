@@ -23,7 +23,7 @@ export interface FleetOptions {
   leaseMs?: number;
   /** How long one Redis command may take (ms, default 1000). */
   commandTimeoutMs?: number;
-  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number };
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
   limits?: FleetLimits;
   /** What this host adds to its record in the fleet view (servers, pool). */
   describe?: () => Record<string, unknown>;

@@ -6,12 +6,28 @@
  * for `ttlSeconds` is forgotten). A value is at most `maxValueBytes`, a
  * conversation at most `maxKeys` keys (INVALID_INPUT past either).
  *
+ * Bytes are capped too, per conversation (`maxBytesPerConversation`: keys plus
+ * values) and over the whole fleet (`maxTotalBytes`: keys and values plus 64
+ * bytes an entry and 256 bytes and the id a conversation, what Redis spends
+ * beside them): a write past either is refused with the host's state-limit
+ * error (OUTPUT_LIMIT_EXCEEDED, `state_bytes_per_conversation` or
+ * `state_total_bytes`). Without them one hostile call added ~250 MiB to Redis.
+ * The sizes live in Redis, updated by the same Lua scripts that write (so
+ * hosts never race): `<prefix>state-sizes` (per conversation: `b:<id>` its
+ * bytes, `c:<id>` its charge against the total), `<prefix>state-expiry` (a
+ * sorted set of when each conversation's TTL runs out) and
+ * `<prefix>state-total`. Each write first forgets up to 64 conversations whose
+ * TTL ran out (Redis dropped their hashes), subtracting their charge; a write
+ * the total would refuse first forgets up to 1024.
+ * What it does not do: evict (a full fleet refuses writes until conversations
+ * expire or are deleted; Redis's own `maxmemory` stays the last resort).
+ *
  * Redis down: `get` and `set` reject with FLEET_UNAVAILABLE; `ConversationState`
  * turns a failed get into the caller's fallback (logged) and reports a failed
  * set to the tool.
  */
 import { ToolhostError } from '../core/errors.js';
-import type { StateStore } from '../core/state.js';
+import { STATE_CONVERSATION_OVERHEAD_BYTES, STATE_ENTRY_OVERHEAD_BYTES, stateLimitError, type StateStore } from '../core/state.js';
 import type { RedisLink } from './redis-link.js';
 
 export interface RedisStateOptions {
@@ -23,20 +39,82 @@ export interface RedisStateOptions {
   maxValueBytes?: number;
   /** Most keys in one conversation (default 1000). */
   maxKeys?: number;
+  /** Most bytes (keys plus values) in one conversation (default 16 MiB). */
+  maxBytesPerConversation?: number;
+  /** Most bytes the fleet's state holds in Redis in all (default 1 GiB; see the file's comment for what counts). */
+  maxTotalBytes?: number;
 }
 
 export const DEFAULT_STATE_TTL_SECONDS = 86_400;
 export const DEFAULT_STATE_MAX_VALUE_BYTES = 256 * 1024;
 export const DEFAULT_STATE_MAX_KEYS = 1000;
+export const DEFAULT_STATE_MAX_BYTES_PER_CONVERSATION = 16 * 1024 * 1024;
+export const DEFAULT_STATE_MAX_TOTAL_BYTES = 1024 * 1024 * 1024;
 
-/** Set one field unless the hash is full, then refresh the hash's TTL. */
-const SET_SCRIPT = `
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then
-  return 'FULL'
+/**
+ * Forget conversations whose TTL ran out (up to ARGV[n] of them), then drop the
+ * stale sizes of this conversation if Redis already dropped its hash.
+ * KEYS: hash, sizes, expiry, total. Leaves `now` (ms, Redis's clock) set.
+ */
+const SWEEP = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function forget(id)
+  local charge = tonumber(redis.call('HGET', KEYS[2], 'c:' .. id) or '0')
+  redis.call('HDEL', KEYS[2], 'b:' .. id, 'c:' .. id)
+  redis.call('ZREM', KEYS[3], id)
+  if charge ~= 0 then redis.call('DECRBY', KEYS[4], charge) end
+end
+local function sweep(n)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, n)) do forget(id) end
+end
+`;
+
+/**
+ * Set one field unless the hash is full or a byte cap would be passed, then
+ * refresh the hash's TTL and the sizes. ARGV: field, value, maxKeys, ttlMs,
+ * maxBytes, maxTotal, conversation id, entry overhead, conversation overhead.
+ */
+const SET_SCRIPT = `${SWEEP}
+local id = ARGV[7]
+sweep(64)
+if redis.call('EXISTS', KEYS[1]) == 0 then forget(id) end
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return {'FULL'} end
+local bytes = tonumber(redis.call('HGET', KEYS[2], 'b:' .. id) or '0')
+local charge = tonumber(redis.call('HGET', KEYS[2], 'c:' .. id) or '0')
+local delta = #ARGV[2] - (old and #old or -#ARGV[1])
+local after = bytes + delta
+if after > tonumber(ARGV[5]) then return {'CONVERSATION', after} end
+local added = delta
+if not old then added = added + tonumber(ARGV[8]) end
+if charge == 0 then added = added + tonumber(ARGV[9]) + #id end
+local total = tonumber(redis.call('GET', KEYS[4]) or '0')
+if added > 0 and total + added > tonumber(ARGV[6]) then
+  sweep(1024)
+  total = tonumber(redis.call('GET', KEYS[4]) or '0')
+  if total + added > tonumber(ARGV[6]) then return {'TOTAL', total + added} end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 'OK'
+redis.call('HSET', KEYS[2], 'b:' .. id, after, 'c:' .. id, charge + added)
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), id)
+redis.call('INCRBY', KEYS[4], added)
+return {'OK'}
+`;
+
+/** Delete one field and give its bytes back. ARGV: field, conversation id, entry overhead. */
+const DELETE_SCRIPT = `${SWEEP}
+local id = ARGV[2]
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then forget(id) return 1 end
+local freed = #old + #ARGV[1]
+redis.call('HINCRBY', KEYS[2], 'b:' .. id, -freed)
+redis.call('HINCRBY', KEYS[2], 'c:' .. id, -(freed + tonumber(ARGV[3])))
+redis.call('DECRBY', KEYS[4], freed + tonumber(ARGV[3]))
+return 1
 `;
 
 export class RedisStateStore implements StateStore {
@@ -45,6 +123,8 @@ export class RedisStateStore implements StateStore {
   readonly #ttlMs: number;
   readonly #maxValueBytes: number;
   readonly #maxKeys: number;
+  readonly #maxBytes: number;
+  readonly #maxTotal: number;
 
   constructor(link: RedisLink, options: RedisStateOptions = {}) {
     this.#link = link;
@@ -55,9 +135,25 @@ export class RedisStateStore implements StateStore {
     if (!(Number.isInteger(ttl) && ttl > 0)) throw new TypeError('options.ttlSeconds must be a positive integer');
     if (!(Number.isInteger(maxValue) && maxValue > 0)) throw new TypeError('options.maxValueBytes must be a positive integer');
     if (!(Number.isInteger(maxKeys) && maxKeys > 0)) throw new TypeError('options.maxKeys must be a positive integer');
+    const maxBytes = options.maxBytesPerConversation ?? DEFAULT_STATE_MAX_BYTES_PER_CONVERSATION;
+    const maxTotal = options.maxTotalBytes ?? DEFAULT_STATE_MAX_TOTAL_BYTES;
+    if (!(Number.isInteger(maxBytes) && maxBytes > 0)) throw new TypeError('options.maxBytesPerConversation must be a positive integer');
+    if (!(Number.isInteger(maxTotal) && maxTotal > 0)) throw new TypeError('options.maxTotalBytes must be a positive integer');
     this.#ttlMs = ttl * 1000;
     this.#maxValueBytes = maxValue;
     this.#maxKeys = maxKeys;
+    this.#maxBytes = maxBytes;
+    this.#maxTotal = maxTotal;
+  }
+
+  /** The keys a script reads and writes for `conversationId`: its hash, then the fleet's sizes, expiry and total. */
+  #keys(conversationId: string): string[] {
+    return [this.#key(conversationId), `${this.#prefix}state-sizes`, `${this.#prefix}state-expiry`, `${this.#prefix}state-total`];
+  }
+
+  /** Bytes the fleet's state holds, as counted against `maxTotalBytes` (conversations whose TTL ran out may still count until a write forgets them). */
+  async totalBytes(): Promise<number> {
+    return Number((await this.#link.command<string | null>(['GET', `${this.#prefix}state-total`])) ?? 0);
   }
 
   #key(conversationId: string): string {
@@ -73,13 +169,20 @@ export class RedisStateStore implements StateStore {
     if (Buffer.byteLength(value) > this.#maxValueBytes) {
       throw new ToolhostError('INVALID_INPUT', `state value for "${key}" is larger than the fleet's limit of ${this.#maxValueBytes} bytes`);
     }
-    const outcome = await this.#link.script<string>(SET_SCRIPT, [this.#key(conversationId)], [key, value, this.#maxKeys, this.#ttlMs]);
+    const args = [key, value, this.#maxKeys, this.#ttlMs, this.#maxBytes, this.#maxTotal, conversationId, STATE_ENTRY_OVERHEAD_BYTES, STATE_CONVERSATION_OVERHEAD_BYTES];
+    const [outcome, bytes] = await this.#link.script<[string, number?]>(SET_SCRIPT, this.#keys(conversationId), args);
     if (String(outcome) === 'FULL') {
       throw new ToolhostError('INVALID_INPUT', `the conversation already holds ${this.#maxKeys} state keys (the fleet's limit)`);
+    }
+    if (String(outcome) === 'CONVERSATION') {
+      throw stateLimitError('state_bytes_per_conversation', `the conversation's state would hold ${bytes} bytes, over the fleet's limit of ${this.#maxBytes}`, { bytes, max: this.#maxBytes, store: 'redis' });
+    }
+    if (String(outcome) === 'TOTAL') {
+      throw stateLimitError('state_total_bytes', `the fleet's state would hold ${bytes} bytes, over its total of ${this.#maxTotal}`, { bytes, max: this.#maxTotal, store: 'redis' });
     }
   }
 
   async delete(conversationId: string, key: string): Promise<void> {
-    await this.#link.command(['HDEL', this.#key(conversationId), key]);
+    await this.#link.script(DELETE_SCRIPT, this.#keys(conversationId), [key, conversationId, STATE_ENTRY_OVERHEAD_BYTES]);
   }
 }

@@ -21,7 +21,7 @@
 import type { ValueMessage } from './lane-codec.js';
 import { SharedRing, ringBytes, type RingLayout } from './shared-ring.js';
 
-const LAYOUT: RingLayout = { slots: 8, slotBytes: 4096, numbers: 12, strings: 1 };
+const LAYOUT: RingLayout = { slots: 8, slotBytes: 4096, numbers: 13, strings: 1 };
 /** Bytes of an answer ring. */
 export const ANSWER_RING_BYTES = ringBytes(LAYOUT);
 /** Answers a ring holds before the worker posts instead. */
@@ -52,6 +52,7 @@ export class AnswerRing extends SharedRing {
     this.writeNumber(9, reply[10]);
     this.writeNumber(10, reply[11]);
     this.writeNumber(11, orNaN(reply[12]));
+    this.writeNumber(12, orNaN(reply[13]));
     this.writeString(0, reply[1]);
     this.publish();
     return true;
@@ -68,7 +69,7 @@ export class AnswerRing extends SharedRing {
     const reply: ValueMessage = [
       this.readNumber(0), this.readString(0)!, this.readNumber(1), this.readNumber(2), this.readNumber(3), this.readNumber(4),
       orUndefined(this.readNumber(5)), this.readNumber(6), orUndefined(this.readNumber(7)), this.readNumber(8), this.readNumber(9), this.readNumber(10),
-      orUndefined(this.readNumber(11)),
+      orUndefined(this.readNumber(11)), orUndefined(this.readNumber(12)),
     ];
     this.release();
     return reply;

@@ -47,10 +47,10 @@ const CPU_CLOCKS: ReadonlyArray<WorkerAccounting['cpuClock']> = ['thread', 'proc
 /**
  * A call's value and its accounting: [taskId, value, startedAt, instance,
  * isolation, instantiateMs, cpuMs, cpuClock, peakMemoryBytes, messages,
- * threadId, preparing, ranMs] (the three names as their index in the lists above;
+ * threadId, preparing, ranMs, keptEvicted] (the three names as their index in the lists above;
  * an absent number as undefined; preparing as 1 or 0).
  */
-export type ValueMessage = [number, string, number, number, number, number, number | undefined, number, number | undefined, number, number, number, number | undefined];
+export type ValueMessage = [number, string, number, number, number, number, number | undefined, number, number | undefined, number, number, number, number | undefined, number | undefined];
 
 /** What a lane carries back to the main thread. */
 export type LaneReply = ValueMessage | LaneAnswer;
@@ -113,16 +113,17 @@ export function decodeTask(message: LaneTask, received: Map<number, SharedArrayB
 export function encodeAnswer(taskId: number, answer: TaskAnswer): LaneReply {
   if (!('ok' in answer) || !answer.ok || !('value' in answer)) return { taskId, answer };
   const a = answer.accounting;
-  return [taskId, answer.value, a.startedAt, INSTANCES.indexOf(a.instance), ISOLATIONS.indexOf(a.isolation), a.instantiateMs, a.cpuMs, CPU_CLOCKS.indexOf(a.cpuClock), a.peakMemoryBytes, a.messages, a.threadId, a.preparing === true ? 1 : 0, a.ranMs];
+  return [taskId, answer.value, a.startedAt, INSTANCES.indexOf(a.instance), ISOLATIONS.indexOf(a.isolation), a.instantiateMs, a.cpuMs, CPU_CLOCKS.indexOf(a.cpuClock), a.peakMemoryBytes, a.messages, a.threadId, a.preparing === true ? 1 : 0, a.ranMs, a.keptEvicted];
 }
 
 export function decodeAnswer(reply: LaneReply): LaneAnswer {
   if (!Array.isArray(reply)) return reply;
-  const [taskId, value, startedAt, instance, isolation, instantiateMs, cpuMs, cpuClock, peakMemoryBytes, messages, threadId, preparing, ranMs] = reply;
+  const [taskId, value, startedAt, instance, isolation, instantiateMs, cpuMs, cpuClock, peakMemoryBytes, messages, threadId, preparing, ranMs, keptEvicted] = reply;
   const accounting: WorkerAccounting = { startedAt, instance: INSTANCES[instance]!, isolation: ISOLATIONS[isolation]!, instantiateMs, cpuClock: CPU_CLOCKS[cpuClock]!, messages, threadId };
   if (cpuMs !== undefined) accounting.cpuMs = cpuMs;
   if (peakMemoryBytes !== undefined) accounting.peakMemoryBytes = peakMemoryBytes;
   if (preparing === 1) accounting.preparing = true;
   if (ranMs !== undefined) accounting.ranMs = ranMs;
+  if (keptEvicted !== undefined) accounting.keptEvicted = keptEvicted;
   return { taskId, answer: { ok: true, value, accounting } };
 }

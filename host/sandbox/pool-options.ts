@@ -2,6 +2,7 @@
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { DEFAULT_KEPT_INSTANCE_MB } from './protocol.js';
 
 export interface SandboxPoolOptions {
   /** Worker threads (default: the machine's cores). */
@@ -32,6 +33,12 @@ export interface SandboxPoolOptions {
    * than there are workers (see lane-bell.ts).
    */
   spinMicros?: number;
+  /**
+   * Linear memory (MiB) the instances one worker keeps between calls in `conversation` isolation may hold in
+   * all, over every component (default 512): keeping one more first drops the least recently used (see
+   * worker/kept-instances.ts), each counted as a `kept_instances_mb` limit hit.
+   */
+  keptInstanceMb?: number;
 }
 
 export interface ResolvedPoolOptions {
@@ -42,6 +49,7 @@ export interface ResolvedPoolOptions {
   spareTimeoutMs: number;
   waitBehind: { averageMs: number; withinMs: number };
   spinMicros: number;
+  keptInstanceMb: number;
 }
 
 /** See SandboxPoolOptions.spinMicros: longer than a main thread's turnaround between two calls at concurrency 1 (~35 µs). */
@@ -62,7 +70,9 @@ export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions
   if (!(waitBehind.averageMs >= 0) || !(waitBehind.withinMs >= 0)) throw new TypeError('options.waitBehind takes non-negative numbers');
   const spinMicros = options.spinMicros ?? DEFAULT_SPIN_MICROS;
   if (!Number.isInteger(spinMicros) || spinMicros < 0 || spinMicros > 10_000) throw new TypeError('options.spinMicros must be an integer from 0 to 10000');
-  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros };
+  const keptInstanceMb = options.keptInstanceMb ?? DEFAULT_KEPT_INSTANCE_MB;
+  if (!Number.isInteger(keptInstanceMb) || keptInstanceMb < 1) throw new TypeError('options.keptInstanceMb must be a positive integer');
+  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros, keptInstanceMb };
 }
 
 /**

@@ -36,6 +36,7 @@ import {
   type CallTask,
   type CollectTask,
   type DescribeTask,
+  type SandboxWorkerData,
   type TaskAbandoned,
   type TaskWire,
   type WorkerMessage,
@@ -131,6 +132,7 @@ export class SandboxPool {
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
       // A worker's env is its own empty copy: guest glue never sees the host's.
       env: {},
+      workerData: { keptInstanceBytes: this.#options.keptInstanceMb * 1024 * 1024 } satisfies SandboxWorkerData,
       // Only measurement tasks (collect) go through piscina's dispatch: any idle worker the pool is not stopping.
       loadBalancer: (_task, workers) => workers.find((worker) => worker.currentUsage === 0 && !this.#stops.isDying(worker.id)) ?? null,
     });

@@ -301,6 +301,15 @@ export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; 
 /** The compiled core modules of a component, by the file name jco's glue asks for. */
 export type CoreModules = Array<[string, WebAssembly.Module]>;
 
+/** The default budget of one worker's kept instances (sandbox `keptInstanceMb`, `host.pool.kept_instances_mb`; see worker/kept-instances.ts). */
+export const DEFAULT_KEPT_INSTANCE_MB = 512;
+
+/** What the pool tells its workers (piscina's `workerData`). */
+export interface SandboxWorkerData {
+  /** Bytes of linear memory this worker's kept instances (`conversation` isolation) may hold in all. */
+  keptInstanceBytes: number;
+}
+
 /** What the worker measured about one task. */
 export interface WorkerAccounting {
   /** When the worker started the task (epoch ms). */
@@ -330,6 +339,8 @@ export interface WorkerAccounting {
   preparing?: boolean;
   /** Time the task waited for a worker (filled in by the pool). */
   queuedMs?: number;
+  /** Instances kept for other conversations that keeping this call's dropped (the worker's kept-instance budget). */
+  keptEvicted?: number;
 }
 
 /** The tool information a component's `describe` returns. */

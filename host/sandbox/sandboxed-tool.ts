@@ -197,6 +197,8 @@ export class SandboxedTool implements Tool {
     if (accounting.peakMemoryBytes !== undefined) measured.peakMemoryBytes = accounting.peakMemoryBytes;
     if (accounting.cpuMs !== undefined) measured.cpuMs = round(accounting.cpuMs);
     events.account(measured);
+    // Other conversations' kept instances this call's dropped (the worker's budget): each a limit hit.
+    for (let i = 0; i < (accounting.keptEvicted ?? 0); i++) events.limit?.('kept_instances_mb');
     accountNetwork();
     if (overLimit !== undefined) throw overLimitError();
     // What the network policy refused is a fact for the call's accounting; the

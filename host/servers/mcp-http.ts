@@ -24,6 +24,11 @@
  * least recently used idle one is evicted, and one client address holds a
  * limited number. Refusals carry a toolhost code in the JSON-RPC error's
  * `data.code` (PERMISSION_DENIED, OVERLOADED) and are counted in the metrics.
+ *
+ * Connections are bounded too (connection-gate.ts): in total and per client
+ * address, a connection past either cap is closed at once (counted); a
+ * connection must send its request headers within `headersTimeoutMs`, and an
+ * idle kept-alive one is closed after Node's keep-alive timeout (5 s).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -31,6 +36,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { closeCancelledStreams } from './mcp-cancellations.js';
 import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
@@ -79,7 +85,16 @@ export interface McpHttpServerOptions extends McpServerOptions {
   limitMetrics?: ServerLimitMetrics;
   /** Largest accepted request body, in bytes (default 4 MiB; 413 beyond). */
   maxBodyBytes?: number;
+  /** TCP connections open at once; past it a new one is closed at once (default 4096, or a quarter of the open-file limit when lower). */
+  maxConnections?: number;
+  /** TCP connections one client address (an IPv6 /64) may hold; past it a new one is closed at once (default 256). */
+  maxConnectionsPerClient?: number;
+  /** How long a connection may take to send a request's headers, in ms (default 10000); then it is closed. */
+  headersTimeoutMs?: number;
 }
+
+/** The default of {@link McpHttpServerOptions.headersTimeoutMs}. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 
 export interface McpHttpServer {
   /** The MCP endpoint, e.g. `http://127.0.0.1:43123/mcp`. */
@@ -123,8 +138,16 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     sessionIdleMs = DEFAULT_SESSION_LIMITS.idleMs,
     limitMetrics,
     maxBodyBytes = DEFAULT_MAX_BODY,
+    maxConnections,
+    maxConnectionsPerClient,
+    headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     ...serverOptions
   } = options;
+  const connectionLimits = resolveConnectionLimits({
+    ...(maxConnections === undefined ? {} : { maxConnections }),
+    ...(maxConnectionsPerClient === undefined ? {} : { maxConnectionsPerClient }),
+  });
+  if (!Number.isInteger(headersTimeoutMs) || headersTimeoutMs < 1) throw new TypeError('options.headersTimeoutMs must be a positive integer');
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError('options.port must be an integer from 0 to 65535');
   if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new TypeError('options.maxSessions must be a positive integer');
   if (!Number.isInteger(maxSessionsPerClient) || maxSessionsPerClient < 1) throw new TypeError('options.maxSessionsPerClient must be a positive integer');
@@ -273,13 +296,20 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     await handleMcp(req, res, principal);
   };
 
-  const http: HttpServer = createServer((req, res) => {
+  const http: HttpServer = createServer({
+    headersTimeout: headersTimeoutMs,
+    // Node's default (300 s) must not be below the headers timeout; the body has its own byte cap.
+    requestTimeout: Math.max(300_000, headersTimeoutMs),
+    // How often the timeouts above are checked (Node's default, 30 s, would let a slow-headers socket live 3x longer).
+    connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
+  }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       registry.logger.warn({ err: (error as Error).message, url: req.url }, 'mcp http: request failed');
       if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null });
       else res.destroy();
     });
   });
+  gateConnections(http, connectionLimits, (reason) => limitMetrics?.refused('mcp', reason));
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(port, host, () => {

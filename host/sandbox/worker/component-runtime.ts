@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { CallTask, WorkerAccounting } from '../protocol.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { preparation } from './host-bridge.js';
+import { keptInstances } from './kept-instances.js';
 import { whenNoTaskRuns } from './running-tasks.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
@@ -167,26 +168,42 @@ export function acquire(runtime: ComponentRuntime, task: CallTask, active: Activ
   return { instance, source: 'fresh', instantiateMs: performance.now() - t0 };
 }
 
-/** Keep or drop the instance after a call, by isolation; prepare the next spare (returns whether it will). */
-export function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInstance): boolean {
+/** What {@link release} did. */
+export interface Released {
+  /** Whether a spare will be prepared. */
+  preparing: boolean;
+  /** Kept instances dropped to stay within the worker's budget (kept-instances.ts), when any. */
+  keptEvicted?: number;
+}
+
+/** Keep or drop the instance after a call, by isolation; prepare the next spare. */
+export function release(runtime: ComponentRuntime, task: CallTask, instance: GuestInstance): Released {
   if (instance.boundTo !== undefined) {
     // Made for one call's capabilities: never kept; the spare (if any) is untouched.
-    return prepareSpare(runtime, task.taskId);
+    return { preparing: prepareSpare(runtime, task.taskId) };
   }
   const conversation = task.isolation === 'conversation' ? task.conversationKey : undefined;
+  let keptEvicted = 0;
   if (task.isolation === 'worker') {
     runtime.kept = instance.poisoned ? undefined : instance;
   } else if (conversation !== undefined) {
     runtime.conversations.delete(conversation);
-    if (!instance.poisoned) {
-      runtime.conversations.set(conversation, instance);
+    if (instance.poisoned) {
+      keptInstances.forget(instance);
+    } else {
+      // Kept as the most recently used, within the worker's budget over every component's kept instances.
+      keptEvicted = keptInstances.keep(runtime.conversations, conversation, instance);
       if (runtime.conversations.size > CONVERSATION_INSTANCES) {
-        const oldest = runtime.conversations.keys().next().value;
-        if (oldest !== undefined) runtime.conversations.delete(oldest);
+        const [oldest, dropped] = runtime.conversations.entries().next().value ?? [];
+        if (oldest !== undefined && dropped !== undefined) {
+          runtime.conversations.delete(oldest);
+          keptInstances.forget(dropped);
+        }
       }
     }
   }
+  const evicted = keptEvicted === 0 ? {} : { keptEvicted };
   // Reused modes keep their instance: a spare serves only their first call, or one after a crash.
-  if (task.isolation !== 'call' && !instance.poisoned) return false;
-  return prepareSpare(runtime, task.taskId, task.isolation === 'call' ? instance : undefined);
+  if (task.isolation !== 'call' && !instance.poisoned) return { preparing: false, ...evicted };
+  return { preparing: prepareSpare(runtime, task.taskId, task.isolation === 'call' ? instance : undefined), ...evicted };
 }

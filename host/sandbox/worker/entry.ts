@@ -127,7 +127,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   const cpuMs = cpuTimeMs() - cpuBefore;
   bridge.guestEnded(cpuMs);
   const peakMemoryBytes = instance.memoryBytes();
-  const preparing = release(runtime, task, instance);
+  const { preparing, keptEvicted } = release(runtime, task, instance);
   const accounting: WorkerAccounting = {
     startedAt,
     ranMs: now() - startedAt,
@@ -141,6 +141,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
     threadId,
   };
   if (preparing) accounting.preparing = true;
+  if (keptEvicted !== undefined) accounting.keptEvicted = keptEvicted;
   return outcome.ok ? { ok: true, value: outcome.value, accounting } : { ok: false, error: outcome.error, accounting };
 }
 

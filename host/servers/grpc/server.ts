@@ -17,12 +17,22 @@
  * sends it): UNAUTHENTICATED otherwise.
  * Messages are bounded both ways (`maxReceiveMessageBytes`,
  * `maxSendMessageBytes`, default 4 MiB each: RESOURCE_EXHAUSTED beyond).
+ *
+ * Connections are bounded: the port is a plain `net.Server` of ours, gated in
+ * total and per client address (connection-gate.ts: past a cap a connection
+ * is closed at once, counted), which hands each connection it accepts to
+ * grpc-js through `createConnectionInjector` (grpc-js exposes no per-socket
+ * hook on ports it binds itself). A connection with no call open for
+ * `idleTimeoutMs` (one that never sent a byte included) is closed by grpc-js
+ * (`grpc.max_connection_idle_ms`, GOAWAY first; clients reconnect by themselves).
  */
 import { Server, ServerCredentials, status as GrpcStatus, type ChannelOptions, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { loadToolPackageDefinition, TOOL_SERVICE_NAME, toolServiceDefinition } from './proto.js';
+import { gateConnections, resolveConnectionLimits } from '../connection-gate.js';
 import { TokenTable } from '../principals.js';
 import { createToolServiceHandlers, type GrpcToolSource, type ToolServiceOptions } from './service.js';
 import { toServiceError } from './status.js';
@@ -50,7 +60,16 @@ export interface GrpcServerOptions extends ToolServiceOptions {
   health?: boolean;
   /** Serve server reflection (default true). */
   reflection?: boolean;
+  /** TCP connections open at once; past it a new one is closed at once (default 4096, or a quarter of the open-file limit when lower). */
+  maxConnections?: number;
+  /** TCP connections one client address (an IPv6 /64) may hold; past it a new one is closed at once (default 256). */
+  maxConnectionsPerClient?: number;
+  /** A connection with no call open this long, in ms, is closed (GOAWAY first; default 300000). */
+  idleTimeoutMs?: number;
 }
+
+/** The default of {@link GrpcServerOptions.idleTimeoutMs}. */
+export const DEFAULT_GRPC_IDLE_TIMEOUT_MS = 300_000;
 
 export const DEFAULT_GRPC_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
@@ -79,9 +98,20 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`options.${name} must be a positive integer`);
   }
 
-  const { host: _host, port: _port, credentials: _credentials, shutdownTimeoutMs: _shutdown, channelOptions, maxReceiveMessageBytes: _r, maxSendMessageBytes: _s, health: withHealth, reflection: withReflection, ...serviceOptions } = options;
+  const connectionLimits = resolveConnectionLimits({
+    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
+    ...(options.maxConnectionsPerClient === undefined ? {} : { maxConnectionsPerClient: options.maxConnectionsPerClient }),
+  });
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_GRPC_IDLE_TIMEOUT_MS;
+  if (!Number.isInteger(idleTimeoutMs) || idleTimeoutMs < 1) throw new TypeError('options.idleTimeoutMs must be a positive integer');
+
+  const {
+    host: _host, port: _port, credentials: _credentials, shutdownTimeoutMs: _shutdown, channelOptions, maxReceiveMessageBytes: _r, maxSendMessageBytes: _s,
+    health: withHealth, reflection: withReflection, maxConnections: _mc, maxConnectionsPerClient: _mcc, idleTimeoutMs: _idle, ...serviceOptions
+  } = options;
   const handlers = createToolServiceHandlers(registry, serviceOptions);
   const server = new Server({
+    'grpc.max_connection_idle_ms': idleTimeoutMs,
     ...channelOptions,
     'grpc.max_receive_message_length': maxReceive,
     'grpc.max_send_message_length': maxSend,
@@ -101,10 +131,15 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     });
   }
   const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const injector = server.createConnectionInjector(options.credentials ?? ServerCredentials.createInsecure());
+  const front: NetServer = createNetServer();
+  gateConnections(front, connectionLimits, (reason) => options.limitMetrics?.refused('grpc', reason), (socket) => injector.injectConnection(socket));
   const bound = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${hostPart}:${port}`, options.credentials ?? ServerCredentials.createInsecure(), (error, actual) => {
-      if (error) reject(error);
-      else resolve(actual);
+    front.once('error', reject);
+    front.listen(port, host, () => {
+      front.off('error', reject);
+      const address = front.address();
+      resolve(typeof address === 'object' && address !== null ? address.port : port);
     });
   });
   const address = `${hostPart}:${bound}`;
@@ -115,9 +150,12 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     health?.setStatus('', 'NOT_SERVING');
     health?.setStatus(TOOL_SERVICE_NAME, 'NOT_SERVING');
     closing ??= new Promise<void>((resolve) => {
+      // No new connections; the open ones are grpc-js's to drain.
+      front.close();
       // Past the bound, calls in flight are cancelled (their clients see CANCELLED; the calls end CANCELLED).
       const timer = setTimeout(() => {
         server.forceShutdown();
+        injector.destroy();
         resolve();
       }, shutdownTimeoutMs);
       timer.unref?.();
