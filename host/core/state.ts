@@ -217,7 +217,6 @@ function chargeOf(conversation: { bytes: number; idBytes: number; entries: Map<s
   return conversation.bytes + conversation.idBytes + STATE_CONVERSATION_OVERHEAD_BYTES + entries * STATE_ENTRY_OVERHEAD_BYTES;
 }
 
-
 /** Longest key accepted, so a guest cannot grow host memory without bound. */
 export const MAX_STATE_KEY_BYTES = 256;
 
