@@ -250,7 +250,12 @@ export class ToolRegistry {
   async registerWasmTools(paths: string | string[], options: WasmLoadOptions = {}): Promise<WasmLoadReport> {
     this.#assertOpen();
     const loader = this.#wasmLoader();
-    const loaded = await loader.load(Array.isArray(paths) ? paths : [paths], options);
+    const loaded = await loader.load(Array.isArray(paths) ? paths : [paths], options).catch((error: unknown) => {
+      // A load-time cap (a remote component over its size cap) counts as a limit hit, under the source's name.
+      const details = error instanceof ToolhostError ? error.details as { limitHit?: unknown; source?: unknown } | undefined : undefined;
+      if (typeof details?.limitHit === 'string') this.#deps.onLimit(String(details.source), details.limitHit);
+      throw error;
+    });
     const { plan, report } = planComponentNames(loaded, new Set(this.#tools.keys()));
     for (const { component, tool, registeredAs } of report.renamed) {
       this.logger.warn({ component, tool, registeredAs }, 'tool name collision: registered under a namespaced name');

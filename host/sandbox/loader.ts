@@ -11,7 +11,7 @@ import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoade
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, type CachedComponent } from './component-cache.js';
 import type { ComponentIds } from './component-ids.js';
-import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
+import { readComponentSources, type ComponentSource, type RemoteComponentFetch } from './component-file.js';
 import { SandboxPool, type SandboxPoolOptions } from './pool.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
@@ -52,6 +52,8 @@ export interface SandboxOptions extends SandboxPoolOptions {
    * COMPONENT_INVALID and the worker is replaced.
    */
   describeTimeoutMs?: number;
+  /** Fetches remote sources (`oci://`, `https://`) into verified bytes (createRegistry supplies it). */
+  fetchRemote?: RemoteComponentFetch;
 }
 
 /** Hung spare instances after which a component is quarantined. */
@@ -117,7 +119,7 @@ export class SandboxLoader implements WasmToolLoader {
   /** The worker pool (in this process, or in a sandbox process), started on first use. */
   get pool(): SandboxRunner {
     if (!this.#pool) {
-      const { containment: _containment, cacheDir: _cacheDir, outputLimits: _outputLimits, tableElements: _tableElements, describeTimeoutMs: _describeTimeoutMs, ...poolOptions } = this.#options;
+      const { containment: _containment, cacheDir: _cacheDir, outputLimits: _outputLimits, tableElements: _tableElements, describeTimeoutMs: _describeTimeoutMs, fetchRemote: _fetchRemote, ...poolOptions } = this.#options;
       this.#pool = this.#containment === 'process'
         ? new ProcessSandboxPool({ ...poolOptions, moduleBytes: (componentId, memoryMb) => this.#moduleBytes(componentId, memoryMb) })
         : new SandboxPool(this.#options);
@@ -146,8 +148,7 @@ export class SandboxLoader implements WasmToolLoader {
   }
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
-    const files = await expandComponentPaths(paths);
-    const sources = await Promise.all(files.map((file) => sourceFromFile(file, this.#cache.ids)));
+    const sources = await readComponentSources(paths, this.#cache.ids, this.#options.fetchRemote, options.verify);
     const loaded: LoadedComponentTools[] = [];
     for (const source of sources) loaded.push(await this.loadSource(source, options));
     return loaded;
