@@ -16,6 +16,7 @@ import { MemoryAuditLog } from '../policy/memory-audit-log.js';
 import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
+import { addPublishCommand, addTrustOptions, trustOf, type TrustFlags } from './distribution.js';
 
 
 function collect(value: string, previous: string[]): string[] {
@@ -71,10 +72,10 @@ function printError(data: ToolErrorData, audit: readonly AuditEntry[] = []): voi
  * stderr. One call needs one worker thread, unless the config says otherwise;
  * and (`forTool`) only what can serve its tool.
  */
-async function open(loads: string[], configPath: string | undefined, audit?: AuditLog, forTool?: string): Promise<Host> {
+async function open(loads: string[], configPath: string | undefined, trust: TrustFlags, audit?: AuditLog, forTool?: string): Promise<Host> {
   // The host's modules load here, not at start: `--help` and usage errors never pay for them.
   const { createHost, loadHostConfig } = await import('../compose/host.js');
-  const options = { load: loads, ...(configPath === undefined ? {} : { configPath }) };
+  const options = { load: loads, ...(configPath === undefined ? {} : { configPath }), trust: trustOf(trust) };
   const { config, warnings } = await loadHostConfig(options);
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
   // An audit log on stderr (the default) is collected instead, so a failed call's stderr stays one error object.
@@ -82,8 +83,8 @@ async function open(loads: string[], configPath: string | undefined, audit?: Aud
   return createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, { ...options, ...overrides, ...(forTool === undefined ? {} : { forTool }) });
 }
 
-async function list(options: { load: string[]; json?: boolean; config?: string }): Promise<number> {
-  const host = await open(options.load, options.config);
+async function list(options: { load: string[]; json?: boolean; config?: string } & TrustFlags): Promise<number> {
+  const host = await open(options.load, options.config, options);
   try {
     const definitions = host.registry.definitions();
     if (definitions.length === 0) process.stderr.write('toolhost: no tools: the config names none (and no --load PATH was given)\n');
@@ -101,7 +102,7 @@ async function list(options: { load: string[]; json?: boolean; config?: string }
   }
 }
 
-interface CallCommandOptions {
+interface CallCommandOptions extends TrustFlags {
   args: string;
   config?: string;
   load: string[];
@@ -122,7 +123,7 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
   if (options.worktree !== undefined) checkWorktree(options.worktree);
   const audit = new MemoryAuditLog();
   // Only what can serve `name` is loaded (the answer is the same as with every tool: see compose/tool-scope.ts).
-  const host = await open(options.load, options.config, audit, name);
+  const host = await open(options.load, options.config, options, audit, name);
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
@@ -195,10 +196,11 @@ function program(): Command {
   root
     .command('list')
     .description('list the tools with their schemas')
-    .option('--load <path>', 'a component file or a directory of them (repeatable; default: the example tools)', collect, [])
+    .option('--load <path>', 'a component file or a directory of them, or oci://… / https://…#sha256=… (repeatable; default: the example tools)', collect, [])
     .option('--json', 'print the definitions as JSON')
-    .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)')
-    .action(async (options: { load: string[]; json?: boolean; config?: string }) => {
+    .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)');
+  addTrustOptions(root.commands.at(-1)!)
+    .action(async (options: { load: string[]; json?: boolean; config?: string } & TrustFlags) => {
       process.exitCode = await list(options);
     });
 
@@ -207,14 +209,15 @@ function program(): Command {
     .description('call a tool and print its result as JSON')
     .argument('<name>', 'the tool to call')
     .requiredOption('--args <json>', 'the arguments, as JSON')
-    .option('--load <path>', 'a component file or a directory of them (repeatable; default: the example tools)', collect, [])
+    .option('--load <path>', 'a component file or a directory of them, or oci://… / https://…#sha256=… (repeatable; default: the example tools)', collect, [])
     .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)')
     .option('--policy <json>', 'an ExecutionPolicy as JSON (proto field names, e.g. {"timeout":"1.5s","budget_cpu_ms":100})')
     .option('--conversation <id>', 'the conversation id (scopes the tools\' state)')
     .option('--worktree <dir>', 'the worktree bound to the call (seen by the guest at /worktree, per its privilege)')
     .addOption(new Option('--session <id>', 'the session id').hideHelp())
     .addOption(new Option('--agent <name>', 'the calling agent\'s name').hideHelp())
-    .option('--events', 'print every event as a JSON line (start, progress, delta, log, result, error)')
+    .option('--events', 'print every event as a JSON line (start, progress, delta, log, result, error)');
+  addTrustOptions(root.commands.at(-1)!)
     .action(async (name: string, options: CallCommandOptions) => {
       process.exitCode = await call(name, options);
     });
@@ -234,7 +237,8 @@ function program(): Command {
     .option('--redis <url>', 'join a fleet of hosts on this Redis (redis://host:port): shared state, cancel from any host, fleet-wide caps')
     .option('--grpc-max-receive-bytes <bytes>', 'largest gRPC request accepted (default: servers.grpc.max_receive_message_bytes, 4 MiB)', parseBytes)
     .option('--grpc-max-send-bytes <bytes>', 'largest gRPC message sent (default: servers.grpc.max_send_message_bytes, 4 MiB)', parseBytes)
-    .addOption(new Option('--containment <where>', 'where the sandbox workers run: process (a supervised child process, restarted if a fatal error ends it) or thread (the host process); default: host.pool.containment, else process').choices(['process', 'thread']))
+    .addOption(new Option('--containment <where>', 'where the sandbox workers run: process (a supervised child process, restarted if a fatal error ends it) or thread (the host process); default: host.pool.containment, else process').choices(['process', 'thread']));
+  addTrustOptions(root.commands.at(-1)!)
     .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
       if (options.redis !== undefined) checkRedisUrl(options.redis);
       if (options.worktree !== undefined) checkWorktree(options.worktree);
@@ -242,6 +246,8 @@ function program(): Command {
       const { serve } = await import('./serve.js');
       process.exitCode = await serve(options);
     });
+
+  addPublishCommand(root);
 
   root
     .command('fleet')

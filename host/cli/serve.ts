@@ -20,6 +20,9 @@ import { UsageError } from './usage-error.js';
 
 export interface ServeOptions {
   config?: string;
+  /** `--verify-key FILE` (repeatable) and `--insecure-skip-verify`: trust for remote components. */
+  verifyKey?: string[];
+  insecureSkipVerify?: boolean;
   /** MCP transport (default: http when the config enables it). */
   mcp?: 'stdio' | 'http' | 'none';
   port?: number;
@@ -79,7 +82,7 @@ async function listening<T>(server: string, setting: string, file: string | unde
 
 /** Run the server until it is told to stop; resolves with the exit code. */
 export async function serve(options: ServeOptions): Promise<number> {
-  const hostOptions = { load: options.load, ...(options.config === undefined ? {} : { configPath: options.config }) };
+  const hostOptions = { load: options.load, ...(options.config === undefined ? {} : { configPath: options.config }), trust: { keys: options.verifyKey ?? [], skip: options.insecureSkipVerify === true } };
   const loaded = await loadHostConfig(hostOptions);
   const { warnings, file } = loaded;
   const fromFile: ResolvedConfig = options.redis === undefined ? loaded.config : { ...loaded.config, cluster: { ...loaded.config.cluster, redis: options.redis } };

@@ -9,6 +9,7 @@
  * A host opened for one call (`forTool`) may skip what cannot serve it
  * (tool-scope.ts).
  */
+import { resolve } from 'node:path';
 import { embeddedConfig } from '../config/defaults.js';
 import { findConfig } from '../config/find.js';
 import { configFromObject, loadConfig, type LoadedConfig } from '../config/load.js';
@@ -127,6 +128,11 @@ export interface OpenHostOptions extends CreateHostOptions {
   configPath?: string;
   /** Where `./toolhost.yaml` is looked for and relative paths start (default `process.cwd()`). */
   cwd?: string;
+  /**
+   * Trust from the command line (`--verify-key FILE`, `--insecure-skip-verify`): keys are added to
+   * `distribution.verify.keys`, `skip` sets `distribution.verify.skip`. A tool entry's own `verify` still wins.
+   */
+  trust?: { keys?: readonly string[]; skip?: boolean };
 }
 
 /** The config a host will be built from, and what was said while loading it. */
@@ -148,8 +154,17 @@ export async function loadHostConfig(options: OpenHostOptions = {}): Promise<Hos
   const cwd = options.cwd ?? process.cwd();
   const loaded: LoadedConfig = await loadConfig(findConfig(cwd, options.configPath), { cwd, ...(options.env === undefined ? {} : { env: options.env }) });
   const replacesExamples = loaded.file === undefined && options.load !== undefined && options.load.length > 0;
+  const config = replacesExamples ? { ...loaded.resolved, tools: [] } : loaded.resolved;
+  const { trust } = options;
+  if (trust !== undefined && ((trust.keys?.length ?? 0) > 0 || trust.skip === true)) {
+    const verify = config.distribution.verify ?? {};
+    config.distribution = {
+      ...config.distribution,
+      verify: { keys: [...(verify.keys ?? []), ...(trust.keys ?? []).map((key) => resolve(cwd, key))], ...(trust.skip === true || verify.skip === true ? { skip: true } : {}) },
+    };
+  }
   return {
-    config: replacesExamples ? { ...loaded.resolved, tools: [] } : loaded.resolved,
+    config,
     warnings: replacesExamples ? [] : loaded.warnings,
     ...(loaded.file === undefined ? {} : { file: loaded.file }),
   };

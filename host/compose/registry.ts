@@ -9,11 +9,20 @@ import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { SandboxLoader, type SandboxOptions } from '../sandbox/loader.js';
+import { defaultCacheDir } from '../sandbox/cache-location.js';
+import { join } from 'node:path';
+import { RemoteFetcher } from '../distribution/fetch.js';
+import type { DistributionOptions } from '../distribution/options.js';
 
 /** What `createRegistry` takes: the core registry's options, and the sandbox's instead of a loader. */
 export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader'> {
   /** The sandbox: worker threads, queue bound, transpile cache directory, output caps. */
   sandbox?: SandboxOptions;
+  /**
+   * Remote sources (`oci://`, `https://…#sha256=`): store, registries, credentials, trust and caps. Remote
+   * sources are always accepted by `registerWasmTools`; with no trust configured an `oci://` one is refused.
+   */
+  distribution?: DistributionOptions;
 }
 
 /**
@@ -26,9 +35,12 @@ export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader'>
  * ```
  */
 export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
-  const { sandbox = {}, ...rest } = options;
+  const { sandbox = {}, distribution = {}, ...rest } = options;
   const logger = rest.logger ?? createDefaultLogger();
-  return new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader(sandbox, logger) });
+  const storeDir = distribution.storeDir ?? join(sandbox.cacheDir ?? defaultCacheDir(), 'store-v1');
+  const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
+  const fetchRemote = (source: string, verify: { keys?: readonly string[]; skip?: boolean } | undefined) => fetcher.fetch(source, verify);
+  return new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger) });
 }
 
 /** Approves every PRIVILEGED and FULL_ACCESS call (`approval: always`). */
@@ -52,6 +64,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
     sandbox: outputLimits ? { ...pool, outputLimits: { ...outputLimits } } : pool,
     stateLimits: { ...resolved.stateLimits },
     schemaLimits: { ...resolved.schemaLimits },
+    distribution: resolved.distribution,
   };
   if (resolved.maxResultDepth !== undefined) options.maxResultDepth = resolved.maxResultDepth;
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);

@@ -10,6 +10,7 @@
  * Some findings are warnings, not errors: the file works, but probably not
  * as its author meant (a grant that needs approval when approval is `never`).
  */
+import { isRemoteSource, parseSource } from '../distribution/source.js';
 import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { ToolhostError } from '../core/errors.js';
@@ -105,6 +106,16 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
   // Components.
   const seenPaths = new Map<string, number>();
   (config.tools ?? []).forEach((entry, i) => {
+    if (isRemoteSource(entry.path)) {
+      // A remote source is fetched and verified at load; here it only has to parse.
+      try {
+        parseSource(entry.path);
+      } catch (problem) {
+        error(['tools', i, 'path'], (problem as Error).message);
+      }
+      checkHolder(['tools', i], entry);
+      return;
+    }
     const absolute = resolve(baseDir, entry.path);
     const kind = fileKind(absolute);
     if (kind === undefined) error(['tools', i, 'path'], `does not exist: ${absolute}${isAbsolute(entry.path) ? '' : ` (relative paths are resolved against ${baseDir})`}`);

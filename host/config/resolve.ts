@@ -19,6 +19,9 @@ import type { SandboxOptions } from '../sandbox/loader.js';
 import type { StateLimits } from '../core/state.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ClusterSection, ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
+import type { DistributionSection, VerifyEntry } from './types.js';
+import type { DistributionOptions, TrustPolicy } from '../distribution/options.js';
+import { isRemoteSource } from '../distribution/source.js';
 import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
 
 export type { ConfigOrigin, ToolLoad, HttpToolSpec, McpStdioServerSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
@@ -186,7 +189,8 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     const options: WasmLoadOptions = { grant: resolveGrant(entry.grant, baseDir) };
     if (entry.isolation !== undefined) options.isolation = entry.isolation;
     if (entry.default_policy !== undefined) options.defaultPolicy = policyInput(entry.default_policy);
-    return { path: resolve(baseDir, entry.path), options, ...originOf(['tools', i]) };
+    if (entry.verify !== undefined) options.verify = resolveVerify(entry.verify, baseDir);
+    return { path: isRemoteSource(entry.path) ? entry.path : resolve(baseDir, entry.path), options, ...originOf(['tools', i]) };
   });
 
   const httpTools = (config.http_tools ?? []).map((entry, i): HttpToolSpec => {
@@ -282,10 +286,30 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     mcpServers,
     servers,
     adminTools: config.admin_tools ?? false,
+    distribution: resolveDistribution(config.distribution ?? {}, baseDir),
   };
   if (config.cluster !== undefined) resolved.cluster = resolveCluster(config.cluster);
   if (context.file !== undefined) resolved.file = context.file;
   return resolved;
+}
+
+function resolveVerify(entry: VerifyEntry, baseDir: string): TrustPolicy {
+  return {
+    ...(entry.keys === undefined ? {} : { keys: entry.keys.map((key) => resolve(baseDir, key)) }),
+    ...(entry.skip === undefined ? {} : { skip: entry.skip }),
+  };
+}
+
+/** The `distribution` section with absolute paths (the fetcher defaults the rest). */
+function resolveDistribution(section: DistributionSection, baseDir: string): DistributionOptions {
+  const options: DistributionOptions = {};
+  if (section.store_dir !== undefined) options.storeDir = resolve(baseDir, section.store_dir);
+  if (section.insecure_registries !== undefined) options.insecureRegistries = [...section.insecure_registries];
+  if (section.auth !== undefined) options.auth = Object.fromEntries(Object.entries(section.auth).map(([registry, entry]) => [registry, { username: entry.username, passwordEnv: entry.password_env }]));
+  if (section.verify !== undefined) options.verify = resolveVerify(section.verify, baseDir);
+  if (section.max_manifest_bytes !== undefined) options.maxManifestBytes = section.max_manifest_bytes;
+  if (section.max_component_bytes !== undefined) options.maxComponentBytes = section.max_component_bytes;
+  return options;
 }
 
 /** A command with a `/` is a path (relative to the config file's directory); a bare name is looked up on PATH. */

@@ -6,6 +6,7 @@ import type { SandboxOptions } from '../sandbox/loader.js';
 import type { StateLimits } from '../core/state.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ToolGrant } from '../policy/grant.js';
+import type { DistributionOptions } from '../distribution/options.js';
 import type { WasmLoadOptions } from '../core/registry.js';
 
 /** Where a value came from in the config file (for messages about it later, e.g. a failed load). */
@@ -151,6 +152,8 @@ export interface ResolvedConfig {
   adminTools: boolean;
   /** A fleet on Redis (absent: everything in process). */
   cluster?: ClusterSettings;
+  /** Remote components (paths absolute; only what the file sets). */
+  distribution: DistributionOptions;
 }
 
 /** The `cluster` section, camelCased (defaults are the fleet layer's). */

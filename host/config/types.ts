@@ -15,6 +15,23 @@ export interface ConfigFile {
   servers?: ServersSection;
   admin_tools?: boolean;
   cluster?: ClusterSection;
+  distribution?: DistributionSection;
+}
+
+/** Whose signatures a remote component must carry. */
+export interface VerifyEntry {
+  keys?: string[];
+  skip?: boolean;
+}
+
+/** Remote components: store, registries, credentials, trust, caps. */
+export interface DistributionSection {
+  store_dir?: string;
+  insecure_registries?: string[];
+  auth?: Record<string, { username: string; password_env: string }>;
+  verify?: VerifyEntry;
+  max_manifest_bytes?: number;
+  max_component_bytes?: number;
 }
 
 /** A fleet of hosts on one Redis. */
@@ -118,6 +135,7 @@ export interface PolicyEntry {
 
 export interface ToolEntry {
   path: string;
+  verify?: VerifyEntry;
   isolation?: 'call' | 'conversation' | 'worker';
   grant?: GrantEntry;
   default_policy?: PolicyEntry;

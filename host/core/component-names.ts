@@ -37,3 +37,12 @@ export function planComponentNames(loaded: readonly LoadedComponentTools[], take
   }
   return { plan, report };
 }
+
+/** Up to three of `names` that look like `name` (for TOOL_NOT_FOUND's suggestions). */
+export function similarNames(names: readonly string[], name: string): string[] {
+  const wanted = name.toLowerCase();
+  return names.filter((candidate) => {
+    const lower = candidate.toLowerCase();
+    return lower.endsWith(`.${wanted}`) || lower.includes(wanted) || (wanted.length > 3 && wanted.includes(lower));
+  }).slice(0, 3);
+}

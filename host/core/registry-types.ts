@@ -44,6 +44,11 @@ export interface WasmLoadOptions {
   grant?: ToolGrant;
   /** The policy these tools' calls get where they say nothing (within the grant). */
   defaultPolicy?: ExecutionPolicyInput;
+  /**
+   * Remote sources only (`oci://`): whose signature they must carry — public key files (PEM, ECDSA P-256), or
+   * `skip` (loaded unverified, with a warning). Absent: the host's `distribution.verify`. See docs/distribution.md.
+   */
+  verify?: { keys?: readonly string[]; skip?: boolean };
 }
 
 /** What the sandbox's worker pool is doing (for metrics and health checks). */

@@ -2,7 +2,7 @@
  * The registry: native and sandboxed tools under one namespace, and the one
  * call path (`stream`, `execute`) every entry point goes through.
  */
-import { planComponentNames } from './component-names.js';
+import { planComponentNames, similarNames } from './component-names.js';
 import { checkRegistryOptions } from './registry-options.js';
 import type { SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
 import { performance } from 'node:perf_hooks';
@@ -33,6 +33,8 @@ export type { LoadedComponentTools, SandboxStats, ToolRegistryOptions, WasmLoadO
 
 /** New call ids (flat UUID strings, see call-id-source.ts). */
 const callIds = new CallIdSource();
+/** A remote source (`oci://`, `https://`: see distribution/source.ts) names no file of this host. */
+const URL_SOURCE = /^[a-z][a-z0-9+.-]*:\/\//i;
 
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
@@ -62,7 +64,7 @@ export class ToolRegistry {
         const registered = this.resolveName(name);
         return registered === undefined ? undefined : this.#tools.get(registered);
       },
-      suggest: (name) => this.#suggest(name),
+      suggest: (name) => similarNames(this.names(), name),
       stateStore: options.stateStore ?? new InMemoryStateStore(stateLimits),
       stateLimits,
       logger: options.logger ?? createDefaultLogger(),
@@ -271,8 +273,13 @@ export class ToolRegistry {
     const loader = this.#wasmLoader();
     const files = Array.isArray(paths) ? paths : [paths];
     // A guest that could rewrite a component (or drop one into a loaded directory) would run its code under that grant.
-    for (const path of files) this.hostOwnedPaths.add('component', path);
-    const loaded = await loader.load(files, options);
+    for (const path of files) if (!URL_SOURCE.test(path)) this.hostOwnedPaths.add('component', path);
+    const loaded = await loader.load(files, options).catch((error: unknown) => {
+      // A load-time cap (a remote component over its size cap) counts as a limit hit, under the source's name.
+      const details = error instanceof ToolhostError ? error.details as { limitHit?: unknown; source?: unknown } | undefined : undefined;
+      if (typeof details?.limitHit === 'string') this.#deps.onLimit(String(details.source), details.limitHit);
+      throw error;
+    });
     const { plan, report } = planComponentNames(loaded, new Set(this.#tools.keys()));
     for (const { component, tool, registeredAs } of report.renamed) {
       this.logger.warn({ component, tool, registeredAs }, 'tool name collision: registered under a namespaced name');
@@ -385,13 +392,5 @@ export class ToolRegistry {
 
   #assertOpen(): void {
     if (this.#closed) throw new ToolhostError('INTERNAL', 'the registry is closed');
-  }
-
-  #suggest(name: string): string[] {
-    const wanted = name.toLowerCase();
-    return this.names().filter((candidate) => {
-      const lower = candidate.toLowerCase();
-      return lower.endsWith(`.${wanted}`) || lower.includes(wanted) || (wanted.length > 3 && wanted.includes(lower));
-    }).slice(0, 3);
   }
 }

@@ -65,6 +65,32 @@ export async function expandComponentPaths(paths: string[]): Promise<string[]> {
   return [...new Set(files)];
 }
 
+/**
+ * Fetches a remote source (`oci://…`, `https://…#sha256=…`) into verified bytes, with the load's trust policy.
+ * The composition root supplies it (host/distribution/); the sandbox only calls it.
+ */
+export type RemoteComponentFetch = (source: string, verify: { keys?: readonly string[]; skip?: boolean } | undefined) => Promise<{ name: string; bytes: Uint8Array }>;
+
+/** Whether a component path names a remote source rather than a file. */
+export function isRemotePath(path: string): boolean {
+  return /^(oci|https?):\/\//i.test(path);
+}
+
+/**
+ * The components `paths` name, in order: files and directories read from disk, remote sources fetched (and
+ * verified) by `remote`; a remote source without a fetcher is COMPONENT_INVALID.
+ */
+export async function readComponentSources(paths: string[], ids: ComponentIds, remote: RemoteComponentFetch | undefined, verify: Parameters<RemoteComponentFetch>[1]): Promise<ComponentSource[]> {
+  const groups = await Promise.all(paths.map(async (path): Promise<ComponentSource[]> => {
+    if (!isRemotePath(path)) return Promise.all((await expandComponentPaths([path])).map((file) => sourceFromFile(file, ids)));
+    if (remote === undefined) throw new ToolhostError('COMPONENT_INVALID', `${path}: remote sources need a registry made by createRegistry (which fetches and verifies them)`);
+    const fetched = await remote(path, verify);
+    return [{ ...sourceFromBytes(fetched.bytes, fetched.name), path }];
+  }));
+  const seen = new Set<string>();
+  return groups.flat().filter((source) => source.path === undefined || isRemotePath(source.path) || (!seen.has(source.path) && Boolean(seen.add(source.path))));
+}
+
 /** A component file's bytes and id; `ids` (the transpile cache's memo) spares hashing an unchanged file again. */
 export async function sourceFromFile(path: string, ids?: ComponentIds): Promise<ComponentSource> {
   let read: ComponentFileRead;

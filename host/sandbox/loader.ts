@@ -11,7 +11,7 @@ import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoade
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, type CachedComponent } from './component-cache.js';
 import type { ComponentIds } from './component-ids.js';
-import { expandComponentPaths, sourceFromFile, type ComponentSource } from './component-file.js';
+import { readComponentSources, type ComponentSource, type RemoteComponentFetch } from './component-file.js';
 import { SandboxPool, type SandboxPoolOptions } from './pool.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
@@ -19,9 +19,8 @@ import { ProcessSandboxPool } from './process/supervisor.js';
 import type { Containment, SandboxRunner } from './sandbox-runner.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './supported-imports.js';
-import { DEFAULT_TABLE_ELEMENTS, capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps, tableElementsForHeap } from './memory-cap.js';
-import { exposeSnapshotState } from './snapshot-exports.js';
-import { compileCoreModules } from './core-compile.js';
+import { DEFAULT_TABLE_ELEMENTS, tableElementsForHeap } from './memory-cap.js';
+import { modulesPerCap } from './module-variants.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
@@ -55,6 +54,8 @@ export interface SandboxOptions extends SandboxPoolOptions {
   describeTimeoutMs?: number;
   /** Process containment: how long the sandbox process may leave heartbeats unanswered before it is killed and replaced (ms, default 10 s; 0: never). */
   heartbeatMs?: number;
+  /** Fetches remote sources (`oci://`, `https://`) into verified bytes (createRegistry supplies it). */
+  fetchRemote?: RemoteComponentFetch;
 }
 
 /** Hung spare instances after which a component is quarantined. */
@@ -125,7 +126,7 @@ export class SandboxLoader implements WasmToolLoader {
   /** The worker pool (in this process, or in a sandbox process), started on first use. */
   get pool(): SandboxRunner {
     if (!this.#pool) {
-      const { containment: _containment, cacheDir: _cacheDir, outputLimits: _outputLimits, tableElements: _tableElements, describeTimeoutMs: _describeTimeoutMs, ...poolOptions } = this.#options;
+      const { containment: _containment, cacheDir: _cacheDir, outputLimits: _outputLimits, tableElements: _tableElements, describeTimeoutMs: _describeTimeoutMs, fetchRemote: _fetchRemote, ...poolOptions } = this.#options;
       this.#pool = this.#containment === 'process'
         ? new ProcessSandboxPool({ ...poolOptions, moduleBytes: (componentId, memoryMb) => this.#moduleBytes(componentId, memoryMb) })
         : new SandboxPool(this.#options);
@@ -154,8 +155,7 @@ export class SandboxLoader implements WasmToolLoader {
   }
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
-    const files = await expandComponentPaths(paths);
-    const sources = await Promise.all(files.map((file) => sourceFromFile(file, this.#cache.ids)));
+    const sources = await readComponentSources(paths, this.#cache.ids, this.#options.fetchRemote, options.verify);
     const loaded: LoadedComponentTools[] = [];
     for (const source of sources) loaded.push(await this.loadSource(source, options));
     return loaded;
@@ -296,70 +296,6 @@ export class SandboxLoader implements WasmToolLoader {
     await this.#pool?.close();
     this.#pool = undefined;
   }
-}
-
-/**
- * The component's core modules with their memories and tables capped, once
- * per (component, cap) and kept, so no call compiles: compiled here
- * (`modulesFor`, thread containment), or as checked bytes (`bytesFor`) that
- * the sandbox process compiles (process containment). The memory cap is split
- * over every memory the component's core instances define (see
- * `planMemoryCaps`), so it bounds the component's total.
- */
-function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
-  let sources: Promise<{ files: Array<[string, Uint8Array]>; instances: Map<string, number> }> | undefined;
-  const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
-    // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
-    // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
-    const verified = async (file: string): Promise<Buffer> => {
-      const { bytes: read, id } = await ids.read(join(cached.dir, file));
-      const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-      if (id !== cached.meta.sha256[file]) {
-        throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
-      }
-      return bytes;
-    };
-    sources ??= (async () => ({
-      files: await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))])),
-      instances: coreInstantiations((await verified('component.mjs')).toString('utf8')),
-    }))();
-    const { files, instances } = await sources;
-    const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
-    const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
-    return files.map(([name, bytes]): [string, Uint8Array] => {
-      const maxPages = caps.get(name) ?? 0;
-      const maxTable = tableCaps.get(name) ?? 0;
-      const result = capModuleMemory(bytes, maxPages, maxTable);
-      if (result.initialTableElements > maxTable) {
-        throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${result.initialTableElements} table elements at start, over its share (${maxTable}) of the cap of ${tableElements}`, {
-          details: { tableElements, initialTableElements: result.initialTableElements },
-        });
-      }
-      if (result.initialPages > maxPages) {
-        throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${Math.ceil((result.initialPages * 65536) / 1048576)} MiB of memory at start, over the cap of ${memoryMb} MiB`, {
-          details: { capMb: memoryMb, initialBytes: result.initialPages * 65536 },
-        });
-      }
-      // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
-      return [name, exposeSnapshotState(result.bytes)];
-    });
-  };
-  const oncePerCap = <T>(make: (memoryMb: number) => Promise<T>): ((memoryMb: number) => Promise<T>) => {
-    const variants = new Map<number, Promise<T>>();
-    return (memoryMb) => {
-      let variant = variants.get(memoryMb);
-      if (!variant) {
-        variant = make(memoryMb);
-        variant.catch(() => variants.delete(memoryMb));
-        variants.set(memoryMb, variant);
-      }
-      return variant;
-    };
-  };
-  return {
-    bytesFor: oncePerCap(capped),
-    modulesFor: oncePerCap(async (memoryMb) => compileCoreModules(await capped(memoryMb), what)),
-  };
 }
 
 function parseSchema(text: string, tool: string, field: string, what: string): JsonSchema {

@@ -1,0 +1,81 @@
+/**
+ * The CLI's distribution pieces: the trust flags `list`, `call` and `serve`
+ * share (`--verify-key FILE`, repeatable; `--insecure-skip-verify`), and
+ * `toolhost publish FILE oci://REGISTRY/REPO:TAG [--sign-key KEY.pem]`, which
+ * prints a JSON report (the pinned reference, digests, the signature tag).
+ */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { UsageError } from './usage-error.js';
+
+/** The trust flags as commander parses them. */
+export interface TrustFlags {
+  verifyKey?: string[];
+  insecureSkipVerify?: boolean;
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** Add the trust flags to a command (returns it, for chaining). */
+export function addTrustOptions(command: Command): Command {
+  return command
+    .option('--verify-key <file>', 'a PEM public key (cosign.pub) whose signature an oci:// component may carry (repeatable)', collect)
+    .option('--insecure-skip-verify', 'load oci:// components without verifying a signature (logged as a warning)');
+}
+
+/** The flags as loadHostConfig's `trust`. */
+export function trustOf(flags: TrustFlags): { keys: string[]; skip: boolean } {
+  return { keys: flags.verifyKey ?? [], skip: flags.insecureSkipVerify === true };
+}
+
+interface PublishFlags {
+  signKey?: string;
+  insecureRegistry?: string[];
+  config?: string;
+}
+
+async function publish(file: string, target: string, flags: PublishFlags): Promise<number> {
+  const { parseSource } = await import('../distribution/source.js');
+  const source = parseSource(target);
+  if (source.kind !== 'oci' || source.tag === undefined) throw new UsageError(`publish needs a tag reference oci://REGISTRY/REPO:TAG, not ${target}`);
+  const [{ publishComponent }, { readSigningKey }, { credentialFor }, { sourceFromBytes }, { ComponentCache }, { loadHostConfig }] = await Promise.all([
+    import('../distribution/publish.js'),
+    import('../distribution/cosign.js'),
+    import('../distribution/credentials.js'),
+    import('../sandbox/component-file.js'),
+    import('../sandbox/component-cache.js'),
+    import('../compose/host.js'),
+  ]);
+  const { config } = await loadHostConfig(flags.config === undefined ? {} : { configPath: flags.config });
+  const signingKey = flags.signKey === undefined ? undefined : readSigningKey(flags.signKey);
+  const component = sourceFromBytes(new Uint8Array(await readFile(file)), file);
+  // The config names what the component exports and imports: read from its transpiled form (cached).
+  const { meta } = await new ComponentCache(config.sandbox.cacheDir).prepare(component.id, component.bytes, `"${file}"`);
+  const credential = credentialFor(source.registry, config.distribution.auth);
+  const report = await publishComponent(component.bytes, source, {
+    exports: meta.exports,
+    imports: meta.imports,
+    insecureRegistries: [...(config.distribution.insecureRegistries ?? []), ...(flags.insecureRegistry ?? [])],
+    ...(signingKey === undefined ? {} : { signingKey }),
+    ...(credential === undefined ? {} : { credential }),
+  });
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  return 0;
+}
+
+/** `toolhost publish`. */
+export function addPublishCommand(root: Command): void {
+  root
+    .command('publish')
+    .description('push a component to an OCI registry in the CNCF Wasm layout, signed with --sign-key in cosign\'s format')
+    .argument('<file>', 'the component file')
+    .argument('<target>', 'oci://REGISTRY/REPO:TAG')
+    .option('--sign-key <key.pem>', 'sign the pushed manifest with this ECDSA P-256 key (PKCS#8 PEM)')
+    .option('--insecure-registry <host:port>', 'reach this registry over plain http (repeatable; loopback always may be)', collect)
+    .option('--config <path>', 'the config file (distribution.auth, insecure_registries, the cache)')
+    .action(async (file: string, target: string, flags: PublishFlags) => {
+      process.exitCode = await publish(file, target, flags);
+    });
+}

@@ -1,0 +1,102 @@
+/**
+ * cosign's key-based signatures, in the tag form `cosign sign --key` writes:
+ * a simple-signing payload naming the manifest digest
+ * (`critical.image.docker-manifest-digest`), signed with ECDSA P-256 over its
+ * SHA-256 (DER, base64 in the layer annotation
+ * `dev.cosignproject.cosign/signature`). All cryptography is node:crypto's.
+ *
+ * Keys: public keys as PEM (SPKI, what `cosign generate-key-pair` writes as
+ * cosign.pub); signing keys as PKCS#8 or SEC1 PEM. cosign's own encrypted
+ * `cosign.key` (scrypt + NaCl secretbox) is not read yet: convert it with
+ * `cosign import-key-pair` / openssl, or sign with cosign itself.
+ */
+import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { ToolhostError } from '../core/errors.js';
+
+/** A trusted public key and where it came from (a file, or `inline`). */
+export interface TrustedKey {
+  key: KeyObject;
+  /** For messages: the file it was read from. */
+  source: string;
+}
+
+function checkP256(key: KeyObject, source: string): void {
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    throw new ToolhostError('INVALID_INPUT', `${source}: only ECDSA P-256 keys are supported (cosign's default), not ${key.asymmetricKeyType ?? 'unknown'} ${key.asymmetricKeyDetails?.namedCurve ?? ''}`.trim());
+  }
+}
+
+/** Read a PEM public key (SPKI) from a file. @throws INVALID_INPUT for an unreadable or unsupported key. */
+export function readPublicKey(file: string): TrustedKey {
+  let key: KeyObject;
+  try {
+    key = createPublicKey(readFileSync(file));
+  } catch (error) {
+    throw new ToolhostError('INVALID_INPUT', `cannot read the public key ${file}: ${(error as Error).message}`);
+  }
+  checkP256(key, file);
+  return { key, source: file };
+}
+
+/** Read a PEM signing key (PKCS#8 or SEC1, unencrypted) from a file. */
+export function readSigningKey(file: string): KeyObject {
+  const text = readFileSync(file, 'utf8');
+  if (text.includes('ENCRYPTED SIGSTORE PRIVATE KEY') || text.includes('ENCRYPTED COSIGN PRIVATE KEY')) {
+    throw new ToolhostError('INVALID_INPUT', `${file} is cosign's encrypted key format, which toolhost cannot read yet: export a PKCS#8 PEM key (e.g. generate one with openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256) or sign with cosign itself`);
+  }
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(text);
+  } catch (error) {
+    throw new ToolhostError('INVALID_INPUT', `cannot read the signing key ${file}: ${(error as Error).message}`);
+  }
+  checkP256(key, file);
+  return key;
+}
+
+/** The simple-signing payload cosign signs for a manifest digest. */
+export function simpleSigningPayload(dockerReference: string, digest: string): Uint8Array {
+  return Buffer.from(JSON.stringify({
+    critical: { identity: { 'docker-reference': dockerReference }, image: { 'docker-manifest-digest': digest }, type: 'cosign container image signature' },
+    optional: null,
+  }));
+}
+
+/** Sign a payload: base64 DER ECDSA P-256 over its SHA-256 (cosign's form). */
+export function signPayload(payload: Uint8Array, key: KeyObject): string {
+  return sign('sha256', payload, { key, dsaEncoding: 'der' }).toString('base64');
+}
+
+/** The outcome of checking one signature against the trusted keys and the digest. */
+export type SignatureCheck =
+  | { ok: true; key: string }
+  | { ok: false; reason: 'untrusted-key' }
+  | { ok: false; reason: 'wrong-digest'; names: string };
+
+/**
+ * Check one cosign signature: first the signature against the keys (a
+ * payload nobody trusted signed says nothing), then that the payload names
+ * `digest`.
+ */
+export function checkSignature(payload: Uint8Array, signatureB64: string, digest: string, keys: readonly TrustedKey[]): SignatureCheck {
+  const signature = Buffer.from(signatureB64, 'base64');
+  const signer = keys.find(({ key }) => {
+    try {
+      return verify('sha256', payload, { key, dsaEncoding: 'der' }, signature);
+    } catch {
+      return false;
+    }
+  });
+  if (signer === undefined) return { ok: false, reason: 'untrusted-key' };
+  let names = '';
+  try {
+    const parsed = JSON.parse(Buffer.from(payload).toString('utf8')) as { critical?: { image?: { 'docker-manifest-digest'?: unknown }; type?: unknown } };
+    const named = parsed.critical?.image?.['docker-manifest-digest'];
+    names = typeof named === 'string' ? named : '';
+  } catch {
+    names = '';
+  }
+  if (names !== digest) return { ok: false, reason: 'wrong-digest', names };
+  return { ok: true, key: signer.source };
+}

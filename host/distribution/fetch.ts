@@ -1,0 +1,177 @@
+/**
+ * Fetching a remote component (`oci://`, `https://…#sha256=`) into verified
+ * bytes, the one pipeline every entry point uses (config tools, `--load`,
+ * `registerWasmTools`):
+ *
+ * 1. parse; refuse at once a source with no trust configured (fail closed:
+ *    no keys and no explicit skip) — before any network traffic;
+ * 2. OCI: the manifest digest (pinned, or the tag resolved once); the
+ *    manifest by that digest (from the store when it holds it: no network),
+ *    checked against the digest and the CNCF Wasm layout;
+ * 3. the cosign signature of exactly that digest, against the trusted keys
+ *    (from the registry's `sha256-HEX.sig` tag, or the signatures stored with
+ *    the manifest) — before the component's layer is even fetched;
+ * 4. config and layer blobs, each verified against its descriptor while it
+ *    streams, under the size caps;
+ * 5. only then is anything stored, and the layer handed to the loader, whose
+ *    transpile cache is keyed by the same sha256.
+ *
+ * A URL source is pinned by the digest in its fragment: that digest, chosen
+ * by whoever wrote the config, is its trust; its bytes must match it.
+ */
+import { basename } from 'node:path';
+import type { Logger } from '../core/logger.js';
+import { readPublicKey, checkSignature, type TrustedKey } from './cosign.js';
+import { credentialFor } from './credentials.js';
+import { integrity, unavailable, untrusted } from './errors.js';
+import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, componentLayer, cosignSignatureTag, parseImageManifest } from './layout.js';
+import { RegistryClient } from './oci-client.js';
+import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
+import { parseSource, plainHttpAllowed, type OciSource, type UrlSource } from './source.js';
+import { ComponentStore, type StoredSignature } from './store.js';
+import { fetchUrl } from './url-fetch.js';
+
+/** A fetched, verified component. */
+export interface FetchedComponent {
+  /** The component's name (the repository's last segment, or the file name without `.wasm`). */
+  name: string;
+  /** The source as written. */
+  source: string;
+  bytes: Uint8Array;
+  /** `sha256:<hex>` of the bytes (the layer). */
+  digest: string;
+  /** OCI only: the manifest digest the signature was checked against. */
+  manifestDigest?: string;
+  /** The key file whose signature was accepted; `skipped` when verification was skipped; `pinned` for a URL's digest. */
+  signedBy: string;
+}
+
+/** Fetches remote components with one host's settings. */
+export class RemoteFetcher {
+  readonly #options: DistributionOptions;
+  readonly #store: ComponentStore;
+  readonly #logger: Logger;
+  readonly #env: NodeJS.ProcessEnv;
+
+  constructor(options: DistributionOptions & { storeDir: string }, logger: Logger, env: NodeJS.ProcessEnv = process.env) {
+    this.#options = options;
+    this.#store = new ComponentStore(options.storeDir);
+    this.#logger = logger;
+    this.#env = env;
+  }
+
+  get store(): ComponentStore {
+    return this.#store;
+  }
+
+  /** Fetch and verify `text` under `trust` (the load's own, else the global one). */
+  async fetch(text: string, trust: TrustPolicy | undefined, signal?: AbortSignal): Promise<FetchedComponent> {
+    const source = parseSource(text);
+    if (source.kind === 'url') return this.#url(source, signal);
+    const policy = trust ?? this.#options.verify ?? {};
+    const keys = policy.skip === true ? [] : (policy.keys ?? []).map(readPublicKey);
+    if (policy.skip !== true && keys.length === 0) {
+      throw untrusted('no-trust', text, 'no trust is configured for remote components, so it is refused: name the publisher\'s public key with distribution.verify.keys (or verify.keys on the tool entry, or --verify-key FILE); --insecure-skip-verify (verify: { skip: true }) loads it unverified');
+    }
+    return this.#oci(source, keys, policy.skip === true, signal);
+  }
+
+  #client(source: OciSource, signal: AbortSignal | undefined): RegistryClient {
+    const insecure = this.#options.insecureRegistries ?? [];
+    const credential = credentialFor(source.registry, this.#options.auth, this.#env);
+    return new RegistryClient(source.registry, source.repository, {
+      insecureRegistries: insecure,
+      maxManifestBytes: this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES,
+      maxBlobBytes: this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES,
+      ...(credential === undefined ? {} : { credential }),
+      ...(this.#options.ca === undefined ? {} : { ca: this.#options.ca }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+  }
+
+  async #oci(source: OciSource, keys: TrustedKey[], skip: boolean, signal: AbortSignal | undefined): Promise<FetchedComponent> {
+    const maxManifest = this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
+    const maxComponent = this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES;
+    const client = this.#client(source, signal);
+    // A pinned digest the store holds needs no registry at all.
+    const digest = source.digest ?? await client.resolveTag(source.tag!);
+    const what = `oci://${source.registry}/${source.repository}@${digest}`;
+    const stored = await this.#store.get(digest);
+    const manifestBytes = stored ?? (await client.manifest(digest))?.bytes;
+    if (manifestBytes === undefined) throw unavailable(what, 'the registry has no such manifest');
+    const manifest = parseImageManifest(manifestBytes, what);
+    const layer = componentLayer(manifest, what);
+
+    let signedBy = 'skipped';
+    let signatures: StoredSignature[] = [];
+    if (skip) {
+      this.#logger.warn({ source: source.text, digest }, 'loading a remote component WITHOUT verifying its signature (--insecure-skip-verify / verify.skip)');
+    } else {
+      signatures = stored === undefined ? [] : await this.#store.signatures(digest);
+      if (signatures.length === 0) signatures = await registrySignatures(client, digest, maxManifest);
+      signedBy = verifySignatures(signatures, digest, keys, what);
+    }
+
+    const config = (await this.#store.get(manifest.config.digest)) ?? await client.blob(manifest.config, maxManifest, 'max_manifest_bytes');
+    if (layer.size > maxComponent) {
+      throw integrity('too-large', what, `the component declares ${layer.size} bytes, over the cap of ${maxComponent} (distribution.max_component_bytes)`, { limitHit: 'max_component_bytes', size: layer.size });
+    }
+    const bytes = (await this.#store.get(layer.digest)) ?? await client.blob(layer, maxComponent, 'max_component_bytes');
+    // Everything matched: keep it (blobs first, the manifest last, so a stored manifest's blobs are there).
+    await this.#store.put(manifest.config.digest, config);
+    await this.#store.put(layer.digest, bytes);
+    if (signatures.length > 0) await this.#store.putSignatures(digest, signatures);
+    await this.#store.put(digest, manifestBytes);
+    const name = source.repository.split('/').pop()!;
+    return { name, source: source.text, bytes, digest: layer.digest, manifestDigest: digest, signedBy };
+  }
+
+  async #url(source: UrlSource, signal: AbortSignal | undefined): Promise<FetchedComponent> {
+    const name = basename(new URL(source.url).pathname, '.wasm') || 'component';
+    const stored = await this.#store.get(source.digest);
+    const insecure = this.#options.insecureRegistries ?? [];
+    if (new URL(source.url).protocol === 'http:' && !plainHttpAllowed(new URL(source.url), insecure)) {
+      throw untrusted('insecure', source.text, 'plain http is accepted only for loopback hosts and distribution.insecure_registries; use https');
+    }
+    const bytes = stored ?? await fetchUrl(source, {
+      insecure,
+      maxBytes: this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES,
+      ...(this.#options.ca === undefined ? {} : { ca: this.#options.ca }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    if (stored === undefined) await this.#store.put(source.digest, bytes);
+    return { name, source: source.text, bytes, digest: source.digest, signedBy: 'pinned' };
+  }
+}
+
+/** The cosign signatures of `digest` in its `sha256-HEX.sig` tag (none when the tag does not exist). */
+async function registrySignatures(client: RegistryClient, digest: string, cap: number): Promise<StoredSignature[]> {
+  const tag = await client.manifestByTag(cosignSignatureTag(digest));
+  if (tag === undefined) return [];
+  const manifest = parseImageManifest(tag.bytes, `oci://${client.registry}/${client.repository}:${cosignSignatureTag(digest)}`);
+  const found: StoredSignature[] = [];
+  for (const layer of manifest.layers) {
+    const signature = layer.annotations?.[COSIGN_SIGNATURE_ANNOTATION];
+    if (layer.mediaType !== COSIGN_PAYLOAD || signature === undefined) continue;
+    const payload = await client.blob(layer, cap, 'max_manifest_bytes');
+    found.push({ payload: Buffer.from(payload).toString('base64'), signature });
+  }
+  return found;
+}
+
+/** The key that signed `digest` among `signatures`; else the refusal that says what failed. */
+function verifySignatures(signatures: readonly StoredSignature[], digest: string, keys: readonly TrustedKey[], what: string): string {
+  if (signatures.length === 0) {
+    throw untrusted('unsigned', what, `has no cosign signature (no ${cosignSignatureTag(digest)} tag in the repository): sign it (toolhost publish --sign-key, or cosign sign --key) or configure trust otherwise`);
+  }
+  let otherDigest: string | undefined;
+  for (const entry of signatures) {
+    const check = checkSignature(Buffer.from(entry.payload, 'base64'), entry.signature, digest, keys);
+    if (check.ok) return check.key;
+    if (check.reason === 'wrong-digest') otherDigest = check.names;
+  }
+  if (otherDigest !== undefined) {
+    throw untrusted('wrong-digest', what, `its signature by a trusted key names another digest (${otherDigest || 'none'}), not ${digest}`, { signedDigest: otherDigest });
+  }
+  throw untrusted('untrusted-key', what, `is signed, but by none of the trusted keys (${keys.map((key) => key.source).join(', ')})`, { signatures: signatures.length });
+}

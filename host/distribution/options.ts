@@ -1,0 +1,35 @@
+/**
+ * What the distribution room is configured with (`distribution:` in
+ * toolhost.yaml, resolved), its defaults, and the per-load trust policy.
+ * Plain data only.
+ */
+import type { ConfiguredAuth } from './credentials.js';
+
+/** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
+export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+/** Default cap on a component layer: 64 MiB (a componentize-js component is ~12 MB). */
+export const DEFAULT_MAX_COMPONENT_BYTES = 64 * 1024 * 1024;
+
+/** Who must have signed a remote component (per load, or global). */
+export interface TrustPolicy {
+  /** PEM public key files (ECDSA P-256, cosign.pub): a signature by any of them is trusted. */
+  keys?: readonly string[];
+  /** Load without verifying (a warning is logged). */
+  skip?: boolean;
+}
+
+/** The distribution settings of a host. */
+export interface DistributionOptions {
+  /** The content-addressed store (default `<cacheDir>/store-v1`). */
+  storeDir?: string;
+  /** Registries (`host[:port]` or `host`) spoken to over plain http (loopback always may be). */
+  insecureRegistries?: readonly string[];
+  /** Credentials by registry: a user name and the environment variable holding the password. */
+  auth?: ConfiguredAuth;
+  /** The trust every remote source gets unless its own entry says otherwise. */
+  verify?: TrustPolicy;
+  maxManifestBytes?: number;
+  maxComponentBytes?: number;
+  /** CA certificates (PEM) for registries with a private CA. */
+  ca?: string;
+}

@@ -1,0 +1,80 @@
+/**
+ * A loaded component's core modules as the sandbox runs them, one variant per
+ * memory cap: read back from the transpile cache (hash checked again), memories
+ * and tables capped (./memory-cap.ts), snapshot exports and the instance-state
+ * verdict added (./snapshot-exports.ts), compiled here or sent as bytes to the
+ * sandbox process. Part of the loading pipeline (./loader.ts).
+ */
+import { join } from 'node:path';
+import { ToolhostError } from '../core/errors.js';
+import type { CachedComponent } from './component-cache.js';
+import type { ComponentIds } from './component-ids.js';
+import { compileCoreModules } from './core-compile.js';
+import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps } from './memory-cap.js';
+import type { CoreModuleBytes } from './process/messages.js';
+import type { ComponentHandle } from './sandboxed-tool.js';
+import { exposeSnapshotState } from './snapshot-exports.js';
+
+/**
+ * The component's core modules with their memories and tables capped, once
+ * per (component, cap) and kept, so no call compiles: compiled here
+ * (`modulesFor`, thread containment), or as checked bytes (`bytesFor`) that
+ * the sandbox process compiles (process containment). The memory cap is split
+ * over every memory the component's core instances define (see
+ * `planMemoryCaps`), so it bounds the component's total.
+ */
+export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+  let sources: Promise<{ files: Array<[string, Uint8Array]>; instances: Map<string, number> }> | undefined;
+  const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
+    // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
+    // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
+    const verified = async (file: string): Promise<Buffer> => {
+      const { bytes: read, id } = await ids.read(join(cached.dir, file));
+      const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+      if (id !== cached.meta.sha256[file]) {
+        throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
+      }
+      return bytes;
+    };
+    sources ??= (async () => ({
+      files: await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))])),
+      instances: coreInstantiations((await verified('component.mjs')).toString('utf8')),
+    }))();
+    const { files, instances } = await sources;
+    const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
+    const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
+    return files.map(([name, bytes]): [string, Uint8Array] => {
+      const maxPages = caps.get(name) ?? 0;
+      const maxTable = tableCaps.get(name) ?? 0;
+      const result = capModuleMemory(bytes, maxPages, maxTable);
+      if (result.initialTableElements > maxTable) {
+        throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${result.initialTableElements} table elements at start, over its share (${maxTable}) of the cap of ${tableElements}`, {
+          details: { tableElements, initialTableElements: result.initialTableElements },
+        });
+      }
+      if (result.initialPages > maxPages) {
+        throw new ToolhostError('MEMORY_LIMIT_EXCEEDED', `${what} needs ${Math.ceil((result.initialPages * 65536) / 1048576)} MiB of memory at start, over the cap of ${memoryMb} MiB`, {
+          details: { capMb: memoryMb, initialBytes: result.initialPages * 65536 },
+        });
+      }
+      // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
+      return [name, exposeSnapshotState(result.bytes)];
+    });
+  };
+  const oncePerCap = <T>(make: (memoryMb: number) => Promise<T>): ((memoryMb: number) => Promise<T>) => {
+    const variants = new Map<number, Promise<T>>();
+    return (memoryMb) => {
+      let variant = variants.get(memoryMb);
+      if (!variant) {
+        variant = make(memoryMb);
+        variant.catch(() => variants.delete(memoryMb));
+        variants.set(memoryMb, variant);
+      }
+      return variant;
+    };
+  };
+  return {
+    bytesFor: oncePerCap(capped),
+    modulesFor: oncePerCap(async (memoryMb) => compileCoreModules(await capped(memoryMb), what)),
+  };
+}
