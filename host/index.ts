@@ -9,13 +9,16 @@
  * await host.close();
  * ```
  *
- * This entry is the author's and embedder's API: build a host, define native
- * tools, call tools, read results, errors and events, state the policy.
- * Three subpaths hold the rest:
+ * This entry is the embedder's API: build a host, define native tools, call
+ * tools, read results, errors and events, state the policy.
+ * The subpaths hold the rest:
  * - `toolhost/runner`: for runners and sandbox embedders (the runner sink, the
  *   Wasm loader, the transpile cache, policy resolution, the egress checker).
  * - `toolhost/servers`: the MCP (stdio, Streamable HTTP) and gRPC servers, and
  *   MCP imports (they load the MCP SDK and grpc-js, so they live apart).
+ * - `toolhost/authoring`: building a tool project into a component and
+ *   starting a new one (`authoring/index.ts`).
+ * - `toolhost/guest`: inside a JS/TS tool, the guest toolkit (not host code).
  * This file only re-exports; the host is assembled in `compose/`.
  */
 
@@ -40,8 +43,8 @@ export { Extensions, extensionKey } from './core/extensions.js';
 export type { ExtensionKey } from './core/extensions.js';
 export { ConversationState, InMemoryStateStore } from './core/state.js';
 export type { StateStore } from './core/state.js';
-export { createHttpStreamingTool } from './native/http-streaming-tool.js';
-export type { HttpStreamingToolSpec, HttpStreamSummary, HttpToolMethod } from './native/http-streaming-tool.js';
+export { createHttpStreamingTool } from './tools/http-streaming-tool.js';
+export type { HttpStreamingToolSpec, HttpStreamSummary, HttpToolMethod } from './tools/http-streaming-tool.js';
 export { EgressError } from './net/errors.js';
 export type { EgressFailure, EgressFailureKind } from './net/errors.js';
 export { egressFetch, egressStream } from './net/pinned-client.js';
@@ -50,8 +53,8 @@ export type { EgressRequest, EgressResponse } from './net/pinned-client.js';
 // Results and errors.
 export { isRichResult, jsonResult, richResult } from './core/result.js';
 export type { CallAccounting, ContentBlock, ImageContent, RichResult, TextContent, ToolResult } from './core/result.js';
-export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, toolError } from './core/errors.js';
-export type { CancelOutcome, ErrorCode, ToolErrorData } from './core/errors.js';
+export { ERROR_CODES, ToolhostError, TRANSIENT_CODES, isErrorCode, toErrorData, toolError } from './base/errors.js';
+export type { CancelOutcome, ErrorCode, ToolErrorData } from './base/errors.js';
 
 // Definitions for agent APIs.
 export { MODEL_NAME, modelNames, modelSafeName, objectInputSchema, toDefinition } from './core/definitions.js';
@@ -77,20 +80,10 @@ export { MemoryAuditLog } from './policy/memory-audit-log.js';
 export type { AuditEntry, AuditLog } from './policy/audit.js';
 
 // Logging and the config file.
-export { createDefaultLogger, silentLogger } from './core/logger.js';
-export type { Logger } from './core/logger.js';
+export { createDefaultLogger, silentLogger } from './base/logger.js';
+export type { Logger } from './base/logger.js';
 export { ConfigError, embeddedConfig, findConfig, loadConfig } from './config/index.js';
 export type { ConfigFile, LoadedConfig, ResolvedConfig } from './config/index.js';
 
-// Authoring: build a tool project into a component, start a new one.
-export { exampleToolsDir, cSdkDir, jsToolkitPath, worldWitPath } from './build/paths.js';
-export { BuildError } from './build/errors.js';
-export type { BuildFailure } from './build/errors.js';
-export { buildProject, checkComponent, detectProject } from './build/project.js';
-export type { BuildReport, ToolLanguage, ToolProject } from './build/project.js';
-export { buildCComponent } from './build/c.js';
-export type { CBuildOptions, CBuildResult } from './build/c.js';
-export { buildJsComponent } from './build/js.js';
-export type { JsBuildOptions, JsBuildResult } from './build/js.js';
-export { initProject } from './init/scaffold.js';
-export type { InitOptions, InitReport } from './init/scaffold.js';
+// The example tools (what createHost() serves by default).
+export { exampleToolsDir } from './authoring/paths.js';

@@ -11,7 +11,7 @@ export { SandboxLoader, TOOL_EXPORT } from './sandbox/loader.js';
 export type { SandboxOptions } from './sandbox/loader.js';
 export { ComponentCache, defaultCacheDir } from './sandbox/component-cache.js';
 export { approveAll, registryOptions } from './compose/registry.js';
-export { registerAdminTools } from './compose/admin-tools.js';
+export { registerAdminTools } from './tools/admin-tools.js';
 export { parseDuration, parseExecutionPolicy, resolveBudgets } from './policy/execution-policy.js';
 export type { CallBudgets, ExecutionPolicy, PolicyDefaults } from './policy/execution-policy.js';
 export { WORKTREE_GUEST_PATH, resolveCapabilities } from './policy/capabilities.js';

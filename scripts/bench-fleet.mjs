@@ -109,7 +109,7 @@ const figure = { hosts, concurrency, seconds: elapsed, calls: latencies.length, 
 
 // The state read alone: RedisStateStore.get (what a host does per get-state), same concurrency, from this process.
 const { RedisLink, RedisStateStore } = await import(join(root, 'dist', 'host', 'fleet', 'index.js'));
-const { silentLogger } = await import(join(root, 'dist', 'host', 'core', 'logger.js'));
+const { silentLogger } = await import(join(root, 'dist', 'host', 'base', 'logger.js'));
 const link = new RedisLink({ url: redisUrl }, silentLogger);
 link.start();
 await link.ready();

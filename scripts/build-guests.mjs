@@ -12,7 +12,7 @@
 // wasm32-wasi target; without it they are skipped with a message saying how
 // to enable them, and everything else still builds.
 //
-// The builders are the package's own (host/build/, as `toolhost build` uses
+// The builders are the package's own (host/authoring/, as `toolhost build` uses
 // them): run `tsc -p tsconfig.json` first (npm run build does).
 
 import { createHash } from 'node:crypto';
@@ -20,9 +20,9 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildCComponent } from '../dist/host/build/c.js';
-import { buildJsComponent } from '../dist/host/build/js.js';
-import { probeCToolchain } from '../dist/host/build/toolchain.js';
+import { buildCComponent } from '../dist/host/authoring/c.js';
+import { buildJsComponent } from '../dist/host/authoring/js.js';
+import { probeCToolchain } from '../dist/host/authoring/toolchain.js';
 import { buildExtismPlugin } from './guests/build-extism.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -86,12 +86,12 @@ async function inputsHash(guest) {
   const hash = createHash('sha256');
   const files = [witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
-    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'host', 'build', 'js.ts'));
+    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'host', 'authoring', 'js.ts'));
     hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} rolldown@${packageVersion('rolldown')} ${JSON.stringify(guest.disableFeatures ?? null)} ${guest.guardExceptions ?? true}`);
   } else if (guest.kind === 'extism') {
     files.push(...guest.sources.map((source) => join(root, source)), join(root, 'scripts', 'guests', 'build-extism.mjs'));
   } else {
-    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'host', 'build', 'c.ts'));
+    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'host', 'authoring', 'c.ts'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
   }
   for (const file of files) {
@@ -154,6 +154,6 @@ try {
   await buildSet(args.has('--fixtures') ? fixtures : examples, { force });
 } catch (error) {
   console.error(`guests: build failed: ${error instanceof Error ? error.message : String(error)}`);
-  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/host/build')) console.error('guests: compile the host first: npm run build:host');
+  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/host/authoring')) console.error('guests: compile the host first: npm run build:host');
   process.exit(1);
 }

@@ -6,7 +6,7 @@
  * which then ended CPU_BUDGET_EXCEEDED although its guest stayed in budget.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ToolhostError } from '../host/core/errors.js';
+import { ToolhostError } from '../host/base/errors.js';
 import { ControlSlots } from '../host/sandbox/control-slots.js';
 import { PoolTask } from '../host/sandbox/pool-task.js';
 import { cpuTimeMs, threadTid } from '../host/sandbox/worker/cpu-clock.js';

@@ -9,7 +9,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolhostError } from '../host/core/errors.js';
+import { ToolhostError } from '../host/base/errors.js';
 import { canonicalAddress, classifyAddress } from '../host/net/addresses.js';
 import { parseEgressAllowlist } from '../host/net/allowlist.js';
 import { EgressChecker, type EgressDecision, type EgressResolver, type ResolvedAddress } from '../host/net/egress-checker.js';

@@ -13,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineNativeTool, silentLogger, ToolRegistry, type ToolEvent } from '../host/index.js';
-import { registerFleetTools } from '../host/compose/fleet-tools.js';
+import { registerFleetTools } from '../host/tools/fleet-tools.js';
 import { openFleet, readFleet, type Fleet } from '../host/fleet/index.js';
 import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
 import { runCli } from './cli-runner.js';

@@ -3,9 +3,9 @@
  * stream rules) and NDJSON, fed in every possible split of their input.
  */
 import { describe, expect, it } from 'vitest';
-import { LineSplitter } from '../host/native/line-splitter.js';
-import { NdjsonParser, type NdjsonLine } from '../host/native/ndjson-parser.js';
-import { SseParser, type SseEvent } from '../host/native/sse-parser.js';
+import { LineSplitter } from '../host/tools/line-splitter.js';
+import { NdjsonParser, type NdjsonLine } from '../host/tools/ndjson-parser.js';
+import { SseParser, type SseEvent } from '../host/tools/sse-parser.js';
 
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
 

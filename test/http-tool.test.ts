@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type IncomingHttpHeaders, type Serv
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ToolRegistry, silentLogger, type CallOptions, type ErrorEvent, type ResultEvent, type ToolEvent } from '../host/index.js';
-import { createHttpStreamingTool, type HttpStreamingToolSpec } from '../host/native/http-streaming-tool.js';
+import { createHttpStreamingTool, type HttpStreamingToolSpec } from '../host/tools/http-streaming-tool.js';
 import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
 import { collect, terminalCount, types } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolhostError, type TerminalEvent, type ToolEvent, type ToolRegistry } from '../host/index.js';
-import { importMcpServer, type McpImport } from '../host/servers/mcp-import.js';
+import { importMcpServer, type McpImport } from '../host/tools/mcp-import.js';
 import { startMcpHttpServer } from '../host/servers/mcp-http.js';
 import { collect, makeRegistry, root } from './helpers.js';
 

@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerFleetTools } from '../host/compose/fleet-tools.js';
+import { registerFleetTools } from '../host/tools/fleet-tools.js';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
 import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';

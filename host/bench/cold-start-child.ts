@@ -16,7 +16,7 @@ if (component === undefined || tool === undefined || argsJson === undefined) {
 }
 const t0 = performance.now();
 const { createRegistry } = await import('../compose/registry.js');
-const { silentLogger } = await import('../core/logger.js');
+const { silentLogger } = await import('../base/logger.js');
 const t1 = performance.now();
 const registry = createRegistry({ logger: silentLogger, sandbox: { threads: 1 } });
 try {

@@ -4,7 +4,7 @@
  * measurement: calls until the subject's rate stops rising.
  */
 import { performance } from 'node:perf_hooks';
-import { ToolhostError, isErrorCode } from '../core/errors.js';
+import { ToolhostError, isErrorCode } from '../base/errors.js';
 import type { CallAccounting } from '../core/result.js';
 
 /** What one call told the loop. */

@@ -6,8 +6,8 @@
  */
 import { createRegistry, registryOptions, type RegistryOptions } from '../compose/registry.js';
 import type { ResolvedConfig } from '../config/resolve.js';
-import { ToolhostError } from '../core/errors.js';
-import { createDefaultLogger } from '../core/logger.js';
+import { ToolhostError } from '../base/errors.js';
+import { createDefaultLogger } from '../base/logger.js';
 import type { WasmLoadOptions } from '../core/registry.js';
 import type { Isolation } from './row.js';
 import type { CallOutcome, Subject } from './runner.js';

@@ -15,7 +15,7 @@ import { loadHostConfig } from '../compose/host.js';
 import { createRegistry } from '../compose/registry.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { packageRoot } from '../config/package-root.js';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { defineNativeTool } from '../core/tool.js';
 import { measureEnforcement } from './budgets.js';
 import { measureColdStart } from './cold-start.js';

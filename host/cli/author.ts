@@ -1,8 +1,8 @@
 /** `toolhost build` and `toolhost init`: the tool author's commands (human-readable output). */
 import { relative } from 'node:path';
-import { buildProject } from '../build/project.js';
-import type { ToolLanguage } from '../build/project.js';
-import { initProject } from '../init/scaffold.js';
+import { buildProject } from '../authoring/project.js';
+import type { ToolLanguage } from '../authoring/project.js';
+import { initProject } from '../authoring/scaffold.js';
 
 function shown(path: string): string {
   const rel = relative(process.cwd(), path);

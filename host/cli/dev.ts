@@ -8,8 +8,8 @@
 import { watch } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { createRegistry } from '../compose/registry.js';
-import { createDefaultLogger } from '../core/logger.js';
-import { buildProject, detectProject, type BuildReport } from '../build/project.js';
+import { createDefaultLogger } from '../base/logger.js';
+import { buildProject, detectProject, type BuildReport } from '../authoring/project.js';
 
 export interface DevOptions {
   mcp: 'stdio' | 'http';

@@ -7,8 +7,8 @@ import { accessSync, constants, existsSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { packageRoot } from '../config/package-root.js';
-import { C_TOOLCHAIN_INSTALL, JS_TOOLCHAIN_INSTALL, probeCToolchain, probeJsToolchain } from '../build/toolchain.js';
-import { cSdkDir } from '../build/paths.js';
+import { C_TOOLCHAIN_INSTALL, JS_TOOLCHAIN_INSTALL, probeCToolchain, probeJsToolchain } from '../authoring/toolchain.js';
+import { cSdkDir } from '../authoring/paths.js';
 import { defaultCacheDir } from '../sandbox/component-cache.js';
 
 export interface DoctorCheck {

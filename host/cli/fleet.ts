@@ -7,7 +7,7 @@
  * with control characters escaped, so a record cannot drive the terminal.
  */
 import { loadHostConfig } from '../compose/host.js';
-import { silentLogger } from '../core/logger.js';
+import { silentLogger } from '../base/logger.js';
 import { readFleet, RedisLink } from '../fleet/index.js';
 import { UsageError } from './usage-error.js';
 

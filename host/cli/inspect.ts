@@ -1,6 +1,6 @@
 /** `toolhost inspect`: what a component is, without registering it anywhere. */
-import { ToolhostError } from '../core/errors.js';
-import { silentLogger } from '../core/logger.js';
+import { ToolhostError } from '../base/errors.js';
+import { silentLogger } from '../base/logger.js';
 import { sourceFromFile } from '../sandbox/component-file.js';
 import { SandboxLoader } from '../sandbox/loader.js';
 

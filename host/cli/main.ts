@@ -9,7 +9,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { Host } from '../compose/host.js';
-import { toErrorData, type ToolErrorData } from '../core/errors.js';
+import { toErrorData, type ToolErrorData } from '../base/errors.js';
 import { isTerminal } from '../core/events.js';
 import type { AuditEntry, AuditLog } from '../policy/audit.js';
 import { MemoryAuditLog } from '../policy/memory-audit-log.js';

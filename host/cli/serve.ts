@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { createHost, loadHostConfig } from '../compose/host.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { DEFAULT_MAX_CALL_ID_LENGTH } from '../core/call/ids.js';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { GrpcServerHandle } from '../servers/grpc/index.js';
 import type { McpHttpServer } from '../servers/mcp-http.js';
 import type { McpStdioServer } from '../servers/mcp-stdio.js';

@@ -3,10 +3,10 @@
  * tools, imported MCP servers' tools. A failure names the config entry it came
  * from (`file:line:col:`), so a person can find the line to fix.
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { ConfigOrigin, HttpToolSpec, McpServerSpec, ToolLoad } from '../config/resolve.js';
-import type { McpImport } from '../servers/mcp-import.js';
+import type { McpImport } from '../tools/mcp-import.js';
 
 /** Run `step`; a ToolhostError it throws is re-thrown with the config entry's position in front. */
 async function atOrigin<T>(origin: ConfigOrigin | undefined, what: string, step: () => Promise<T> | T): Promise<T> {
@@ -29,7 +29,7 @@ export async function registerConfiguredComponents(registry: ToolRegistry, loads
 /** Register each configured native HTTP streaming tool (its HTTP client loads only when one is configured). */
 export async function registerHttpTools(registry: ToolRegistry, specs: readonly HttpToolSpec[]): Promise<void> {
   if (specs.length === 0) return;
-  const { createHttpStreamingTool } = await import('../native/http-streaming-tool.js');
+  const { createHttpStreamingTool } = await import('../tools/http-streaming-tool.js');
   for (const spec of specs) {
     await atOrigin(spec.origin, `http_tools entry ${spec.name}`, () =>
       registry.register(createHttpStreamingTool({
@@ -55,7 +55,7 @@ export async function registerHttpTools(registry: ToolRegistry, specs: readonly 
  */
 export async function importConfiguredMcpServers(registry: ToolRegistry, specs: readonly McpServerSpec[], imports: McpImport[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (specs.length === 0) return;
-  const { importMcpServer } = await import('../servers/mcp-import.js');
+  const { importMcpServer } = await import('../tools/mcp-import.js');
   for (const spec of specs) {
     const common = {
       name: spec.name,

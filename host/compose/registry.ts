@@ -3,7 +3,7 @@
  * it holds whatever `WasmToolLoader` it is given, and this is where the
  * sandbox's loader is given to it (composition, not a subclass).
  */
-import { createDefaultLogger } from '../core/logger.js';
+import { createDefaultLogger } from '../base/logger.js';
 import { ToolRegistry, type ToolRegistryOptions } from '../core/registry.js';
 import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';

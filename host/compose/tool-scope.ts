@@ -18,8 +18,8 @@
 import type { ResolvedConfig, HttpToolSpec, ToolLoad } from '../config/resolve.js';
 import { ComponentCache } from '../sandbox/component-cache.js';
 import { expandComponentPaths } from '../sandbox/component-file.js';
-import { ADMIN_TOOL_NAMES } from './admin-tools.js';
-import { CANCEL_TOOL } from './fleet-tools.js';
+import { ADMIN_TOOL_NAMES } from '../tools/admin-tools.js';
+import { CANCEL_TOOL } from '../tools/fleet-tools.js';
 
 /** What to load for the call: config component loads narrowed to files, `--load` files, HTTP tools. */
 export interface ToolScope {

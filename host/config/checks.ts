@@ -13,7 +13,7 @@
 import { isRemoteSource, parseSource } from '../distribution/source.js';
 import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { SchemaCompiler } from '../core/schema.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import { parseExecutionPolicy, resolveBudgets, type ExecutionPolicy, type PolicyDefaults } from '../policy/execution-policy.js';

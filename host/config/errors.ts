@@ -3,7 +3,7 @@
  * `<file>:<line>:<column>: <path> <what was expected>`, so editors and
  * terminals can jump to it.
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 
 const kConfigError = Symbol.for('toolhost.ConfigError');
 

@@ -8,7 +8,7 @@
  * (`host/compose/`), when the registry is.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { WasmLoadOptions } from '../core/registry.js';
 import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from '../core/retry.js';
 import { DEFAULT_POLICY_DEFAULTS, type ExecutionPolicyInput, type PolicyDefaults } from '../policy/execution-policy.js';

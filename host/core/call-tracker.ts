@@ -10,7 +10,7 @@
  */
 import { DEFAULT_REMEMBERED_CALL_ID_BYTES } from './call/ids.js';
 import { ChurnTable } from './churn-table.js';
-import type { CancelOutcome } from './errors.js';
+import type { CancelOutcome } from '../base/errors.js';
 import { callKey, lookupKey } from './principal-scope.js';
 
 /** What remembering one id costs beyond its characters (a Set entry, roughly). */

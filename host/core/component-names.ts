@@ -4,7 +4,7 @@
  * `<component>.<tool>`, and reported. Collisions are never silent, and a
  * namespaced name that is taken too fails the whole load.
  */
-import { ToolhostError } from './errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { LoadedComponentTools, WasmLoadReport } from './registry-types.js';
 import type { Tool } from './tool.js';
 

@@ -4,7 +4,7 @@
  * (`result` or `error`), then nothing. A rejected call (unknown tool, invalid
  * input, refused policy) emits only its `error`, with `stage: 'rejected'`.
  */
-import type { ErrorCode } from './errors.js';
+import type { ErrorCode } from '../base/errors.js';
 import type { CallAccounting, ReportedAccounting, ToolResult } from './result.js';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';

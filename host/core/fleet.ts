@@ -5,7 +5,7 @@
  * every host can see it, enforces fleet-wide concurrency caps, and carries a
  * cancel to the host that runs the call.
  */
-import type { CancelOutcome } from './errors.js';
+import type { CancelOutcome } from '../base/errors.js';
 
 /** What the fleet is told about a call that is starting on this host. */
 export interface FleetCall {

@@ -7,7 +7,7 @@ import type { AuditLog } from '../policy/audit.js';
 import type { HostOwnedPath, HostOwnedPaths } from '../policy/host-owned-paths.js';
 import type { CallIdLimits } from './call/ids.js';
 import type { CallDirectory } from './fleet.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../base/logger.js';
 import type { RetryOptions } from './retry.js';
 import type { StateLimits, StateStore } from './state.js';
 import type { Tool } from './tool.js';

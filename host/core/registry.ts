@@ -14,10 +14,10 @@ import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js
 import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
 import { modelNames, toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
-import { ToolhostError, type CancelOutcome } from './errors.js';
+import { ToolhostError, type CancelOutcome } from '../base/errors.js';
 import type { FleetStatus } from './fleet.js';
 import type { TerminalEvent } from './events.js';
-import { createDefaultLogger, type Logger } from './logger.js';
+import { createDefaultLogger, type Logger } from '../base/logger.js';
 import type { ToolResult } from './result.js';
 import { denyAllApprovals } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';

@@ -60,7 +60,7 @@ export interface ToolResult {
   structuredContent?: unknown;
   isError: boolean;
   /** The failure, when `isError` is true. */
-  error?: import('./errors.js').ToolErrorData;
+  error?: import('../base/errors.js').ToolErrorData;
   accounting?: CallAccounting;
 }
 

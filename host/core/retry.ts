@@ -5,7 +5,7 @@
  * [d/2, d], where d = min(capMs, baseMs × 2^(n−1)). Every attempt gets a fresh
  * instance (a crashed instance is discarded; an OVERLOADED call never ran).
  */
-import { ToolhostError, TRANSIENT_CODES } from './errors.js';
+import { ToolhostError, TRANSIENT_CODES } from '../base/errors.js';
 
 export interface RetryOptions {
   /** The first retry's nominal delay (ms). */

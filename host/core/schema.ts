@@ -29,7 +29,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { createRequire } from 'node:module';
 import type { RE2JS } from 're2js';
-import { ToolhostError } from './errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { analyseSchema, SchemaTooCostly, type SchemaCost } from './schema-cost.js';
 import { resolveSchemaLimits, SCHEMA_LIMIT_KEYS, type SchemaLimits } from './schema-limits.js';
 import type { JsonSchema } from './tool.js';

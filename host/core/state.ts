@@ -5,8 +5,8 @@
  * (workers reach it through the host bridge), so every worker sees one state.
  */
 import { getHeapStatistics } from 'node:v8';
-import { ToolhostError } from './errors.js';
-import type { Logger } from './logger.js';
+import { ToolhostError } from '../base/errors.js';
+import type { Logger } from '../base/logger.js';
 
 /**
  * Where conversation state lives. Implementations may be remote (hence async);

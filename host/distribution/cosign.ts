@@ -12,7 +12,7 @@
  */
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 
 /** A trusted public key and where it came from (a file, or `inline`). */
 export interface TrustedKey {

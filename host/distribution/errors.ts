@@ -3,7 +3,7 @@
  * three source codes and a `details.reason` that says what failed. Nothing
  * here decides anything: the callers choose the reason.
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 
 /** Why a source was not trusted. */
 export type UntrustedReason = 'no-trust' | 'unsigned' | 'untrusted-key' | 'wrong-digest' | 'insecure';

@@ -20,7 +20,7 @@
  * by whoever wrote the config, is its trust; its bytes must match it.
  */
 import { basename } from 'node:path';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../base/logger.js';
 import { readPublicKey, checkSignature, type TrustedKey } from './cosign.js';
 import { credentialFor } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';

@@ -12,7 +12,7 @@
  * touches the network.
  */
 import { isIP } from 'node:net';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 
 /** An OCI reference: a registry (`host[:port]`), a repository, and a tag or a digest. */
 export interface OciSource {

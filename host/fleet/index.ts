@@ -4,7 +4,7 @@
  * opens one per host when the config has a `cluster` section (or `serve` got
  * `--redis`); without one, the host uses its in-process defaults.
  */
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../base/logger.js';
 import { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
 import { RedisLink } from './redis-link.js';
 import { RedisStateStore } from './redis-state-store.js';

@@ -27,10 +27,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ToolhostError, type CancelOutcome } from '../core/errors.js';
+import { ToolhostError, type CancelOutcome } from '../base/errors.js';
 import { ChurnTable } from '../core/churn-table.js';
 import type { CallDirectory, FleetCall, FleetHostHooks, FleetStatus } from '../core/fleet.js';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../base/logger.js';
 import { callKey, lookupKey } from '../core/principal-scope.js';
 import type { FleetHostCall, FleetHostRecord } from './host-record.js';
 import type { RedisLink } from './redis-link.js';

@@ -8,8 +8,8 @@
  */
 import { createHash } from 'node:crypto';
 import { createClient, ErrorReply, type RedisArgument } from '@redis/client';
-import { ToolhostError } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
+import { ToolhostError } from '../base/errors.js';
+import type { Logger } from '../base/logger.js';
 
 export interface RedisLinkOptions {
   /** `redis://[user:password@]host:port[/db]` (or `rediss://`). */

@@ -26,7 +26,7 @@
  * turns a failed get into the caller's fallback (logged) and reports a failed
  * set to the tool.
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { STATE_CONVERSATION_OVERHEAD_BYTES, STATE_ENTRY_OVERHEAD_BYTES, stateLimitError, type StateStore } from '../core/state.js';
 import type { RedisLink } from './redis-link.js';
 

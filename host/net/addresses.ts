@@ -19,7 +19,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import { isIPv4, isIPv6 } from 'node:net';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 
 /** A parsed IP address (never a zone index; an IPv4-mapped IPv6 one until {@link unmapped}). */
 export type IpAddress = { readonly family: 4; readonly ip: ipaddr.IPv4 } | { readonly family: 6; readonly ip: ipaddr.IPv6 };

@@ -13,7 +13,7 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { domainToASCII } from 'node:url';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { formatAddress, inNetwork, networkAddress, parseAddress, sameAddress, unmapped, type IpAddress } from './addresses.js';
 
 /**

@@ -10,7 +10,7 @@
  * HTTP tool into its own `HTTP_*` codes. Add a kind only together with both
  * mappings (the compiler points at them: their switches are exhaustive).
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { EgressDenied } from './egress-checker.js';
 
 /** What went wrong with an outgoing request. */

@@ -2,7 +2,7 @@
  * The audit log: one JSON line per policy decision worth keeping — every
  * denial, and every ELEVATED or PRIVILEGED call (PRIVILEGED at warn).
  */
-import { loadPino } from '../core/logger.js';
+import { loadPino } from '../base/logger.js';
 import type { NetworkLabel, PrivilegeLabel } from './labels.js';
 
 export interface AuditEntry {

@@ -9,7 +9,7 @@
  * host-owned-paths.ts).
  */
 import { isAbsolute, resolve } from 'node:path';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { ApprovalRequest } from './approval.js';
 import type { AuditEntry } from './audit.js';
 import type { ExecutionPolicy, PolicyDefaults } from './execution-policy.js';

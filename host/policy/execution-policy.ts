@@ -4,7 +4,7 @@
  * are accepted too), plus toolhost's `memory_mb`. 0 or absent means "the host
  * default"; labels are case-insensitive.
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel, type NetworkLabel, type PrivilegeLabel } from './labels.js';
 
 /** A protobuf Duration in its JSON form (`"1.5s"`) or as an object. */

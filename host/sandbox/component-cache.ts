@@ -22,7 +22,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from './protocol.js';
 import { defaultCacheDir } from './cache-location.js';

@@ -4,7 +4,7 @@
  * validate first fails here: that is the component's fault (COMPONENT_INVALID),
  * not an internal error.
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { CoreModules } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
 

@@ -5,8 +5,8 @@
  * SandboxedTool per tool the component carries.
  */
 import { join } from 'node:path';
-import { ToolhostError } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
+import { ToolhostError } from '../base/errors.js';
+import type { Logger } from '../base/logger.js';
 import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoader, WorkerHeap } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, type CachedComponent } from './component-cache.js';

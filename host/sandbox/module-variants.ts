@@ -6,7 +6,7 @@
  * sandbox process. Part of the loading pipeline (./loader.ts).
  */
 import { join } from 'node:path';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { CachedComponent } from './component-cache.js';
 import type { ComponentIds } from './component-ids.js';
 import { compileCoreModules } from './core-compile.js';

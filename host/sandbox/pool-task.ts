@@ -9,7 +9,7 @@
  * closure and typed-array view made per call was paid by every call.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { ControlSlot } from './control-slots.js';
 import type { ProfileEntry } from './task-profiles.js';
 import { TaskStop, type StopSignal } from './task-stop.js';

@@ -13,7 +13,7 @@
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { ChurnTable } from '../core/churn-table.js';
 import { ControlSlots } from './control-slots.js';
 import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoolOptions } from './pool-options.js';

@@ -24,7 +24,7 @@
  * CPU watchdog needs once the guest starts (its thread and CPU reading).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { ToolErrorData } from '../core/errors.js';
+import type { ToolErrorData } from '../base/errors.js';
 import type { LogLevel } from '../core/events.js';
 import type { WorkerHeap } from '../core/registry-types.js';
 import type { NetworkLabel } from '../policy/labels.js';

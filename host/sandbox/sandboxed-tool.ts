@@ -1,6 +1,6 @@
 /** A tool that lives in a component and runs in the sandbox pool. */
 import type { ToolContext } from '../core/context.js';
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import { conversationScope } from '../core/state.js';
 import type { RunnerSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';

@@ -58,7 +58,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { CallOptions, CallStream } from '../core/call/options.js';
 import type { McpDefinition } from '../core/definitions.js';
-import type { ErrorCode } from '../core/errors.js';
+import type { ErrorCode } from '../base/errors.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';

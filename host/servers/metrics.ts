@@ -5,7 +5,7 @@
  * Served at `/metrics` by the HTTP server.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ErrorCode } from '../core/errors.js';
+import type { ErrorCode } from '../base/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 
 /** Codes that mean the host stopped a call at one of its limits. */

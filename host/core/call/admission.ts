@@ -22,7 +22,7 @@ import type { CallCapabilities, CapabilityRequest, ResolvedCapabilities } from '
 import { resolveCapabilities } from '../../policy/capabilities.js';
 import type { AuditEntry } from '../../policy/audit.js';
 import { ceilingDenial, parseExecutionPolicy, resolveBudgets, type CallBudgets, type ExecutionPolicy, type PolicyDefaults } from '../../policy/execution-policy.js';
-import { ToolhostError, toErrorData } from '../errors.js';
+import { ToolhostError, toErrorData } from '../../base/errors.js';
 import type { Tool } from '../tool.js';
 import type { ArgsValidator } from '../schema.js';
 import { CONVERSATION_SCOPE_MARK } from '../principal-scope.js';

@@ -8,7 +8,7 @@
  * `ids` stage, which refuses anything else with INVALID_INPUT; the gRPC adapter
  * checks first so that a refused id is never echoed back.
  */
-import { ToolhostError } from '../errors.js';
+import { ToolhostError } from '../../base/errors.js';
 
 export const DEFAULT_MAX_CALL_ID_LENGTH = 128;
 /** Bytes of finished call ids remembered (default 1 MiB: ~7,700 UUIDs, counted as 2 bytes a character plus 64 an entry). */

@@ -23,7 +23,7 @@
  * for, so a call without an approval has sent `start` before `stream()`
  * returns, and a tool's first events always follow it.
  */
-import { ToolhostError } from '../errors.js';
+import { ToolhostError } from '../../base/errors.js';
 import { tenantOf } from '../principal-scope.js';
 import { abortableDelay, backoffDelay, isTransient } from '../retry.js';
 import type { ToolRun } from '../tool.js';

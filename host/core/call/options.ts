@@ -1,6 +1,6 @@
 /** What a caller says about one call, and what it gets back. */
 import type { ExecutionPolicyInput } from '../../policy/execution-policy.js';
-import type { CancelOutcome } from '../errors.js';
+import type { CancelOutcome } from '../../base/errors.js';
 import type { ToolEvent } from '../events.js';
 import type { Extensions } from '../extensions.js';
 

@@ -6,7 +6,7 @@
  * network policy refused); they never decide precedence themselves.
  */
 import type { NetworkLabel } from '../../policy/labels.js';
-import { ToolhostError, toErrorData, type ToolErrorData } from '../errors.js';
+import { ToolhostError, toErrorData, type ToolErrorData } from '../../base/errors.js';
 
 /** What was known when the run failed. */
 export interface FailureFacts {

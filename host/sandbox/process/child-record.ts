@@ -4,7 +4,7 @@
  * decision on them is the supervisor's.
  */
 import type { ChildProcess } from 'node:child_process';
-import type { ToolhostError } from '../../core/errors.js';
+import type { ToolhostError } from '../../base/errors.js';
 import type { ChurnTable } from '../../core/churn-table.js';
 import type { TaskHandlers, TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';

@@ -9,7 +9,7 @@
  * Host calls (state, HTTP) go to the host; the components' core modules are
  * compiled here, from bytes the host capped and checked, once per cap.
  */
-import { ToolhostError, type ToolErrorData } from '../../core/errors.js';
+import { ToolhostError, type ToolErrorData } from '../../base/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { SandboxPool } from '../pool.js';
 import type { CoreModules, RpcRequest } from '../protocol.js';

@@ -5,7 +5,7 @@
  * compiled WebAssembly.Module does not, so module bytes cross and the child
  * compiles them). Each task is named by the host's id for it.
  */
-import type { ToolErrorData } from '../../core/errors.js';
+import type { ToolErrorData } from '../../base/errors.js';
 import type { StoppedMeasures } from '../pool-task.js';
 import type { GuestEventMessage, SandboxPoolOptions, TaskInput } from '../pool.js';
 import type { RpcRequest, WorkerOutcome } from '../protocol.js';

@@ -18,7 +18,7 @@
  * only those end with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
 import { fork } from 'node:child_process';
-import { ToolhostError } from '../../core/errors.js';
+import { ToolhostError } from '../../base/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskInput } from '../pool.js';
 import type { WorkerOutcome } from '../protocol.js';

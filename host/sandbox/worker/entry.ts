@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { threadId, type MessagePort } from 'node:worker_threads';
-import type { ToolErrorData } from '../../core/errors.js';
+import type { ToolErrorData } from '../../base/errors.js';
 import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { LANE_KICK, decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';

@@ -1,5 +1,5 @@
 /** How a guest call's failure becomes error data (and whether its instance may serve again). */
-import type { ToolErrorData } from '../../core/errors.js';
+import type { ToolErrorData } from '../../base/errors.js';
 import { OutputLimitExceeded } from './host-bridge.js';
 
 /** Why a guest call failed, and whether its instance is now unusable. */

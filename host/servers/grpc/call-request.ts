@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { Metadata } from '@grpc/grpc-js';
 import type { CallOptions } from '../../core/call/options.js';
 import { callIdProblem } from '../../core/call/ids.js';
-import { ToolhostError } from '../../core/errors.js';
+import { ToolhostError } from '../../base/errors.js';
 import { toPolicyInput } from './policy.js';
 import type { ToolCallMessage } from './proto.js';
 

@@ -8,7 +8,7 @@
  * call path unchanged, which checks it (labels case-insensitive, 64-bit
  * integers as decimal strings, Durations as {seconds, nanos}).
  */
-import { ToolhostError } from '../../core/errors.js';
+import { ToolhostError } from '../../base/errors.js';
 import type { DurationInput, ExecutionPolicyInput } from '../../policy/execution-policy.js';
 import type { DurationMessage, ExecutionPolicyMessage } from './proto.js';
 

@@ -18,7 +18,7 @@
  *   a tool's own error → UNKNOWN.
  */
 import { Metadata, status as GrpcStatus, type ServerErrorResponse } from '@grpc/grpc-js';
-import type { ErrorCode, ToolErrorData } from '../../core/errors.js';
+import type { ErrorCode, ToolErrorData } from '../../base/errors.js';
 
 export const ERROR_CODE_METADATA_KEY = 'toolhost-error-code';
 export const ERROR_DETAILS_METADATA_KEY = 'toolhost-error-details-bin';

@@ -54,7 +54,7 @@
  * fragment (they may carry keys); headers are never shown.
  */
 import { STATUS_CODES } from 'node:http';
-import { ToolhostError, toolError } from '../core/errors.js';
+import { ToolhostError, toolError } from '../base/errors.js';
 import type { RunnerSink } from '../core/events.js';
 import type { ToolContext } from '../core/context.js';
 import { richResult } from '../core/result.js';

@@ -26,7 +26,7 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolContext } from '../core/context.js';
-import { ToolhostError, toolError } from '../core/errors.js';
+import { ToolhostError, toolError } from '../base/errors.js';
 import type { ToolEventSink } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { richResult, type ContentBlock } from '../core/result.js';

@@ -3,7 +3,7 @@
  * the method, the headers (with the defaults the tool adds), limits and the
  * egress allowlist. A bad spec is INVALID_INPUT at once, not at the first call.
  */
-import { ToolhostError } from '../core/errors.js';
+import { ToolhostError } from '../base/errors.js';
 import type { JsonSchema, ToolGrant } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';

@@ -4,7 +4,7 @@
  * a caller run any component file the host can read.
  */
 import { resolve } from 'node:path';
-import { toolError } from '../core/errors.js';
+import { toolError } from '../base/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { defineNativeTool } from '../core/tool.js';
 

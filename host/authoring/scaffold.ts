@@ -9,8 +9,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { packageRoot } from '../config/package-root.js';
-import { BuildError } from '../build/errors.js';
-import { componentName, TOOL_LANGUAGES, type ToolLanguage } from '../build/project.js';
+import { BuildError } from './errors.js';
+import { componentName, TOOL_LANGUAGES, type ToolLanguage } from './project.js';
 
 export interface InitOptions {
   lang?: ToolLanguage;

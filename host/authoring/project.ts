@@ -12,8 +12,8 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, join, relative, resolve } from 'node:path';
-import { ToolhostError } from '../core/errors.js';
-import { silentLogger } from '../core/logger.js';
+import { ToolhostError } from '../base/errors.js';
+import { silentLogger } from '../base/logger.js';
 import type { GuestToolInfo } from '../sandbox/protocol.js';
 import { BuildError } from './errors.js';
 import { containedDir, containedOutput, containedSource, projectRoot } from './contained.js';
