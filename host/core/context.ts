@@ -7,6 +7,12 @@ import type { ConversationState } from './state.js';
 export interface ToolContext {
   readonly callId: string;
   readonly conversationId?: string;
+  /**
+   * Where the conversation's state (and, in `conversation` isolation, its
+   * instances) lives: the id scoped by the principal, so two principals naming
+   * one conversation never meet. Key a tool's own per-conversation data by it.
+   */
+  readonly conversationKey?: string;
   /** The authenticated caller, when a server named one (see CallOptions.principal). */
   readonly principal?: string;
   readonly sessionId?: string;

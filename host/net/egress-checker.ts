@@ -46,7 +46,7 @@
 import { lookup } from 'node:dns/promises';
 import type { NetworkLabel } from '../policy/labels.js';
 import { classifyIp, formatAddress, parseAddress, unmapped, type AddressClass } from './addresses.js';
-import { compileRule, type CompiledRule, type EgressRule } from './allowlist.js';
+import { compileRule, parseEgressAllowlist, type CompiledRule, type EgressRule } from './allowlist.js';
 
 /** What the checker enforces: the call's network label and the tool's allowlist. */
 export interface EgressPolicy {
@@ -301,4 +301,23 @@ function errorCode(error: unknown): string | undefined {
     return (error as { code: string }).code;
   }
   return undefined;
+}
+
+/** Checkers made by `checkerFor`: per allowlist array (a grant's own), then per label. */
+const sharedCheckers = new WeakMap<readonly string[], Map<NetworkLabel, EgressChecker>>();
+
+/**
+ * The checker for a call's label and its grant's allowlist strings, parsed
+ * and compiled once per grant (the same array every call of the grant sees:
+ * CallCapabilities.egressAllow) instead of on every call. A checker holds no
+ * call's state, so calls share it; with `options` (a resolver of the
+ * caller's, a DNS timeout) a new one is made.
+ */
+export function checkerFor(label: NetworkLabel, allow: readonly string[], options?: EgressCheckerOptions): EgressChecker {
+  if (options !== undefined) return new EgressChecker({ label, allow: parseEgressAllowlist(allow) }, options);
+  let byLabel = sharedCheckers.get(allow);
+  if (byLabel === undefined) sharedCheckers.set(allow, (byLabel = new Map()));
+  let checker = byLabel.get(label);
+  if (checker === undefined) byLabel.set(label, (checker = new EgressChecker({ label, allow: parseEgressAllowlist(allow) })));
+  return checker;
 }

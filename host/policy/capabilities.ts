@@ -21,10 +21,14 @@ import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, type NetworkLabel, type Pr
 export const WORKTREE_GUEST_PATH = '/worktree';
 
 /** What one call may use. */
+/** The allowlist of a grant without one: one array, so its parsed form is shared too. */
+const NO_EGRESS_ALLOW: readonly string[] = Object.freeze([]);
+
 export interface CallCapabilities {
   network: NetworkLabel;
   /** Egress allowlist entries (from the grant), as written. */
-  egressAllow: string[];
+  /** The grant's allowlist itself (one array per grant: net's `checkerFor` parses it once). */
+  egressAllow: readonly string[];
   privilege: PrivilegeLabel;
   /** The worktree the guest sees at {@link WORKTREE_GUEST_PATH}, if any. */
   filesystem?: { root: string; readOnly: boolean };
@@ -114,7 +118,7 @@ export function resolveCapabilities(request: CapabilityRequest): CapabilityDecis
   }
 
   const rank = labelRank(PRIVILEGE_LABELS, privilege);
-  const capabilities: CallCapabilities = { network, egressAllow: grant.egressAllow ?? [], privilege, env: {} };
+  const capabilities: CallCapabilities = { network, egressAllow: grant.egressAllow ?? NO_EGRESS_ALLOW, privilege, env: {} };
   // MINIMAL: no filesystem; DEFAULT: the worktree read-only; ELEVATED and up: read-write.
   if (bound !== undefined && rank >= labelRank(PRIVILEGE_LABELS, 'DEFAULT')) {
     capabilities.filesystem = { root: resolve(bound), readOnly: rank < labelRank(PRIVILEGE_LABELS, 'ELEVATED') };

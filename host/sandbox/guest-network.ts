@@ -6,8 +6,7 @@
  * kept (a guest refused in a loop must not grow the host's memory).
  */
 import type { ToolContext } from '../core/context.js';
-import { parseEgressAllowlist } from '../net/allowlist.js';
-import { EgressChecker } from '../net/egress-checker.js';
+import { checkerFor, type EgressChecker } from '../net/egress-checker.js';
 import { EgressError } from '../net/errors.js';
 import { wasiHttpErrorCodeOf } from './wasi/http-error-code.js';
 import type { GuestHttpRequest, GuestHttpResult } from './wasi/http.js';
@@ -34,10 +33,7 @@ export class GuestNetwork {
 
   async send(request: GuestHttpRequest): Promise<GuestHttpResult> {
     const url = `${request.scheme}://${request.authority}${request.pathWithQuery.startsWith('/') ? '' : '/'}${request.pathWithQuery}`;
-    this.#checker ??= new EgressChecker({
-      label: this.#ctx.capabilities.network,
-      allow: parseEgressAllowlist(this.#ctx.capabilities.egressAllow),
-    });
+    this.#checker ??= checkerFor(this.#ctx.capabilities.network, this.#ctx.capabilities.egressAllow);
     const decoder = new TextDecoder();
     try {
       // The HTTP client (undici) loads with a guest's first request, not with every host.

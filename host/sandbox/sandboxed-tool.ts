@@ -1,7 +1,6 @@
 /** A tool that lives in a component and runs in the sandbox pool. */
 import type { ToolContext } from '../core/context.js';
 import { ToolhostError } from '../base/errors.js';
-import { conversationScope } from '../core/state.js';
 import type { RunnerSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
@@ -145,7 +144,7 @@ export class SandboxedTool implements Tool {
       capabilities: { env: Object.entries(capabilities.env), network: capabilities.network },
     };
     if (capabilities.filesystem) input.capabilities.filesystem = capabilities.filesystem;
-    if (this.isolation === 'conversation' && context.conversationId !== undefined) input.conversationKey = conversationScope(ctx.principal, context.conversationId);
+    if (this.isolation === 'conversation' && ctx.conversationKey !== undefined) input.conversationKey = ctx.conversationKey;
     const handlers: TaskHandlers = {
       signal: stop,
       onStopped: (measured) => {

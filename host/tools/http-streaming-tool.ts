@@ -5,7 +5,7 @@
  * http-tool-spec.ts, the parsers beside this file.)
  *
  * What a call does:
- * 1. Builds an {@link EgressChecker} from the call's capabilities (its
+ * 1. Takes the egress checker of the call's capabilities (`checkerFor`: its
  *    network label and the grant's egress allowlist) and sends the request
  *    through it: a refused destination ends the call with `NETWORK_DENIED`
  *    before any connection; redirects are followed hop by hop, each hop
@@ -59,8 +59,7 @@ import type { RunnerSink } from '../core/events.js';
 import type { ToolContext } from '../core/context.js';
 import { richResult } from '../core/result.js';
 import type { Tool, ToolOutput, ToolRun } from '../core/tool.js';
-import { parseEgressAllowlist } from '../net/allowlist.js';
-import { EgressChecker } from '../net/egress-checker.js';
+import { checkerFor } from '../net/egress-checker.js';
 import { EgressError, type EgressFailureKind } from '../net/errors.js';
 import {
   DEFAULT_BETWEEN_BYTES_TIMEOUT_MS,
@@ -233,10 +232,7 @@ async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, eve
   const url = requestUrl(config, args);
   const method = config.method;
   const shown = displayUrl(url);
-  const checker = new EgressChecker(
-    { label: ctx.capabilities.network, allow: parseEgressAllowlist(ctx.capabilities.egressAllow) },
-    config.egress,
-  );
+  const checker = checkerFor(ctx.capabilities.network, ctx.capabilities.egressAllow, config.egress);
 
   // One signal for the request: the call's cooperative and hard signals, and the tool's own time limit.
   const controller = new AbortController();

@@ -13,19 +13,26 @@
  *                a conversation id is not empty and holds
  *                no U+0000 (see principal-scope.ts)
  *
- * The answer is a value: an admitted call, or a refusal with the audit entry
+ * The answer is a value: the call's plan, or a refusal with the audit entry
  * to record (when the refusal is a policy decision). Nothing is started,
  * tracked or recorded here; whether the id is already in flight is known only
  * when the call is tracked (see `Call`).
+ *
+ * The plan is closed: everything below admission (the call, its layers, the
+ * tool's context, the runners) reads the plan, never the caller's
+ * `CallOptions` (test/call-plan.test.ts checks the imports). Who the caller is,
+ * the tenant it counts against and the key its conversation lives under are
+ * worked out here once.
  */
 import type { CallCapabilities, CapabilityRequest, ResolvedCapabilities } from '../../policy/capabilities.js';
 import { resolveCapabilities } from '../../policy/capabilities.js';
 import type { AuditEntry } from '../../policy/audit.js';
-import { ceilingDenial, parseExecutionPolicy, resolveBudgets, type CallBudgets, type ExecutionPolicy, type PolicyDefaults } from '../../policy/execution-policy.js';
+import { parseExecutionPolicy, resolveBudgets, type CallBudgets, type ExecutionPolicy, type PolicyDefaults } from '../../policy/execution-policy.js';
 import { ToolhostError, toErrorData } from '../../base/errors.js';
 import type { Tool } from '../tool.js';
+import type { Extensions } from '../extensions.js';
 import type { ArgsValidator } from '../schema.js';
-import { CONVERSATION_SCOPE_MARK } from '../principal-scope.js';
+import { CONVERSATION_SCOPE_MARK, conversationScope, tenantOf } from '../principal-scope.js';
 import { callIdProblem } from './ids.js';
 import type { CallOptions } from './options.js';
 
@@ -50,27 +57,42 @@ export interface AdmissionDeps {
   hostOwned?: CapabilityRequest['hostOwned'];
 }
 
-/** A call that passed admission: everything the run needs to know, decided. */
-export interface AdmittedCall {
-  callId: string;
-  tool: Tool;
-  args: unknown;
-  options: CallOptions;
+/** A call that passed admission: everything the run needs to know, decided once. */
+export interface CallPlan {
+  readonly callId: string;
+  readonly tool: Tool;
+  readonly args: unknown;
+  /** Who is calling, as a server authenticated them (absent: the library's caller, or no authentication). */
+  readonly principal?: string;
+  /** Whose fleet caps the call counts against: the principal, never a name the client chose (principal-scope.ts). */
+  readonly tenant: string;
+  /** The conversation as the caller named it (what the tool and the events show). */
+  readonly conversationId?: string;
+  /** Where the conversation's state and instances live: its id scoped by the principal. */
+  readonly conversationKey?: string;
+  readonly sessionId?: string;
+  readonly agentName?: string;
+  /** The caller's own cancel signal. */
+  readonly signal?: AbortSignal;
+  /** Typed values for native tools. */
+  readonly extensions?: Extensions;
   /** The call's policy over the tool's default policy. */
-  policy: ExecutionPolicy;
-  budgets: CallBudgets;
-  capabilities: CallCapabilities;
+  readonly policy: ExecutionPolicy;
+  readonly budgets: CallBudgets;
+  readonly capabilities: CallCapabilities;
   /** An approval the hook must give before the call runs (PRIVILEGED, FULL_ACCESS). */
-  approval?: ResolvedCapabilities['approval'];
+  readonly approval?: ResolvedCapabilities['approval'];
   /** The entry to audit once the call is allowed (ELEVATED and up). */
-  audit?: ResolvedCapabilities['audit'];
+  readonly audit?: ResolvedCapabilities['audit'];
   /** The worktree native tools see: the call's, else the tool's grant's (they are trusted code). */
-  workingDir?: string;
+  readonly workingDir?: string;
 }
 
 export type Admission =
-  | { admitted: true; call: AdmittedCall }
+  | { admitted: true; call: CallPlan }
   | { admitted: false; error: ToolhostError; audit?: AuditEntry };
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 function refuse(error: ToolhostError, audit?: AuditEntry): Admission {
   return audit === undefined ? { admitted: false, error } : { admitted: false, error, audit };
@@ -98,11 +120,14 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
     // A policy that does not parse is a malformed request (INVALID_INPUT), not a decision to audit.
     return refuse(ToolhostError.fromData(toErrorData(error, callId)));
   }
-  const overCeiling = ceilingDenial(policy, deps.defaults);
-  if (overCeiling) {
+  let budgets: CallBudgets;
+  try {
+    // The one check of the host's ceilings (asking above one is a decision: audited).
+    budgets = resolveBudgets(policy, deps.defaults, tool.grant);
+  } catch (error) {
+    const overCeiling = ToolhostError.fromData(toErrorData(error, callId));
     return refuse(overCeiling, { callId, tool: tool.name, decision: 'denied', code: overCeiling.code, reason: overCeiling.message });
   }
-  const budgets = resolveBudgets(policy, deps.defaults, tool.grant);
   const decision = resolveCapabilities({
     callId,
     tool: tool.name,
@@ -130,10 +155,20 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   // U+0000 delimits a principal's conversation keys: an id holding it could name one (principal-scope.ts).
   if (options.conversationId?.includes(CONVERSATION_SCOPE_MARK)) return refuse(new ToolhostError('INVALID_INPUT', 'conversationId must not contain U+0000', { details: { reason: 'conversation_id' } }));
 
+  const { principal, conversationId, sessionId, agentName, signal, extensions } = options;
   const workingDir = options.workingDir ?? tool.grant?.worktree;
-  const call: AdmittedCall = { callId, tool, args, options, policy, budgets, capabilities: decision.capabilities };
-  if (decision.approval) call.approval = decision.approval;
-  if (decision.audit) call.audit = decision.audit;
-  if (workingDir !== undefined) call.workingDir = workingDir;
-  return { admitted: true, call };
+  const plan: Mutable<CallPlan> = { callId, tool, args, tenant: tenantOf(principal), policy, budgets, capabilities: decision.capabilities };
+  if (principal !== undefined) plan.principal = principal;
+  if (conversationId !== undefined) {
+    plan.conversationId = conversationId;
+    plan.conversationKey = conversationScope(principal, conversationId);
+  }
+  if (sessionId !== undefined) plan.sessionId = sessionId;
+  if (agentName !== undefined) plan.agentName = agentName;
+  if (signal !== undefined) plan.signal = signal;
+  if (extensions !== undefined) plan.extensions = extensions;
+  if (decision.approval) plan.approval = decision.approval;
+  if (decision.audit) plan.audit = decision.audit;
+  if (workingDir !== undefined) plan.workingDir = workingDir;
+  return { admitted: true, call: plan };
 }

@@ -18,7 +18,7 @@ import type { CallWatcher, RunnerSink } from '../events.js';
 import { Extensions } from '../extensions.js';
 import type { ReportedAccounting } from '../result.js';
 import type { ConversationState } from '../state.js';
-import type { AdmittedCall } from './admission.js';
+import type { CallPlan } from './admission.js';
 
 /** What the views read from their call. */
 export interface ViewedCall {
@@ -30,6 +30,7 @@ export interface ViewedCall {
 export class CallContext implements ToolContext {
   readonly callId: string;
   declare readonly conversationId?: string;
+  declare readonly conversationKey?: string;
   declare readonly sessionId?: string;
   declare readonly agentName?: string;
   declare readonly principal?: string;
@@ -46,20 +47,20 @@ export class CallContext implements ToolContext {
   #state: ConversationState | undefined;
 
   /** `makeState` makes the call's state when the tool first uses it (most calls never do). */
-  constructor(call: ViewedCall, admitted: AdmittedCall, makeState: () => ConversationState) {
-    const { options } = admitted;
+  constructor(call: ViewedCall, plan: CallPlan, makeState: () => ConversationState) {
     this.callId = call.id;
-    const optional = this as { -readonly [K in 'conversationId' | 'sessionId' | 'agentName' | 'principal' | 'workingDir']?: string };
-    if (options.conversationId !== undefined) optional.conversationId = options.conversationId;
-    if (options.sessionId !== undefined) optional.sessionId = options.sessionId;
-    if (options.agentName !== undefined) optional.agentName = options.agentName;
-    if (options.principal !== undefined) optional.principal = options.principal;
-    if (admitted.workingDir !== undefined) optional.workingDir = admitted.workingDir;
-    this.env = Object.freeze({ ...admitted.capabilities.env });
-    this.capabilities = admitted.capabilities;
-    this.extensions = options.extensions ?? new Extensions();
-    this.policy = admitted.policy;
-    this.budgets = admitted.budgets;
+    const optional = this as { -readonly [K in 'conversationId' | 'conversationKey' | 'sessionId' | 'agentName' | 'principal' | 'workingDir']?: string };
+    if (plan.conversationId !== undefined) optional.conversationId = plan.conversationId;
+    if (plan.conversationKey !== undefined) optional.conversationKey = plan.conversationKey;
+    if (plan.sessionId !== undefined) optional.sessionId = plan.sessionId;
+    if (plan.agentName !== undefined) optional.agentName = plan.agentName;
+    if (plan.principal !== undefined) optional.principal = plan.principal;
+    if (plan.workingDir !== undefined) optional.workingDir = plan.workingDir;
+    this.env = Object.freeze({ ...plan.capabilities.env });
+    this.capabilities = plan.capabilities;
+    this.extensions = plan.extensions ?? new Extensions();
+    this.policy = plan.policy;
+    this.budgets = plan.budgets;
     this.#call = call;
     this.#makeState = makeState;
     this.getState = (key, fallback) => this.state.getState(key, fallback);

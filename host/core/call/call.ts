@@ -20,10 +20,10 @@ import type { CallWatcher, ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } fr
 import type { Logger } from '../../base/logger.js';
 import { isRichResult, jsonResult, type CallAccounting, type ReportedAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
-import { ConversationState, InMemoryStateStore, conversationScope, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
+import { ConversationState, InMemoryStateStore, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
 import type { ToolRun } from '../tool.js';
 import { nestsDeeperThan } from '../result-depth.js';
-import type { AdmittedCall } from './admission.js';
+import type { CallPlan } from './admission.js';
 import { accountingOf } from './accounting.js';
 import { CallContext, CallSink } from './call-views.js';
 import type { CallStream } from './options.js';
@@ -60,7 +60,8 @@ export class CallRejection {
 
 export class Call {
   readonly id: string;
-  readonly admitted: AdmittedCall;
+  /** What admission decided: the only description of the call below admission. */
+  readonly plan: CallPlan;
   readonly deps: CallDeps;
   /** The tool's view of its call. */
   readonly context: ToolContext;
@@ -91,11 +92,11 @@ export class Call {
   #measured: ReportedAccounting = {};
   readonly #onCallerAbort = (): void => this.requestCancel();
 
-  constructor(deps: CallDeps, admitted: AdmittedCall) {
-    this.id = admitted.callId;
-    this.admitted = admitted;
+  constructor(deps: CallDeps, plan: CallPlan) {
+    this.id = plan.callId;
+    this.plan = plan;
     this.deps = deps;
-    const { options, tool } = admitted;
+    const { tool, conversationKey } = plan;
     const source = tool.executionMode === 'native' ? 'native' : 'guest';
     this.sink = new CallSink(this, {
       progress: (pct, message) => {
@@ -116,10 +117,10 @@ export class Call {
       watch: (watcher) => this.watch(watcher),
     });
     // A call without a conversation gets a scratch store of its own.
-    this.context = new CallContext(this, admitted, () => {
+    this.context = new CallContext(this, plan, () => {
       const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
-      return options.conversationId
-        ? new ConversationState(deps.stateStore, conversationScope(options.principal, options.conversationId), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
+      return conversationKey !== undefined
+        ? new ConversationState(deps.stateStore, conversationKey, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
         : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
     });
   }
@@ -129,8 +130,8 @@ export class Call {
    * signal. False when a call with this id is already in flight.
    */
   track(): boolean {
-    if (!this.deps.tracker.begin(this.id, () => this.requestCancel(), this.admitted.options.principal)) return false;
-    const { signal } = this.admitted.options;
+    if (!this.deps.tracker.begin(this.id, () => this.requestCancel(), this.plan.principal)) return false;
+    const { signal } = this.plan;
     if (signal?.aborted) this.requestCancel();
     signal?.addEventListener('abort', this.#onCallerAbort, { once: true });
     return true;
@@ -138,7 +139,7 @@ export class Call {
 
   /** The caller's events. */
   stream(): CallEvents {
-    return new CallEvents(this.id, () => this.deps.tracker.cancel(this.id, this.admitted.options.principal), this.#channel);
+    return new CallEvents(this.id, () => this.deps.tracker.cancel(this.id, this.plan.principal), this.#channel);
   }
 
   get cancelRequested(): boolean {
@@ -232,16 +233,16 @@ export class Call {
 
   /** The `start` event: the call was accepted and is about to run. */
   announce(): void {
-    const { options, tool } = this.admitted;
+    const { tool, conversationId, sessionId, agentName } = this.plan;
     this.#channel.push({
       type: 'start',
       callId: this.id,
       toolId: tool.name,
       metadata: {
         executionMode: tool.executionMode,
-        ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
-        ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
-        ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+        ...(conversationId === undefined ? {} : { conversationId }),
+        ...(sessionId === undefined ? {} : { sessionId }),
+        ...(agentName === undefined ? {} : { agentName }),
       },
     });
   }
@@ -282,12 +283,12 @@ export class Call {
     const accounting = this.accounting();
     const data = failureOf({
       callId: this.id,
-      tool: this.admitted.tool.name,
+      tool: this.plan.tool.name,
       hardStop: this.#hardAborted ? this.#hardReason : undefined,
       cancelRequested: this.#cancelRequested,
       error,
       networkDenied: accounting.networkDenied ?? [],
-      network: this.admitted.capabilities.network,
+      network: this.plan.capabilities.network,
       deltas: this.#deltas,
       waitingForWorker: accounting.waitingForWorker === true,
     });
@@ -297,13 +298,13 @@ export class Call {
   #finish(event: TerminalEvent): void {
     if (this.#finished) return;
     this.#finished = true;
-    const { tool, options } = this.admitted;
+    const { tool, signal, principal } = this.plan;
     const { logger } = this.deps;
     // Built only when it is written: at the default level (warn) it never is, and it cost every call.
     if (logger.isLevelEnabled?.('info') !== false) logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
     clearTimeout(this.#graceTimer);
-    options.signal?.removeEventListener('abort', this.#onCallerAbort);
-    this.deps.tracker.end(this.id, options.principal);
+    signal?.removeEventListener('abort', this.#onCallerAbort);
+    this.deps.tracker.end(this.id, principal);
     this.#channel.push(event);
     this.#channel.close();
     this.deps.onFinished(tool.name, event);

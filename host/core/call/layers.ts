@@ -24,7 +24,6 @@
  * returns, and a tool's first events always follow it.
  */
 import { ToolhostError } from '../../base/errors.js';
-import { tenantOf } from '../principal-scope.js';
 import { abortableDelay, backoffDelay, isTransient } from '../retry.js';
 import type { ToolRun } from '../tool.js';
 import { CallRejection, type Call } from './call.js';
@@ -41,7 +40,7 @@ export function compose(layers: readonly CallLayer[], handler: CallHandler): Cal
 
 /** The wall-clock budget of the whole call. */
 export const deadline: CallLayer = (next) => (call) => {
-  const { budgets } = call.admitted;
+  const { budgets } = call.plan;
   const timer = setTimeout(() => {
     const what = budgets.wallCode === 'WALL_TIMEOUT' ? 'wall-clock budget' : 'timeout';
     call.stop(new ToolhostError(budgets.wallCode, `the call ran past its ${what} of ${budgets.wallMs} ms`, { callId: call.id, details: { limitMs: budgets.wallMs } }));
@@ -65,15 +64,14 @@ export const fleet: CallLayer = (next) => (call) => {
   const directory = call.deps.fleet;
   if (!directory) return next(call);
   return (async () => {
-    const { options, tool } = call.admitted;
-    const { principal } = options;
-    // The tenant is who the caller is, not what it calls itself: a fresh agent name per call escapes nothing.
-    const agent = options.agentName ?? options.sessionId;
+    const { tool, principal, tenant } = call.plan;
+    // The tenant is who the caller is (admission set it), not what it calls itself: the agent is only shown.
+    const agent = call.plan.agentName ?? call.plan.sessionId;
     try {
       await directory.enter({
         callId: call.id,
         tool: tool.name,
-        tenant: tenantOf(principal),
+        tenant,
         ...(principal === undefined ? {} : { principal }),
         ...(agent === undefined ? {} : { agent }),
       });
@@ -91,20 +89,20 @@ export const fleet: CallLayer = (next) => (call) => {
 
 /** The approval hook for calls that need one, the audit entry, then `start`. */
 export const approvalAndAudit: CallLayer = (next) => (call) => {
-  const { approval, audit } = call.admitted;
+  const { approval, audit } = call.plan;
   if (!approval) {
     if (audit) call.deps.audit.record(audit.entry, audit.level);
     call.announce();
     return next(call);
   }
   return (async () => {
-    const { options, tool, capabilities } = call.admitted;
+    const { tool, capabilities, conversationId, agentName } = call.plan;
     let approved = false;
     try {
       approved = (await call.deps.approve({
         ...approval,
-        ...(options.conversationId === undefined ? {} : { conversationId: options.conversationId }),
-        ...(options.agentName === undefined ? {} : { agentName: options.agentName }),
+        ...(conversationId === undefined ? {} : { conversationId }),
+        ...(agentName === undefined ? {} : { agentName }),
       })) === true;
     } catch (error) {
       call.deps.logger.warn({ callId: call.id, err: (error as Error).message }, 'the approval hook failed; treating it as a refusal');
@@ -122,7 +120,7 @@ export const approvalAndAudit: CallLayer = (next) => (call) => {
 
 /** Transient failures of idempotent tools, tried again with exponential backoff and jitter. */
 export const retries: CallLayer = (next) => (call) => {
-  const { tool, budgets } = call.admitted;
+  const { tool, budgets } = call.plan;
   const allowed = tool.idempotent ? budgets.maxRetries : 0;
   const attempt = (): Promise<ToolRun> => {
     const number = call.beginAttempt();
@@ -163,7 +161,7 @@ export const invoke: CallHandler = (call) => {
     const unwatch = call.watch({ hard: (reason) => setImmediate(reject, reason) });
     let run: Promise<ToolRun>;
     try {
-      run = call.admitted.tool.invoke(call.admitted.args, call.context, call.sink);
+      run = call.plan.tool.invoke(call.plan.args, call.context, call.sink);
     } catch (error) {
       // A tool that throws instead of rejecting (a Tool written by hand) fails the same way.
       unwatch();
