@@ -9,7 +9,7 @@ export type { RunnerSink } from './core/events.js';
 export type { LoadedComponentTools, SandboxStats, WasmToolLoader } from './core/registry.js';
 export { SandboxLoader, TOOL_EXPORT } from './sandbox/loader.js';
 export type { SandboxOptions } from './sandbox/loader.js';
-export { ComponentCache, defaultCacheDir } from './sandbox/component-cache.js';
+export { ComponentCache, defaultCacheDir } from './sandbox/load/component-cache.js';
 export { approveAll, registryOptions } from './compose/registry.js';
 export { registerAdminTools } from './tools/admin-tools.js';
 export { parseDuration, parseExecutionPolicy, resolveBudgets } from './policy/execution-policy.js';

@@ -1,5 +1,5 @@
 /**
- * Component ids remembered by file stat (host/sandbox/component-ids.ts): a
+ * Component ids remembered by file stat (host/sandbox/load/component-ids.ts): a
  * settled file's id is read back instead of hashed, and a file written since
  * (even to the same size and mtime) is hashed again, never given the
  * remembered id. The tests' clock runs 10 s ahead, so the files they just
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ComponentIds } from '../host/sandbox/component-ids.js';
+import { ComponentIds } from '../host/sandbox/load/component-ids.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'toolhost-component-ids-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

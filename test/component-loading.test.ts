@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parse } from '@bytecodealliance/jco';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolhostError, type ToolRegistry } from '../host/index.js';
-import { WasmReader } from '../host/sandbox/wasm-binary.js';
+import { WasmReader } from '../host/sandbox/load/wasm-binary.js';
 import { example, examplesDir, freshCacheDir, hasCGuests, makeRegistry } from './helpers.js';
 
 const registries: ToolRegistry[] = [];

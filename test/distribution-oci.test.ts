@@ -184,6 +184,29 @@ describe.skipIf(!hasRegistry)('a registry that goes away, and one that corrupts 
     }
   }, 60_000);
 
+  it('takes the registry\'s signature when the one stored with a digest is by a key no longer trusted (a re-signed tool)', async () => {
+    const registry = new OciRegistry();
+    await registry.start();
+    try {
+      const old = keyPair(dir, 'rotated-old');
+      const current = keyPair(dir, 'rotated-new');
+      const push = new Pusher(registry.host, 'tools/rotated');
+      const digest = await push.component('v1', wasm);
+      await push.cosignSign(digest, old.key);
+      const storeDir = mkdtempSync(join(dir, 'store-'));
+      const pinned = `oci://${registry.host}/tools/rotated@${digest}`;
+      expect((await load(pinned, { storeDir, verify: { keys: [old.pub] } })).tools).toContain('echo');
+      // The publisher re-signs with a new key (cosign replaces the .sig tag); hosts now trust only the new one.
+      await push.cosignSign(digest, current.key);
+      expect((await load(pinned, { storeDir, verify: { keys: [current.pub] } })).tools).toContain('echo');
+      // ...and the new signature is what the store keeps: it loads offline under the new key.
+      await registry.stop();
+      expect((await load(pinned, { storeDir, verify: { keys: [current.pub] } })).tools).toContain('echo');
+    } finally {
+      await registry.close();
+    }
+  }, 60_000);
+
   it('refuses a blob the registry serves corrupted, and stores nothing of it', async () => {
     const registry = new OciRegistry();
     await registry.start();

@@ -66,7 +66,7 @@ async function allDescribed(root: string, cacheDir: string, dir: string): Promis
     const files = readdirSync(dir).filter((name) => name.endsWith('.wasm'));
     const found = await Promise.all(files.map(async (name) => cache.hasDescribed(await cache.ids.hashOf(join(dir, name)))));
     process.stdout.write(found.every(Boolean) ? 'yes' : 'no');`;
-  const cacheModule = pathToFileURL(join(root, 'dist', 'host', 'sandbox', 'component-cache.js')).href;
+  const cacheModule = pathToFileURL(join(root, 'dist', 'host', 'sandbox', 'load', 'component-cache.js')).href;
   const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', check, cacheModule, cacheDir, join(root, dir)]).catch(() => ({ stdout: 'no' }));
   return stdout === 'yes';
 }

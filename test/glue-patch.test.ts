@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ComponentCache } from '../host/sandbox/component-cache.js';
-import { patchGlue } from '../host/sandbox/glue-patch.js';
+import { ComponentCache } from '../host/sandbox/load/component-cache.js';
+import { patchGlue } from '../host/sandbox/load/glue-patch.js';
 import { growerComponent } from './fixtures/wat/grower.js';
 import { example, freshCacheDir, hasCGuests } from './helpers.js';
 

@@ -9,8 +9,8 @@
  */
 import { parse } from '@bytecodealliance/jco';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GLUE_RESOURCES, GLUE_STATE, type GlueHandleTable, type GlueResources } from '../host/sandbox/glue-patch.js';
-import { SNAPSHOT_EXPORT_PREFIX } from '../host/sandbox/snapshot-exports.js';
+import { GLUE_RESOURCES, GLUE_STATE, type GlueHandleTable, type GlueResources } from '../host/sandbox/load/glue-patch.js';
+import { SNAPSHOT_EXPORT_PREFIX } from '../host/sandbox/load/snapshot-exports.js';
 import { InstanceSnapshot, restoreMemory, saveMemory, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
 
 const P = SNAPSHOT_EXPORT_PREFIX;

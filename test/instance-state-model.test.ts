@@ -1,5 +1,5 @@
 /**
- * The instance-state model (host/sandbox/instance-state-model.ts): a reset
+ * The instance-state model (host/sandbox/load/instance-state-model.ts): a reset
  * puts back every kind of state a core instance holds, or it is refused and
  * the next call gets a new instance. The dropped flags of passive data and
  * element segments are state JS can neither read nor clear: a module that may
@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { parse } from '@bytecodealliance/jco';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { analyseInstanceState } from '../host/sandbox/instance-state-model.js';
-import { SNAPSHOT_REFUSE_PREFIX, exposeSnapshotState } from '../host/sandbox/snapshot-exports.js';
+import { analyseInstanceState } from '../host/sandbox/load/instance-state-model.js';
+import { SNAPSHOT_REFUSE_PREFIX, exposeSnapshotState } from '../host/sandbox/load/snapshot-exports.js';
 import { segmentSmugglerComponent } from './fixtures/wat/segment-smuggler.js';
 import { freshCacheDir, makeRegistry } from './helpers.js';
 

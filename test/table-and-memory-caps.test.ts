@@ -9,10 +9,10 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { capModuleMemory, coreInstantiations, planMemoryCaps } from '../host/sandbox/memory-cap.js';
+import { capModuleMemory, coreInstantiations, planMemoryCaps } from '../host/sandbox/load/memory-cap.js';
 import { growerComponent } from './fixtures/wat/grower.js';
-import { ComponentCache } from '../host/sandbox/component-cache.js';
-import { componentId } from '../host/sandbox/component-file.js';
+import { ComponentCache } from '../host/sandbox/load/component-cache.js';
+import { componentId } from '../host/sandbox/load/component-file.js';
 import { fixture, freshCacheDir, makeRegistry } from './helpers.js';
 
 const dir = freshCacheDir();

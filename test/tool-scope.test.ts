@@ -14,7 +14,7 @@ import { scopeToTool } from '../host/compose/tool-scope.js';
 import { embeddedConfig } from '../host/config/defaults.js';
 import type { HttpToolSpec, ResolvedConfig } from '../host/config/resolve.js';
 import { silentLogger } from '../host/base/logger.js';
-import { ComponentIds } from '../host/sandbox/component-ids.js';
+import { ComponentIds } from '../host/sandbox/load/component-ids.js';
 import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
 import { example, examplesDir, hasCGuests, sharedCacheDir } from './helpers.js';
 

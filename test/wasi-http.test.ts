@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ComponentCache } from '../host/sandbox/component-cache.js';
+import { ComponentCache } from '../host/sandbox/load/component-cache.js';
 import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult, type SyncHttpOptions } from '../host/sandbox/wasi/http.js';
 import { fixture, sharedCacheDir } from './helpers.js';
 

@@ -136,7 +136,7 @@ export interface BuildReport {
  * supported imports, describe() in a worker) and report its tools.
  */
 export async function checkComponent(file: string): Promise<{ tools: BuildReport['tools']; imports: string[] }> {
-  const [{ sourceFromFile }, { SandboxLoader }] = await Promise.all([import('../sandbox/component-file.js'), import('../sandbox/loader.js')]);
+  const [{ sourceFromFile }, { SandboxLoader }] = await Promise.all([import('../sandbox/load/component-file.js'), import('../sandbox/loader.js')]);
   const source = await sourceFromFile(file);
   const loader = new SandboxLoader({ threads: 1 }, silentLogger);
   try {

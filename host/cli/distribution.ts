@@ -44,8 +44,8 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
     import('../distribution/publish.js'),
     import('../distribution/cosign.js'),
     import('../distribution/credentials.js'),
-    import('../sandbox/component-file.js'),
-    import('../sandbox/component-cache.js'),
+    import('../sandbox/load/component-file.js'),
+    import('../sandbox/load/component-cache.js'),
     import('../compose/host.js'),
   ]);
   const { config } = await loadHostConfig(flags.config === undefined ? {} : { configPath: flags.config });

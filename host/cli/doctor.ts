@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { packageRoot } from '../config/package-root.js';
 import { C_TOOLCHAIN_INSTALL, JS_TOOLCHAIN_INSTALL, probeCToolchain, probeJsToolchain } from '../authoring/toolchain.js';
 import { cSdkDir } from '../authoring/paths.js';
-import { defaultCacheDir } from '../sandbox/component-cache.js';
+import { defaultCacheDir } from '../sandbox/load/component-cache.js';
 
 export interface DoctorCheck {
   name: string;

@@ -1,7 +1,7 @@
 /** `toolhost inspect`: what a component is, without registering it anywhere. */
 import { ToolhostError } from '../base/errors.js';
 import { silentLogger } from '../base/logger.js';
-import { sourceFromFile } from '../sandbox/component-file.js';
+import { sourceFromFile } from '../sandbox/load/component-file.js';
 import { SandboxLoader } from '../sandbox/loader.js';
 
 export interface InspectReport {

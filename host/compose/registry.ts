@@ -9,7 +9,7 @@ import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { SandboxLoader, type SandboxOptions } from '../sandbox/loader.js';
-import { defaultCacheDir } from '../sandbox/cache-location.js';
+import { defaultCacheDir } from '../sandbox/load/cache-location.js';
 import { join } from 'node:path';
 import { RemoteFetcher } from '../distribution/fetch.js';
 import type { DistributionOptions } from '../distribution/options.js';

@@ -16,8 +16,8 @@
  * all. MCP servers are left out: their tools are named `<server>.<tool>`.
  */
 import type { ResolvedConfig, HttpToolSpec, ToolLoad } from '../config/resolve.js';
-import { ComponentCache } from '../sandbox/component-cache.js';
-import { expandComponentPaths } from '../sandbox/component-file.js';
+import { ComponentCache } from '../sandbox/load/component-cache.js';
+import { expandComponentPaths } from '../sandbox/load/component-file.js';
 import { ADMIN_TOOL_NAMES } from '../tools/admin-tools.js';
 import { CANCEL_TOOL } from '../tools/fleet-tools.js';
 

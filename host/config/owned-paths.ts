@@ -11,7 +11,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { HostOwnedPath } from '../policy/host-owned-paths.js';
-import { defaultCacheDir } from '../sandbox/cache-location.js';
+import { defaultCacheDir } from '../sandbox/load/cache-location.js';
 import type { ResolvedConfig } from './resolved-types.js';
 import type { ConfigPath } from './source.js';
 import type { ConfigFile } from './types.js';

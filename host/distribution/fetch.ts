@@ -107,9 +107,19 @@ export class RemoteFetcher {
     if (skip) {
       this.#logger.warn({ source: source.text, digest }, 'loading a remote component WITHOUT verifying its signature (--insecure-skip-verify / verify.skip)');
     } else {
-      signatures = stored === undefined ? [] : await this.#store.signatures(digest);
-      if (signatures.length === 0) signatures = await registrySignatures(client, digest, maxManifest);
-      signedBy = verifySignatures(signatures, digest, keys, what);
+      const kept = stored === undefined ? [] : await this.#store.signatures(digest);
+      try {
+        signatures = kept.length > 0 ? kept : await registrySignatures(client, digest, maxManifest);
+        signedBy = verifySignatures(signatures, digest, keys, what);
+      } catch (refusal) {
+        // The signatures kept with a stored digest may be by a key no longer trusted (rotated, re-signed):
+        // the registry's own, when it answers, get their chance before the refusal stands.
+        if (kept.length === 0) throw refusal;
+        const fresh = await registrySignatures(client, digest, maxManifest).catch(() => []);
+        if (fresh.length === 0) throw refusal;
+        signatures = fresh;
+        signedBy = verifySignatures(signatures, digest, keys, what);
+      }
     }
 
     const config = (await this.#store.get(manifest.config.digest)) ?? await client.blob(manifest.config, maxManifest, 'max_manifest_bytes');

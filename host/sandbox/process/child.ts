@@ -13,7 +13,7 @@ import { ToolhostError, type ToolErrorData } from '../../base/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { SandboxPool } from '../pool.js';
 import type { CoreModules, RpcRequest } from '../protocol.js';
-import { compileCoreModules } from '../core-compile.js';
+import { compileCoreModules } from '../load/core-compile.js';
 import { STATS_INTERVAL_MS, type ChildPoolOptions, type FromChild, type ToChild } from './messages.js';
 
 if (process.send === undefined) {

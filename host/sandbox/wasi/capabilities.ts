@@ -25,7 +25,7 @@
  */
 import type { LogLevel } from '../../core/events.js';
 import { WORKTREE_GUEST_PATH } from '../../policy/capabilities.js';
-import { SUPPORTED_WASI_IMPORTS } from '../supported-imports.js';
+import { SUPPORTED_WASI_IMPORTS } from '../load/supported-imports.js';
 import { createSyncHttp, type GuestHttpRequest, type GuestHttpResult } from './http.js';
 import { cliOutputStreams, replacePollableBlock, shimCli, shimClocks, shimFilesystem, shimIo, shimRandom, shimSockets, type CliStreamHandler, type ShimPollable } from './shim.js';
 import { WorktreeAdapter } from './worktree-fs.js';

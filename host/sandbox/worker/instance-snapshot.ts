@@ -24,8 +24,8 @@
  * Calls that trapped, exited, overflowed, went over an output limit or were
  * killed never get here: their instance is poisoned or their worker is gone.
  */
-import { GLUE_RESOURCES, GLUE_STATE, type GlueResources, type GlueStateDigest } from '../glue-patch.js';
-import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_REFUSE_PREFIX } from '../snapshot-exports.js';
+import { GLUE_RESOURCES, GLUE_STATE, type GlueResources, type GlueStateDigest } from '../load/glue-patch.js';
+import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_REFUSE_PREFIX } from '../load/snapshot-exports.js';
 
 /** The parts of WasmGlobal and WasmTable used here (Node's typings do not declare them). */
 interface WasmGlobal {

@@ -1,7 +1,7 @@
 /** Reading component files and telling components from everything else. */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
-import { ToolhostError } from '../base/errors.js';
+import { ToolhostError } from '../../base/errors.js';
 import { sha256Hex, type ComponentFileRead, type ComponentIds } from './component-ids.js';
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];

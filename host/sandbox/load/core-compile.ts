@@ -4,9 +4,9 @@
  * validate first fails here: that is the component's fault (COMPONENT_INVALID),
  * not an internal error.
  */
-import { ToolhostError } from '../base/errors.js';
-import type { CoreModules } from './protocol.js';
-import type { CoreModuleBytes } from './process/messages.js';
+import { ToolhostError } from '../../base/errors.js';
+import type { CoreModules } from '../protocol.js';
+import type { CoreModuleBytes } from '../process/messages.js';
 
 /** Compiles each core module; a module that does not compile rejects with COMPONENT_INVALID naming it. */
 export function compileCoreModules(modules: CoreModuleBytes, what: string): Promise<CoreModules> {

@@ -6,13 +6,13 @@
  * sandbox process. Part of the loading pipeline (./loader.ts).
  */
 import { join } from 'node:path';
-import { ToolhostError } from '../base/errors.js';
+import { ToolhostError } from '../../base/errors.js';
 import type { CachedComponent } from './component-cache.js';
 import type { ComponentIds } from './component-ids.js';
 import { compileCoreModules } from './core-compile.js';
 import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps } from './memory-cap.js';
-import type { CoreModuleBytes } from './process/messages.js';
-import type { ComponentHandle } from './sandboxed-tool.js';
+import type { CoreModuleBytes } from '../process/messages.js';
+import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
 
 /**

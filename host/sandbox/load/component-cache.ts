@@ -22,9 +22,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import { ToolhostError } from '../base/errors.js';
+import { ToolhostError } from '../../base/errors.js';
 import { patchGlue } from './glue-patch.js';
-import type { GuestToolInfo } from './protocol.js';
+import type { GuestToolInfo } from '../protocol.js';
 import { defaultCacheDir } from './cache-location.js';
 import { ComponentIds } from './component-ids.js';
 
