@@ -73,7 +73,7 @@ export const fleet: CallLayer = (next) => (call) => {
       await directory.enter({
         callId: call.id,
         tool: tool.name,
-        tenant: tenantOf(principal),
+        tenant: tenantOf(principal, options.tenant),
         ...(principal === undefined ? {} : { principal }),
         ...(agent === undefined ? {} : { agent }),
       });
