@@ -7,6 +7,8 @@
  * cap the labels its calls may use; a key rotation is picked up; static tokens
  * keep working beside it.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -15,6 +17,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../host/config/index.js';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
 import { createAuthenticator } from '../host/servers/auth/authenticator.js';
 import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
@@ -217,5 +220,30 @@ describe('OAuth options', () => {
     const key = await makeKey('k', 'ES256');
     const token = await new SignJWT({ sub: 'alice' }).setProtectedHeader({ alg: 'ES256', kid: 'k' }).setIssuer('http://127.0.0.1:9').setAudience(AUDIENCE).setExpirationTime('5m').sign(key.privateKey);
     expect(await auth.authenticate(`Bearer ${token}`)).toMatchObject({ ok: false, status: 503, reason: 'unavailable' });
+  });
+});
+
+describe('servers.auth.oauth in toolhost.yaml', () => {
+  const load = async (oauth: string[]): Promise<Awaited<ReturnType<typeof loadConfig>>> => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolhost-oauth-'));
+    try {
+      const file = join(dir, 'toolhost.yaml');
+      writeFileSync(file, ['tools: []', 'servers:', '  auth:', '    oauth:', ...oauth.map((line) => `      ${line}`), ''].join('\n'));
+      return await loadConfig(file, { env: {} });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('resolves to the servers\' oauth options', async () => {
+    const { resolved } = await load(['issuer: https://auth.example.test', `audience: ${AUDIENCE}`, 'tenant_claim: org', 'scope_labels: { "tools:privileged": { privilege: PRIVILEGED } }']);
+    expect(resolved.servers.oauth).toEqual({ issuer: 'https://auth.example.test', audience: AUDIENCE, tenantClaim: 'org', scopeLabels: { 'tools:privileged': { privilege: 'PRIVILEGED' } } });
+  });
+
+  it('refuses an http issuer off loopback, a missing audience and an unknown label', async () => {
+    await expect(load(['issuer: http://auth.example.test', `audience: ${AUDIENCE}`])).rejects.toThrow('servers.auth.oauth.issuer');
+    await expect(load(['issuer: https://auth.example.test'])).rejects.toThrow('audience');
+    await expect(load(['issuer: https://auth.example.test', `audience: ${AUDIENCE}`, 'scope_labels: { x: { privilege: ROOT } }'])).rejects.toThrow('servers.auth.oauth.scope_labels.x.privilege');
+    await expect(load(['issuer: http://127.0.0.1:8080', `audience: ${AUDIENCE}`])).resolves.toBeDefined();
   });
 });
