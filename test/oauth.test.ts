@@ -175,6 +175,8 @@ describe('OAuth access tokens on MCP HTTP and gRPC', () => {
     };
     const grpcCode = (token: string, tool: string, policy: Record<string, unknown>): Promise<string> =>
       grpcCall(token, tool, policy).then(() => 'ok', (error: grpc.ServiceError) => error.metadata.get('toolhost-error-code')[0] as string);
+    const hits: string[] = [];
+    const unsubscribe = registry.onLimitHit((tool, limit) => hits.push(`${tool}:${limit}`));
     for (const ask of [codeOf, grpcCode]) {
       expect(await ask(write, 'whoami', { privilege_level: 'ELEVATED' })).toBe('ok');
       expect(await ask(write, 'whoami', { privilege_level: 'PRIVILEGED' })).toBe('TOOL_PRIVILEGE_ESCALATION');
@@ -184,6 +186,9 @@ describe('OAuth access tokens on MCP HTTP and gRPC', () => {
       expect(await ask(none, 'whoami', {})).toBe('ok');
       expect(await ask(none, 'reader', {})).toBe('TOOL_PRIVILEGE_ESCALATION');
     }
+    unsubscribe();
+    // Each refusal is a hit of the scope_labels limit (toolhost_limit_hits_total{tool, limit="scope_labels"}).
+    expect(hits).toEqual(['whoami:scope_labels', 'whoami:scope_labels', 'reader:scope_labels', 'whoami:scope_labels', 'whoami:scope_labels', 'reader:scope_labels']);
   });
 
   it('picks up a key rotation, and refuses the retired key afterwards', async () => {
