@@ -118,6 +118,8 @@ export async function serve(options: ServeOptions): Promise<number> {
       return { principal, token };
     });
     const progressFlush = config.servers.mcp.progressFlushMs === undefined ? {} : { progressFlushMs: config.servers.mcp.progressFlushMs };
+    // OAuth access tokens (both servers); the servers check the options (https, or http on loopback) when they start.
+    const oauth = config.servers.oauth === undefined ? {} : { oauth: config.servers.oauth };
 
     if (chosen.mcp === 'http') {
       const http = config.servers.mcp.http;
@@ -134,6 +136,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
         ...(bearerToken === undefined ? {} : { bearerToken }),
         ...(tokens.length === 0 ? {} : { tokens }),
+        ...oauth,
         ...progressFlush,
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
         maxSessions: http.maxSessions,
@@ -175,6 +178,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         limitMetrics: metrics.limits,
         ...(bearerToken === undefined ? {} : { bearerToken }),
         ...(tokens.length === 0 ? {} : { tokens }),
+        ...oauth,
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
       }));
     }

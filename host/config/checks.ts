@@ -181,9 +181,15 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
     else if (entry.principal === 'bearer' && shared !== undefined) error(['servers', 'auth', 'tokens', i, 'principal'], 'is the shared bearer token\'s principal (bearer_token_env): choose another name');
     else principals.set(entry.principal, i);
   });
-  const hasTokens = shared !== undefined || principals.size > 0;
+  // OAuth scopes: each maps to labels of the vocabularies.
+  for (const [scope, labels] of Object.entries(config.servers?.auth?.oauth?.scope_labels ?? {})) {
+    const at = ['servers', 'auth', 'oauth', 'scope_labels', scope];
+    checkLabel(NETWORK_LABELS, labels.network, [...at, 'network'], 'network label', error);
+    checkLabel(PRIVILEGE_LABELS, labels.privilege, [...at, 'privilege'], 'privilege level', error);
+  }
+  const hasTokens = shared !== undefined || principals.size > 0 || config.servers?.auth?.oauth !== undefined;
   if (mcpEnabled && !LOOPBACK_HOSTS.has(mcpAddress.host) && !hasTokens) {
-    warn(['servers', 'mcp', 'http', 'host'], `serves MCP on ${mcpAddress.host}, beyond this machine, without a bearer token (set bearer_token_env)`);
+    warn(['servers', 'mcp', 'http', 'host'], `serves MCP on ${mcpAddress.host}, beyond this machine, without a bearer token (set bearer_token_env, servers.auth.tokens or servers.auth.oauth)`);
   }
 
   return { errors, warnings };

@@ -19,7 +19,7 @@ import type { SandboxOptions } from '../sandbox/loader.js';
 import type { StateLimits } from '../core/state.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ClusterSection, ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
-import type { DistributionSection, VerifyEntry } from './types.js';
+import type { DistributionSection, OAuthSection, VerifyEntry } from './types.js';
 import type { DistributionOptions, TrustPolicy } from '../distribution/options.js';
 import { isRemoteSource } from '../distribution/source.js';
 import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
@@ -232,6 +232,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   const grpc = config.servers?.grpc ?? {};
   const servers: ServerSettings = {
     tokens: (config.servers?.auth?.tokens ?? []).map((entry) => ({ principal: entry.principal, tokenEnv: entry.token_env })),
+    ...(config.servers?.auth?.oauth === undefined ? {} : { oauth: resolveOAuth(config.servers.auth.oauth) }),
     mcp: {
       ...(config.servers?.mcp?.progress_flush_ms === undefined ? {} : { progressFlushMs: config.servers.mcp.progress_flush_ms }),
       http: {
@@ -340,4 +341,17 @@ export function schemaLimitsOf(guest: NonNullable<HostSection['guest_limits']> =
   if (guest.args_depth !== undefined) limits.argsDepth = guest.args_depth;
   if (guest.validation_steps !== undefined) limits.validationSteps = guest.validation_steps;
   return limits;
+}
+
+/** `servers.auth.oauth` in the servers' terms (they check it again, with the loopback rule, when they start). */
+function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth']> {
+  return {
+    issuer: section.issuer,
+    audience: section.audience,
+    ...(section.jwks_uri === undefined ? {} : { jwksUri: section.jwks_uri }),
+    ...(section.principal_claim === undefined ? {} : { principalClaim: section.principal_claim }),
+    ...(section.tenant_claim === undefined ? {} : { tenantClaim: section.tenant_claim }),
+    ...(section.scope_labels === undefined ? {} : { scopeLabels: Object.fromEntries(Object.entries(section.scope_labels).map(([scope, labels]) => [scope, { ...labels }])) }),
+    ...(section.resource_name === undefined ? {} : { resourceName: section.resource_name }),
+  };
 }

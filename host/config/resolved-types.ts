@@ -77,6 +77,16 @@ export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec;
 export interface ServerSettings {
   /** Named tokens (MCP HTTP and gRPC): each principal and the environment variable holding its token. */
   tokens: Array<{ principal: string; tokenEnv: string }>;
+  /** OAuth 2.1 access tokens for both servers (absent: none); the servers check it again when they start. */
+  oauth?: {
+    issuer: string;
+    jwksUri?: string;
+    audience: string;
+    principalClaim?: string;
+    tenantClaim?: string;
+    scopeLabels?: Record<string, { network?: string; privilege?: string }>;
+    resourceName?: string;
+  };
   mcp: {
     /** How long a call's answer waits for the ping after its last progress notification (ms; absent: the server's default). */
     progressFlushMs?: number;

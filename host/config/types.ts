@@ -177,8 +177,19 @@ export interface McpHttpServerEntry extends McpServerCommon {
 
 export type McpServerEntry = McpStdioServerEntry | McpHttpServerEntry;
 
+/** `servers.auth.oauth`: OAuth 2.1 access tokens (JWTs) for MCP HTTP and gRPC. */
+export interface OAuthSection {
+  issuer: string;
+  jwks_uri?: string;
+  audience: string;
+  principal_claim?: string;
+  tenant_claim?: string;
+  scope_labels?: Record<string, { network?: string; privilege?: string }>;
+  resource_name?: string;
+}
+
 export interface ServersSection {
-  auth?: { tokens?: Array<{ principal: string; token_env: string }> };
+  auth?: { tokens?: Array<{ principal: string; token_env: string }>; oauth?: OAuthSection };
   mcp?: {
     progress_flush_ms?: number;
     http?: {

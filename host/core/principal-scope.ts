@@ -64,7 +64,10 @@ export function conversationScope(principal: string | undefined, conversationId:
   return principal === undefined ? conversationId : `${CONVERSATION_SCOPE_MARK}principal:${principal}${CONVERSATION_SCOPE_MARK}${conversationId}`;
 }
 
-/** Whom a call counts against for the fleet's per-tenant caps: its principal, never a name the client chose. */
-export function tenantOf(principal: string | undefined): string {
-  return principal ?? ANONYMOUS_TENANT;
+/**
+ * Whom a call counts against for the fleet's per-tenant caps: the tenant a server authenticated (an
+ * OAuth token's tenant claim), else its principal; never a name the client chose.
+ */
+export function tenantOf(principal: string | undefined, tenant?: string): string {
+  return tenant ?? principal ?? ANONYMOUS_TENANT;
 }

@@ -309,6 +309,8 @@ export class ToolRegistry {
     };
     if (this.#closed) return reject(new ToolhostError('INTERNAL', 'the registry is closed; no more calls are accepted'));
     const admission = admit(this.#deps, callId, name, args, options);
+    // Above its caller's own label ceiling (an OAuth token's scopes): a hit of that limit, for the metrics.
+    if (!admission.admitted && (admission.error.details as { reason?: unknown } | undefined)?.reason === 'caller-ceiling') this.#deps.onLimit(name, 'scope_labels');
     if (!admission.admitted) return reject(admission.error, admission.audit);
     const call = new Call(this.#deps, admission.call);
     if (!call.track()) return reject(new ToolhostError('INVALID_INPUT', `call id "${callId}" is already in flight`));

@@ -15,7 +15,7 @@ import type { AuditEntry } from './audit.js';
 import type { ExecutionPolicy, PolicyDefaults } from './execution-policy.js';
 import type { ToolGrant } from './grant.js';
 import { describeOverlap, type HostOwnedOverlap } from './host-owned-paths.js';
-import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, type NetworkLabel, type PrivilegeLabel } from './labels.js';
+import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, type LabelCeiling, type NetworkLabel, type PrivilegeLabel } from './labels.js';
 
 /** The guest path at which the worktree appears. */
 export const WORKTREE_GUEST_PATH = '/worktree';
@@ -44,6 +44,8 @@ export interface CapabilityRequest {
   toolDefaults: ExecutionPolicy;
   grant: ToolGrant;
   defaults: PolicyDefaults;
+  /** The caller's own ceiling (an OAuth token's scopes), applied after the grant's. */
+  callerCeiling?: LabelCeiling;
   /** The worktree the caller bound (otherwise the grant's). */
   workingDir?: string;
   /** Environment values the caller offered. */
@@ -89,6 +91,24 @@ export function denial(
 }
 
 /**
+ * The caller's ceiling, beside the grant's: the labels the call would run
+ * with (asked for, or the defaults) above what the caller may ask for are
+ * refused, with the codes the grant's ceiling uses, never lowered in silence.
+ */
+function callerCeilingDenial(request: CapabilityRequest, labels: { network: NetworkLabel; privilege: PrivilegeLabel }): CapabilityDenial | undefined {
+  const ceiling = request.callerCeiling;
+  if (ceiling === undefined) return undefined;
+  const source = ceiling.source ?? 'the caller\'s credentials';
+  if (ceiling.network !== undefined && labelRank(NETWORK_LABELS, labels.network) > labelRank(NETWORK_LABELS, ceiling.network)) {
+    return denial(request, 'PERMISSION_DENIED', `${source} allow network_policy ${ceiling.network} at most; the call to "${request.tool}" would run with ${labels.network}`, labels, { reason: 'caller-ceiling', ceiling: ceiling.network });
+  }
+  if (ceiling.privilege !== undefined && labelRank(PRIVILEGE_LABELS, labels.privilege) > labelRank(PRIVILEGE_LABELS, ceiling.privilege)) {
+    return denial(request, 'TOOL_PRIVILEGE_ESCALATION', `${source} allow privilege_level ${ceiling.privilege} at most; the call to "${request.tool}" would run with ${labels.privilege}`, labels, { reason: 'caller-ceiling', ceiling: ceiling.privilege });
+  }
+  return undefined;
+}
+
+/**
  * Decide what one call may use: the labels it asked for (or the tool's
  * defaults, then the host's), checked against the tool's grant, the worktree
  * it needs, its environment. A refusal is a value, not an exception.
@@ -107,6 +127,8 @@ export function resolveCapabilities(request: CapabilityRequest): CapabilityDecis
   if (labelRank(PRIVILEGE_LABELS, privilege) > labelRank(PRIVILEGE_LABELS, maxPrivilege)) {
     return denial(request, 'TOOL_PRIVILEGE_ESCALATION', `tool "${request.tool}" is granted privilege_level ${maxPrivilege} at most; the call asked for ${privilege}`, labels);
   }
+  const callerDenied = callerCeilingDenial(request, labels);
+  if (callerDenied) return callerDenied;
 
   const worktreeRequired = policy.worktreeRequired ?? toolDefaults.worktreeRequired ?? false;
   const bound = request.workingDir ?? grant.worktree;

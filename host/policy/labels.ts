@@ -16,3 +16,15 @@ export function parseLabel<L extends string>(vocabulary: readonly L[], value: st
 export function labelRank<L extends string>(vocabulary: readonly L[], label: L): number {
   return vocabulary.indexOf(label);
 }
+
+/**
+ * The most a caller may ask for, whatever the tool's grant allows: an
+ * authenticated server client's token scopes map to one (servers/auth). A
+ * label left out is not capped by the caller; the grant still caps it.
+ */
+export interface LabelCeiling {
+  network?: NetworkLabel;
+  privilege?: PrivilegeLabel;
+  /** What the ceiling comes from, named in refusals (e.g. `the token's scopes (tools:read)`). */
+  source?: string;
+}

@@ -13,9 +13,13 @@
  * A request that carries an `Origin` header (a browser's) must name an allowed
  * origin (403 otherwise), as the MCP spec requires of Streamable HTTP servers;
  * requests without one (non-browser clients) pass.
- * With a bearer token (or named tokens), `/mcp` and `/metrics` need
- * `Authorization: Bearer <token>` (401 otherwise); `/healthz` stays open for
- * probes and reveals only counts. A session belongs to the principal of the
+ * With a bearer token (or named tokens, or OAuth: auth/), `/mcp` and `/metrics`
+ * need `Authorization: Bearer <token>` (401 otherwise, with `WWW-Authenticate`;
+ * 503 when an access token cannot be checked now); `/healthz` stays open for
+ * probes and reveals only counts. With OAuth, RFC 9728 metadata is served
+ * without a token at `/.well-known/oauth-protected-resource` (any origin may
+ * read it), and every request's token is checked again: its scopes cap the
+ * labels of that request's calls. A session belongs to the principal of the
  * token that initialized it: its calls carry that principal (conversations
  * are scoped to it, see principals.ts), and a request with another
  * principal's token gets 404, as if the session did not exist.
@@ -41,7 +45,10 @@ import { closeCancelledStreams } from './mcp-cancellations.js';
 import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
 import type { ServerLimitMetrics } from './metrics.js';
-import { TokenTable, type NamedToken } from './principals.js';
+import type { NamedToken } from './principals.js';
+import { createAuthenticator } from './auth/authenticator.js';
+import { authenticateRequest, serveProtectedResource } from './auth/http-guard.js';
+import type { OAuthOptions } from './auth/oauth-options.js';
 import { defaultAllowedHosts, defaultAllowedOrigins, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
@@ -65,6 +72,8 @@ export interface McpHttpServerOptions extends McpServerOptions {
   bearerToken?: string;
   /** Named tokens, each a principal of its own (beside or instead of `bearerToken`). */
   tokens?: NamedToken[];
+  /** OAuth 2.1 access tokens (JWTs of `issuer` for the resource `audience`), beside or instead of static tokens. */
+  oauth?: OAuthOptions;
   /** Served at `GET /metrics` (404 without it). */
   metrics?: MetricsSource;
   /** Extra fields for `GET /healthz` (e.g. sandbox pool stats). */
@@ -130,6 +139,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     allowedHosts,
     bearerToken,
     tokens: namedTokens,
+    oauth,
     metrics,
     health,
     allowedOrigins,
@@ -156,7 +166,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     throw new TypeError('options.allowedOrigins must be an array of non-empty strings');
   }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
-  const tokens = TokenTable.from({ bearerToken, tokens: namedTokens });
+  const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
   }
@@ -268,22 +278,26 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       limitMetrics?.refused('mcp', 'host');
       return rpcError(res, 403, -32000, 'Forbidden: Host header not allowed', { code: 'PERMISSION_DENIED', reason: 'host' });
     }
+    const path = pathOf(req.url);
+    if (serveProtectedResource(auth, path, req, res)) return;
     if (!originCheck(header(req, 'origin'))) {
       limitMetrics?.refused('mcp', 'origin');
       return rpcError(res, 403, -32000, 'Forbidden: Origin not allowed', { code: 'PERMISSION_DENIED', reason: 'origin' });
     }
-    const path = pathOf(req.url);
     if (path === '/healthz') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET, HEAD');
       const extra = health ? await health() : {};
       return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: sessions.size, ...extra });
     }
     if (path !== MCP_PATH && path !== '/metrics') return sendJson(res, 404, { error: 'not found' });
-    const principal = tokens?.principalOf(header(req, 'authorization'));
-    if (tokens !== undefined && principal === undefined) {
-      limitMetrics?.refused('mcp', 'unauthenticated');
-      res.setHeader('WWW-Authenticate', 'Bearer');
-      return sendJson(res, 401, { jsonrpc: '2.0', error: { code: -32000, message: 'Unauthorized: a valid bearer token is required' }, id: null });
+    let principal: string | undefined;
+    if (auth !== undefined) {
+      const caller = await authenticateRequest(auth, req, res, (reason, detail) => {
+        limitMetrics?.refused('mcp', reason);
+        registry.logger.debug({ reason: detail }, 'mcp http: request not authenticated');
+      });
+      if (caller === null) return;
+      principal = caller.principal;
     }
     if (path === '/metrics') {
       if (req.method !== 'GET') return methodNotAllowed(res, 'GET');

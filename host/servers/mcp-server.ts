@@ -57,6 +57,7 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { CallOptions, CallStream } from '../core/call/options.js';
+import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import type { McpDefinition } from '../core/definitions.js';
 import type { ErrorCode } from '../base/errors.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
@@ -320,6 +321,10 @@ function outputSchemaOf(registry: McpToolSource, name: string): unknown {
 
 function callOptionsFrom(name: string, meta: Record<string, unknown>, extra: Extra, options: ResolvedServerOptions): CallOptions {
   const call: CallOptions = { signal: extra.signal, ...(options.principal === undefined ? {} : { principal: options.principal }) };
+  // The request's own credentials (HTTP with OAuth): their tenant and label ceiling, never the client's _meta.
+  const caller = extra.authInfo?.extra?.[CALLER_AUTH_KEY] as Pick<CallOptions, 'tenant' | 'labelCeiling'> | undefined;
+  if (caller?.tenant !== undefined) call.tenant = caller.tenant;
+  if (caller?.labelCeiling !== undefined) call.labelCeiling = caller.labelCeiling;
   const text = (key: string): string | undefined => {
     const value = meta[key];
     if (value === undefined || value === null) return undefined;

@@ -8,6 +8,8 @@
  * cancel reach only that principal's calls. MCP HTTP and gRPC use the same
  * table, so one client holding one token is one principal on both.
  *
+ * OAuth access tokens sit beside these behind one interface (auth/authenticator.ts).
+ *
  * Tokens are compared as SHA-256 digests in constant time, every token every
  * time, so the answer's timing says nothing about which token came close.
  */
@@ -67,6 +69,11 @@ export class TokenTable {
       add(entry.principal, entry.token, where);
     });
     return entries.length === 0 ? undefined : new TokenTable(entries);
+  }
+
+  /** The principals the table names (an OAuth access token may name none of them). */
+  get principals(): string[] {
+    return this.#entries.map((entry) => entry.principal);
   }
 
   /** The principal an `Authorization: Bearer <token>` value names, or undefined when it names none. */

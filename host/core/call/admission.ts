@@ -5,7 +5,8 @@
  *   1. lookup    the tool exists                         TOOL_NOT_FOUND
  *   2. policy    parse the request, the tool's defaults   INVALID_INPUT
  *                fill in what it leaves out; host
- *                ceilings; grant ∩ request; a writable    PERMISSION_DENIED, TOOL_PRIVILEGE_ESCALATION,
+ *                ceilings; grant ∩ request, then the      PERMISSION_DENIED, TOOL_PRIVILEGE_ESCALATION,
+ *                caller's own label ceiling; a writable
  *                worktree off host-owned paths            WORKTREE_NOT_BOUND (each audited)
  *   3. validate  the arguments against the input schema   INVALID_INPUT (ajv path and message)
  *   4. ids       the call id is usable: 1..maxLength      INVALID_INPUT
@@ -135,6 +136,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
     toolDefaults,
     grant: tool.grant ?? {},
     defaults: deps.defaults,
+    ...(options.labelCeiling === undefined ? {} : { callerCeiling: options.labelCeiling }),
     ...(options.workingDir === undefined ? {} : { workingDir: options.workingDir }),
     ...(options.env === undefined ? {} : { env: options.env }),
     hostEnv: deps.hostEnv,
@@ -157,7 +159,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
 
   const { principal, conversationId, sessionId, agentName, signal, extensions } = options;
   const workingDir = options.workingDir ?? tool.grant?.worktree;
-  const plan: Mutable<CallPlan> = { callId, tool, args, tenant: tenantOf(principal), policy, budgets, capabilities: decision.capabilities };
+  const plan: Mutable<CallPlan> = { callId, tool, args, tenant: tenantOf(principal, options.tenant), policy, budgets, capabilities: decision.capabilities };
   if (principal !== undefined) plan.principal = principal;
   if (conversationId !== undefined) {
     plan.conversationId = conversationId;

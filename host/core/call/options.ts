@@ -1,5 +1,6 @@
 /** What a caller says about one call, and what it gets back. */
 import type { ExecutionPolicyInput } from '../../policy/execution-policy.js';
+import type { LabelCeiling } from '../../policy/labels.js';
 import type { CancelOutcome } from '../../base/errors.js';
 import type { ToolEvent } from '../events.js';
 import type { Extensions } from '../extensions.js';
@@ -16,6 +17,17 @@ export interface CallOptions {
    * server without authentication (one shared space, as before).
    */
   principal?: string;
+  /**
+   * The tenant the call counts against for the fleet's per-tenant caps, as a server authenticated it
+   * (an OAuth token's tenant claim). Absent: the principal is the tenant.
+   */
+  tenant?: string;
+  /**
+   * The most the caller may ask for, as a server authenticated it (an OAuth token's scopes): a call
+   * whose labels pass it is refused (PERMISSION_DENIED for network, TOOL_PRIVILEGE_ESCALATION for
+   * privilege), whatever the tool's grant allows. Absent: only the grant caps the call.
+   */
+  labelCeiling?: LabelCeiling;
   sessionId?: string;
   agentName?: string;
   /** The worktree bound to the call. */

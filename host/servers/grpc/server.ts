@@ -26,14 +26,16 @@
  * `idleTimeoutMs` (one that never sent a byte included) is closed by grpc-js
  * (`grpc.max_connection_idle_ms`, GOAWAY first; clients reconnect by themselves).
  */
-import { Server, ServerCredentials, status as GrpcStatus, type ChannelOptions, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Server, ServerCredentials, type ChannelOptions, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { loadToolPackageDefinition, TOOL_SERVICE_NAME, toolServiceDefinition } from './proto.js';
 import { gateConnections, resolveConnectionLimits } from '../connection-gate.js';
-import { TokenTable } from '../principals.js';
+import { createAuthenticator } from '../auth/authenticator.js';
+import type { Authenticator } from '../auth/caller.js';
+import { authenticateGrpc } from './authenticate.js';
 import { createToolServiceHandlers, type GrpcToolSource, type ToolServiceOptions } from './service.js';
 import { toServiceError } from './status.js';
 
@@ -125,9 +127,9 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
   if (withReflection !== false) {
     const healthDefinition = loadSync(healthProtoPath, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
     const reflection = new ReflectionService({ ...loadToolPackageDefinition(), ...(withHealth !== false ? healthDefinition : {}) });
-    const tokens = TokenTable.from(serviceOptions);
-    reflection.addToServer(tokens === undefined ? server : {
-      addService: (definition, implementation) => server.addService(definition, guarded(implementation, tokens, () => options.limitMetrics?.refused('grpc', 'unauthenticated'))),
+    const auth = createAuthenticator(serviceOptions);
+    reflection.addToServer(auth === undefined ? server : {
+      addService: (definition, implementation) => server.addService(definition, guarded(implementation, auth, (reason) => options.limitMetrics?.refused('grpc', reason))),
     });
   }
   const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
@@ -172,18 +174,17 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
 }
 
 /** Reflection's handlers behind the tokens: a stream without a valid one ends UNAUTHENTICATED before any answer. */
-function guarded(implementation: UntypedServiceImplementation, tokens: TokenTable, refused: () => void): UntypedServiceImplementation {
+function guarded(implementation: UntypedServiceImplementation, auth: Authenticator, refused: (reason: string) => void): UntypedServiceImplementation {
   const wrapped: UntypedServiceImplementation = {};
   for (const [name, handler] of Object.entries(implementation)) {
     wrapped[name] = ((stream: ServerDuplexStream<unknown, unknown>) => {
-      const presented = stream.metadata.get('authorization')[0];
-      if (tokens.principalOf(typeof presented === 'string' ? presented : undefined) === undefined) {
-        refused();
-        const error = toServiceError({ code: 'PERMISSION_DENIED', message: 'a valid bearer token is required for reflection: send "authorization: Bearer <token>" metadata (grpcurl -H)' });
-        stream.emit('error', Object.assign(error, { code: GrpcStatus.UNAUTHENTICATED }));
-        return;
-      }
-      (handler as (stream: ServerDuplexStream<unknown, unknown>) => void)(stream);
+      authenticateGrpc(auth, stream, refused).then((who) => {
+        if ('refused' in who) {
+          stream.emit('error', who.refused);
+          return;
+        }
+        (handler as (stream: ServerDuplexStream<unknown, unknown>) => void)(stream);
+      }, (error: unknown) => stream.emit('error', toServiceError({ code: 'INTERNAL', message: String(error) })));
     }) as UntypedServiceImplementation[string];
   }
   return wrapped;

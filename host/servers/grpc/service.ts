@@ -23,10 +23,12 @@
  *   id (in flight or finished, here or on another host) answers NOT_FOUND.
  *   On this host, a client cancels only calls it started over gRPC: another
  *   client's call in flight here (over MCP or the library) answers NOT_FOUND.
- * - With a bearer token (or named tokens), every RPC needs `authorization:
- *   Bearer <token>` metadata (the same tokens as MCP): UNAUTHENTICATED
- *   otherwise, with `toolhost-error-code: PERMISSION_DENIED`. The token's
- *   principal scopes the call's conversation (see principals.ts).
+ * - With a bearer token (or named tokens, or OAuth access tokens: ../auth/),
+ *   every RPC needs `authorization: Bearer <token>` metadata (the same tokens
+ *   as MCP): UNAUTHENTICATED otherwise, with `toolhost-error-code:
+ *   PERMISSION_DENIED` (UNAVAILABLE when an access token cannot be checked
+ *   now). The token's principal scopes the call's conversation (see
+ *   principals.ts); an access token's tenant and label ceiling go with the call.
  * - A client's `call_id` must follow the call-id rules (INVALID_ARGUMENT,
  *   not echoed back).
  */
@@ -38,15 +40,17 @@ import {
   type ServerUnaryCall,
   type ServerWritableStream,
   type UntypedServiceImplementation,
-  status as GrpcStatus,
   type ServerErrorResponse,
 } from '@grpc/grpc-js';
 import { DEFAULT_MAX_CALL_ID_LENGTH } from '../../core/call/ids.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { callKey } from '../../core/principal-scope.js';
 import type { ServerLimitMetrics } from '../metrics.js';
-import { TokenTable, type NamedToken } from '../principals.js';
+import type { NamedToken } from '../principals.js';
+import { createAuthenticator } from '../auth/authenticator.js';
+import type { OAuthOptions } from '../auth/oauth-options.js';
 import type { CallStream } from '../../core/call/options.js';
+import { authenticateGrpc, callerPrincipal, type Principal, type Who } from './authenticate.js';
 import { toErrorData, type CancelOutcome } from '../../base/errors.js';
 import { isTerminal, type TerminalEvent, type ToolEvent } from '../../core/events.js';
 import type { Logger } from '../../base/logger.js';
@@ -70,20 +74,12 @@ export interface ToolServiceOptions {
   bearerToken?: string;
   /** Named tokens, each a principal of its own (beside or instead of `bearerToken`). */
   tokens?: NamedToken[];
+  /** OAuth 2.1 access tokens (JWTs of `issuer` for the resource `audience`), beside or instead of static tokens. */
+  oauth?: OAuthOptions;
   /** Longest accepted call id (default 128; keep it equal to the registry's `callIds.maxLength`). */
   maxCallIdLength?: number;
   /** Where refusals are counted (toolhost's `createMetrics(...).limits`). */
   limitMetrics?: ServerLimitMetrics;
-}
-
-/** Who a request comes from: the token's principal, or {@link ANONYMOUS} (no token configured). */
-type Principal = string;
-/** Anyone, on a server without tokens (its calls carry no principal: one shared space). */
-const ANONYMOUS = '\u0000anonymous';
-
-/** The principal a request's calls and cancels carry (none for {@link ANONYMOUS}). */
-function callerPrincipal(principal: Principal): string | undefined {
-  return principal === ANONYMOUS ? undefined : principal;
 }
 
 export interface ToolServiceHandlers extends UntypedServiceImplementation {
@@ -103,79 +99,81 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
   if (options.worktree !== undefined && typeof options.worktree !== 'function') {
     throw new TypeError('options.worktree must be a function (toolName) => string | undefined');
   }
-  const tokens = TokenTable.from(options);
+  const auth = createAuthenticator(options);
   const log = registry.logger.child({ component: 'grpc' });
   const maxCallIdLength = options.maxCallIdLength ?? DEFAULT_MAX_CALL_ID_LENGTH;
   /** gRPC calls in flight, by key (the id scoped by the principal that started it). */
   const owners = new ChurnTable<string, true>();
-  /** The caller's principal, or the refusal to answer. */
-  const authenticate = (call: SurfaceCall): { principal: Principal } | { refused: ServerErrorResponse } => {
-    if (tokens === undefined) return { principal: ANONYMOUS };
-    const presented = call.metadata.get('authorization')[0];
-    const principal = tokens.principalOf(typeof presented === 'string' ? presented : undefined);
-    if (principal !== undefined) return { principal };
-    options.limitMetrics?.refused('grpc', 'unauthenticated');
-    const refused = toServiceError({ code: 'PERMISSION_DENIED', message: 'a valid bearer token is required: send "authorization: Bearer <token>" metadata' });
-    return { refused: Object.assign(refused, { code: GrpcStatus.UNAUTHENTICATED }) };
-  };
+  /** The caller, or the refusal to answer. */
+  const authenticate = (call: SurfaceCall): Promise<Who | { refused: ServerErrorResponse }> =>
+    authenticateGrpc(auth, call, (reason) => options.limitMetrics?.refused('grpc', reason));
   const context: ServiceContext = { registry, options, log, owners, maxCallIdLength };
   const handlers: ToolServiceHandlers = {
     Call(call, callback) {
-      const auth = authenticate(call);
-      if ('refused' in auth) return callback(auth.refused);
-      handleCall(context, auth.principal, call, callback).catch((error: unknown) => {
+      authenticate(call).then((who) => {
+        if ('refused' in who) return callback(who.refused);
+        return handleCall(context, who, call, callback);
+      }).catch((error: unknown) => {
         log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC Call handler failed');
         callback(toServiceError(toErrorData(error)));
       });
     },
     CallStream(call) {
-      const auth = authenticate(call);
-      if ('refused' in auth) {
-        call.emit('error', auth.refused);
-        return;
-      }
-      handleCallStream(context, auth.principal, call).catch((error: unknown) => {
+      authenticate(call).then((who) => {
+        if ('refused' in who) {
+          if (!isGone(call)) call.emit('error', who.refused);
+          return;
+        }
+        return handleCallStream(context, who, call);
+      }).catch((error: unknown) => {
         log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC CallStream handler failed');
         if (!isGone(call)) call.emit('error', toServiceError(toErrorData(error)));
       });
     },
     Cancel(call, callback) {
-      const auth = authenticate(call);
-      if ('refused' in auth) return callback(auth.refused);
-      const malformed = malformedRequestReason(call.request);
-      if (malformed !== undefined) {
-        return callback(toServiceError({ code: 'INVALID_INPUT', message: `the request is not a valid sw4rm.tool.ToolCall message: ${malformed}`, details: { reason: 'malformed' } }));
-      }
-      const callId = typeof call.request.call_id === 'string' ? call.request.call_id : '';
-      if (callId.length === 0) {
-        callback(null, { call_id: '', error_code: 'NOT_FOUND', message: 'call_id is empty: there is no call to cancel' });
-        return;
-      }
-      const problem = requestCallIdProblem(call.request, maxCallIdLength);
-      if (problem !== undefined) {
-        options.limitMetrics?.refused('grpc', 'call_id');
-        return callback(toServiceError({ code: 'INVALID_INPUT', message: problem }));
-      }
-      const principal = callerPrincipal(auth.principal);
-      // The caller's own call in flight here, not started over gRPC (MCP, the library), is not this client's either.
-      const notYours = !owners.has(callKey(principal, callId)) && registry.callState?.(callId, principal) === 'in_flight';
-      const answer = (outcome: CancelOutcome): void => {
-        log.debug({ callId, outcome }, 'gRPC Cancel');
-        callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
-      };
-      // Fleet-wide when the registry has a fleet (the call may run on another host); else this host's tracker.
-      // Either way with the caller's principal: only its own calls are looked up.
-      if (notYours || registry.cancelAnywhere === undefined) {
-        answer(notYours ? 'NOT_FOUND' : registry.cancel(callId, principal));
-        return;
-      }
-      registry.cancelAnywhere(callId, principal).then(answer, (error: unknown) => {
-        const data = toErrorData(error, callId);
-        callback(null, { call_id: callId, error_code: data.code, message: data.message });
-      });
+      authenticate(call).then((who) => {
+        if ('refused' in who) return callback(who.refused);
+        handleCancel(context, who.principal, call, callback);
+      }).catch((error: unknown) => callback(toServiceError(toErrorData(error))));
     },
   };
   return handlers;
+}
+
+/** Cancel: the caller's own call, by id, here or (with a fleet) on the host running it. */
+function handleCancel(context: ServiceContext, who: Principal, call: ServerUnaryCall<ToolCallMessage, ToolErrorMessage>, callback: sendUnaryData<ToolErrorMessage>): void {
+  const { registry, options, log, owners, maxCallIdLength } = context;
+  const malformed = malformedRequestReason(call.request);
+  if (malformed !== undefined) {
+    return callback(toServiceError({ code: 'INVALID_INPUT', message: `the request is not a valid sw4rm.tool.ToolCall message: ${malformed}`, details: { reason: 'malformed' } }));
+  }
+  const callId = typeof call.request.call_id === 'string' ? call.request.call_id : '';
+  if (callId.length === 0) {
+    callback(null, { call_id: '', error_code: 'NOT_FOUND', message: 'call_id is empty: there is no call to cancel' });
+    return;
+  }
+  const problem = requestCallIdProblem(call.request, maxCallIdLength);
+  if (problem !== undefined) {
+    options.limitMetrics?.refused('grpc', 'call_id');
+    return callback(toServiceError({ code: 'INVALID_INPUT', message: problem }));
+  }
+  const principal = callerPrincipal(who);
+  // The caller's own call in flight here, not started over gRPC (MCP, the library), is not this client's either.
+  const notYours = !owners.has(callKey(principal, callId)) && registry.callState?.(callId, principal) === 'in_flight';
+  const answer = (outcome: CancelOutcome): void => {
+    log.debug({ callId, outcome }, 'gRPC Cancel');
+    callback(null, { call_id: callId, error_code: outcome, message: CANCEL_MESSAGES[outcome] });
+  };
+  // Fleet-wide when the registry has a fleet (the call may run on another host); else this host's tracker.
+  // Either way with the caller's principal: only its own calls are looked up.
+  if (notYours || registry.cancelAnywhere === undefined) {
+    answer(notYours ? 'NOT_FOUND' : registry.cancel(callId, principal));
+    return;
+  }
+  registry.cancelAnywhere(callId, principal).then(answer, (error: unknown) => {
+    const data = toErrorData(error, callId);
+    callback(null, { call_id: callId, error_code: data.code, message: data.message });
+  });
 }
 
 /** Call: run to the terminal event and answer its frame alone. */
@@ -190,11 +188,11 @@ interface ServiceContext {
 
 async function handleCall(
   context: ServiceContext,
-  principal: Principal,
+  who: Who,
   call: ServerUnaryCall<ToolCallMessage, ToolFrameMessage>,
   callback: sendUnaryData<ToolFrameMessage>,
 ): Promise<void> {
-  const started = startCall(context, principal, call);
+  const started = startCall(context, who, call);
   if ('refused' in started) {
     callback(started.refused);
     return;
@@ -229,10 +227,10 @@ async function handleCall(
 /** CallStream: one frame per event, `final` on the terminal event's frame. */
 async function handleCallStream(
   context: ServiceContext,
-  principal: Principal,
+  who: Who,
   call: ServerWritableStream<ToolCallMessage, ToolFrameMessage>,
 ): Promise<void> {
-  const started = startCall(context, principal, call);
+  const started = startCall(context, who, call);
   if ('refused' in started) {
     call.emit('error', started.refused);
     return;
@@ -287,7 +285,7 @@ async function handleCallStream(
 type Started = { stream: CallStream; unwatch: () => void } | { refused: ReturnType<typeof toServiceError> };
 
 /** Parse the request, start the call with a signal the client's cancel and deadline abort, and send the call id. */
-function startCall(context: ServiceContext, principal: Principal, call: SurfaceCall): Started {
+function startCall(context: ServiceContext, who: Who, call: SurfaceCall): Started {
   const { registry, options, log, owners } = context;
   const malformed = malformedRequestReason(call.request);
   if (malformed !== undefined) {
@@ -308,8 +306,9 @@ function startCall(context: ServiceContext, principal: Principal, call: SurfaceC
   log.debug({ callId, tool: parsed.toolName, ...(parsed.providerId === undefined ? {} : { providerId: parsed.providerId }) }, 'gRPC call');
   const abort = new AbortController();
   const unwatchClient = watchClient(call, abort);
-  const caller = callerPrincipal(principal);
-  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal, ...(caller === undefined ? {} : { principal: caller }) });
+  const caller = callerPrincipal(who.principal);
+  // What the credentials say (principal, tenant, ceiling) comes last: nothing in the request overrides it.
+  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal, ...(caller === undefined ? {} : { principal: caller }), ...who.adds });
   // The id is ours while our call runs (a refused duplicate id does not take it over).
   const key = callKey(caller, callId);
   const owned = !owners.has(key);

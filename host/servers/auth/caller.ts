@@ -1,0 +1,86 @@
+/**
+ * Who a server request comes from, and the one interface every way of
+ * telling implements: static bearer tokens (../principals.ts) and OAuth 2.1
+ * access tokens (jwt-access-tokens.ts) sit behind {@link Authenticator}, and
+ * MCP HTTP and gRPC ask it the same question with the same header value.
+ *
+ * Guarantees: an authenticated {@link Caller} names a principal in the
+ * principal alphabet (short, printable, safe in logs and metrics); its tenant,
+ * when set, is in the same alphabet; its label ceiling comes from the
+ * credentials, never from the request. A refusal says whether the client must
+ * bring another token (401) or the server could not check it now (503).
+ *
+ * It does not decide what a caller may do with a tool: that is the call
+ * path's admission, which applies the ceiling beside the tool's grant.
+ */
+import type { CallOptions } from '../../core/call/options.js';
+import type { LabelCeiling } from '../../policy/labels.js';
+
+/** Principal (and tenant) names: short, printable, safe in logs and metrics. */
+export const PRINCIPAL_PATTERN = /^[A-Za-z0-9._@:-]{1,64}$/;
+
+/** An authenticated client. */
+export interface Caller {
+  /** Who owns its calls and conversations (a named token's principal, an access token's `sub` or configured claim). */
+  principal: string;
+  /** Whom its calls count against for the fleet's per-tenant caps (absent: the principal). */
+  tenant?: string;
+  /** The most it may ask for (absent: only the tools' grants cap its calls). */
+  labelCeiling?: LabelCeiling;
+  /** The scopes its token was granted (empty for static tokens). */
+  scopes: readonly string[];
+  /** When its token expires, in seconds since the epoch (absent: never, a static token). */
+  expiresAt?: number;
+  /** How it was authenticated. */
+  kind: 'static' | 'oauth';
+}
+
+/** Why a request was not authenticated. */
+export interface AuthRefusal {
+  ok: false;
+  /** 401: bring a (valid) token; 503: the token could not be checked now (the authorization server is away). */
+  status: 401 | 503;
+  /** RFC 6750's error, when a token was presented and refused. */
+  error?: 'invalid_token';
+  /** A short machine-readable reason (`missing`, `unknown`, `expired`, `audience`, `issuer`, `signature`, `claims`, `unavailable`...). */
+  reason: string;
+  /** For the log and the response body; says nothing about other principals' tokens. */
+  message: string;
+}
+
+export type Authentication = { ok: true; caller: Caller } | AuthRefusal;
+
+/** RFC 9728 protected-resource metadata, and where it is served. */
+export interface ProtectedResource {
+  /** The metadata document (`resource`, `authorization_servers`, `scopes_supported`, `bearer_methods_supported`). */
+  readonly document: Readonly<Record<string, unknown>>;
+  /** The paths on this server that serve it (`/.well-known/oauth-protected-resource` and its resource-path form). */
+  readonly paths: readonly string[];
+  /** The absolute metadata URL, for `WWW-Authenticate: Bearer resource_metadata="..."`. */
+  readonly url: string;
+}
+
+/** The one question servers ask about a request's credentials. */
+export interface Authenticator {
+  /** Authenticate an `Authorization` header value (or gRPC `authorization` metadata). */
+  authenticate(authorization: string | undefined): Promise<Authentication>;
+  /** The `WWW-Authenticate` value a 401 carries. */
+  challenge(refusal: AuthRefusal): string;
+  /** Set when OAuth is configured. */
+  readonly protectedResource?: ProtectedResource;
+}
+
+/** What a caller's calls carry into the call path. */
+export function callerOptions(caller: Caller): Pick<CallOptions, 'principal' | 'tenant' | 'labelCeiling'> {
+  return {
+    principal: caller.principal,
+    ...(caller.tenant === undefined ? {} : { tenant: caller.tenant }),
+    ...(caller.labelCeiling === undefined ? {} : { labelCeiling: caller.labelCeiling }),
+  };
+}
+
+/** The token of an `Authorization: Bearer <token>` value, or undefined. */
+export function bearerOf(authorization: string | undefined): string | undefined {
+  const match = typeof authorization === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization) : null;
+  return match?.[1];
+}

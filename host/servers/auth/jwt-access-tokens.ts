@@ -1,0 +1,170 @@
+/**
+ * OAuth 2.1 access tokens as JWTs (RFC 9068), checked with `jose` against the
+ * authorization server's key set: this server is a resource server.
+ *
+ * Guarantees:
+ * - only asymmetric signatures (RS*, PS*, ES*, EdDSA/Ed25519) are accepted:
+ *   `alg: none` and HMAC (a token "signed" with the JWKS's public key as a
+ *   secret) are refused before any key is looked up;
+ * - `iss` must equal the issuer, `aud` must include this server's resource URI
+ *   (RFC 8707: a token minted for another resource is refused), `exp` must be
+ *   present and not passed, `nbf` (when present) reached, within a small skew;
+ * - keys come from the configured `jwks_uri`, or the one the issuer's RFC 8414
+ *   metadata names; they are cached and fetched again after `jwksCacheMs`, and
+ *   a token naming an unknown key fetches them again (at most once per
+ *   `jwksCooldownMs`), so a rotation is picked up;
+ * - the principal is a claim (`sub` by default) in the principal alphabet, and
+ *   never one of the static tokens' principals; the tenant (when configured) a
+ *   claim in the same alphabet; the label ceiling the highest labels over the
+ *   token's mapped scopes (`scope`, or `scp`).
+ * - an authorization server that cannot be reached gives 503 (retry), never a
+ *   token accepted without its key.
+ *
+ * It does not introspect opaque tokens (RFC 7662).
+ */
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type RemoteJWKSet } from 'jose';
+import { labelRank, NETWORK_LABELS, PRIVILEGE_LABELS, type LabelCeiling, type NetworkLabel, type PrivilegeLabel } from '../../policy/labels.js';
+import { PRINCIPAL_PATTERN, type AuthRefusal, type Authentication, type Caller } from './caller.js';
+import { discoverJwksUri } from './discovery.js';
+import type { ResolvedOAuth } from './oauth-options.js';
+
+/** The JWS algorithms an access token may use: asymmetric only. */
+export const ACCESS_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+/** The key set could not be had (the authorization server is away or answers nonsense). */
+class KeysUnavailable extends Error {
+  override readonly name = 'KeysUnavailable';
+}
+
+export class JwtAccessTokens {
+  readonly #oauth: ResolvedOAuth;
+  readonly #reserved: ReadonlySet<string>;
+  #keys: RemoteJWKSet | undefined;
+  #discovering: Promise<RemoteJWKSet> | undefined;
+  #discoveryFailedAt = Number.NEGATIVE_INFINITY;
+  #discoveryProblem = '';
+
+  /** `reserved`: principals no access token may name (the static tokens'). */
+  constructor(oauth: ResolvedOAuth, reserved: Iterable<string> = []) {
+    this.#oauth = oauth;
+    this.#reserved = new Set(reserved);
+    if (oauth.jwksUri !== undefined) this.#keys = this.#keySet(oauth.jwksUri);
+  }
+
+  /** Check one presented token. */
+  async verify(token: string): Promise<Authentication> {
+    const oauth = this.#oauth;
+    let payload: JWTPayload;
+    try {
+      const keys = await this.#keySetNow();
+      const getKey: JWTVerifyGetKey = async (header, input) => {
+        try {
+          return await keys(header, input);
+        } catch (error) {
+          throw unavailableOrNot(error);
+        }
+      };
+      ({ payload } = await jwtVerify(token, getKey, {
+        issuer: oauth.issuer,
+        audience: oauth.audience,
+        algorithms: ACCESS_TOKEN_ALGORITHMS,
+        clockTolerance: oauth.clockToleranceSec,
+        requiredClaims: ['exp', oauth.principalClaim],
+      }));
+    } catch (error) {
+      return refusalOf(error);
+    }
+    const principal = payload[oauth.principalClaim];
+    if (typeof principal !== 'string' || !PRINCIPAL_PATTERN.test(principal)) {
+      return invalid('principal', `the token's "${oauth.principalClaim}" claim is not a usable principal (letters, digits, . _ @ : -; at most 64)`);
+    }
+    if (this.#reserved.has(principal)) return invalid('principal', `the token's principal "${principal}" is a static token's: access tokens may not name it`);
+    const caller: Caller = { principal, scopes: scopesOf(payload), kind: 'oauth' };
+    if (typeof payload.exp === 'number') caller.expiresAt = payload.exp;
+    if (oauth.tenantClaim !== undefined) {
+      const tenant = payload[oauth.tenantClaim];
+      if (typeof tenant !== 'string' || !PRINCIPAL_PATTERN.test(tenant)) return invalid('tenant', `the token's "${oauth.tenantClaim}" claim is missing or not a usable tenant name`);
+      caller.tenant = tenant;
+    }
+    const ceiling = this.ceilingOf(caller.scopes);
+    if (ceiling !== undefined) caller.labelCeiling = ceiling;
+    return { ok: true, caller };
+  }
+
+  /** The highest labels over the mapped scopes (MINIMAL / DENY_ALL where none says); undefined without `scopeLabels`. */
+  ceilingOf(scopes: readonly string[]): LabelCeiling | undefined {
+    const map = this.#oauth.scopeLabels;
+    if (map === undefined) return undefined;
+    let network: NetworkLabel = 'DENY_ALL';
+    let privilege: PrivilegeLabel = 'MINIMAL';
+    const mapped: string[] = [];
+    for (const scope of scopes) {
+      const labels = map.get(scope);
+      if (labels === undefined) continue;
+      mapped.push(scope);
+      if (labels.network !== undefined && labelRank(NETWORK_LABELS, labels.network) > labelRank(NETWORK_LABELS, network)) network = labels.network;
+      if (labels.privilege !== undefined && labelRank(PRIVILEGE_LABELS, labels.privilege) > labelRank(PRIVILEGE_LABELS, privilege)) privilege = labels.privilege;
+    }
+    return { network, privilege, source: `the token's scopes (${mapped.length === 0 ? 'none of them mapped in scope_labels' : mapped.join(' ')})` };
+  }
+
+  #keySet(url: URL): RemoteJWKSet {
+    const oauth = this.#oauth;
+    return createRemoteJWKSet(url, { timeoutDuration: oauth.fetchTimeoutMs, cooldownDuration: oauth.jwksCooldownMs, cacheMaxAge: oauth.jwksCacheMs });
+  }
+
+  /** The key set, discovering its URL first when it was not configured (a failure is retried after the cooldown). */
+  async #keySetNow(): Promise<RemoteJWKSet> {
+    if (this.#keys !== undefined) return this.#keys;
+    if (Date.now() - this.#discoveryFailedAt < Math.max(this.#oauth.jwksCooldownMs, 1_000)) {
+      throw new KeysUnavailable(`the authorization server's metadata could not be read: ${this.#discoveryProblem}`);
+    }
+    this.#discovering ??= discoverJwksUri(this.#oauth.issuer, this.#oauth.fetchTimeoutMs).then(
+      (url) => (this.#keys = this.#keySet(url)),
+      (error: unknown) => {
+        this.#discoveryFailedAt = Date.now();
+        this.#discoveryProblem = (error as Error).message;
+        this.#discovering = undefined;
+        throw new KeysUnavailable(`the authorization server's metadata could not be read: ${this.#discoveryProblem}`);
+      },
+    );
+    return this.#discovering;
+  }
+}
+
+/** A key-set failure that is the authorization server's (unreachable, not 200, not a key set), or the token's own. */
+function unavailableOrNot(error: unknown): unknown {
+  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys || error instanceof errors.JOSENotSupported) return error;
+  if (error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid) return new KeysUnavailable(error.message);
+  if (error instanceof errors.JOSEError && error.code !== 'ERR_JOSE_GENERIC') return error;
+  return new KeysUnavailable(error instanceof Error ? error.message : String(error));
+}
+
+function refusalOf(error: unknown): AuthRefusal {
+  if (error instanceof KeysUnavailable) {
+    return { ok: false, status: 503, reason: 'unavailable', message: `the token cannot be checked now (${error.message}); retry later` };
+  }
+  if (error instanceof errors.JWTExpired) return invalid('expired', 'the token has expired');
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    const reason = ({ iss: 'issuer', aud: 'audience', nbf: 'not_yet_valid' } as Record<string, string>)[error.claim] ?? 'claims';
+    const message = reason === 'audience' ? 'the token was not issued for this resource (aud)' : reason === 'issuer' ? 'the token is not from the configured issuer' : `the token's claims do not hold (${error.claim}: ${error.reason})`;
+    return invalid(reason, message);
+  }
+  if (error instanceof errors.JOSEAlgNotAllowed) return invalid('algorithm', 'the token\'s algorithm is not accepted (asymmetric signatures only)');
+  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) return invalid('unknown_key', 'the token\'s key is not in the authorization server\'s key set');
+  if (error instanceof errors.JWSSignatureVerificationFailed) return invalid('signature', 'the token\'s signature does not verify');
+  return invalid('malformed', 'the token is not a valid JWT access token');
+}
+
+function invalid(reason: string, message: string): AuthRefusal {
+  return { ok: false, status: 401, error: 'invalid_token', reason, message };
+}
+
+/** The scopes of a token: `scope` (space-separated, RFC 9068), else `scp` (a list or a string). */
+function scopesOf(payload: JWTPayload): string[] {
+  const { scope, scp } = payload as { scope?: unknown; scp?: unknown };
+  if (typeof scope === 'string') return scope.split(' ').filter((entry) => entry !== '');
+  if (Array.isArray(scp)) return scp.filter((entry): entry is string => typeof entry === 'string');
+  if (typeof scp === 'string') return scp.split(' ').filter((entry) => entry !== '');
+  return [];
+}

@@ -1,0 +1,90 @@
+/**
+ * A local OAuth authorization server for tests: keys made with jose, its RFC
+ * 8414 metadata and JWKS served on 127.0.0.1 (an ephemeral port), and tokens
+ * minted for any claims. `rotate` changes the published key set.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, exportSPKI, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+
+export interface SigningKey {
+  kid: string;
+  alg: 'RS256' | 'ES256';
+  privateKey: CryptoKey;
+  publicJwk: JWK;
+  /** The public key as SPKI PEM (what an HMAC-confusion attacker uses as the secret). */
+  publicPem: string;
+}
+
+export async function makeKey(kid: string, alg: 'RS256' | 'ES256'): Promise<SigningKey> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' };
+  return { kid, alg, privateKey, publicJwk, publicPem: await exportSPKI(publicKey) };
+}
+
+export interface TestAuthorizationServer {
+  readonly issuer: string;
+  /** JWKS requests answered so far. */
+  readonly jwksFetches: number;
+  /** Metadata requests answered so far. */
+  readonly metadataFetches: number;
+  /** Publish these keys from now on. */
+  rotate(keys: SigningKey[]): void;
+  /** A token signed by `key` (default the first published), with default claims overridden by `claims` (undefined removes one). */
+  token(claims: Record<string, unknown>, key?: SigningKey): Promise<string>;
+  /** The same claims, `alg: none`. */
+  unsigned(claims: Record<string, unknown>): string;
+  close(): Promise<void>;
+}
+
+export async function startAuthorizationServer(options: { audience: string; keys: SigningKey[] }): Promise<TestAuthorizationServer> {
+  let keys = options.keys;
+  let jwksFetches = 0;
+  let metadataFetches = 0;
+  let issuer = '';
+  const server: Server = createServer((req, res) => {
+    const send = (body: unknown): void => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.url === '/.well-known/oauth-authorization-server') {
+      metadataFetches += 1;
+      return send({ issuer, jwks_uri: `${issuer}/jwks`, token_endpoint: `${issuer}/token`, response_types_supported: ['code'] });
+    }
+    if (req.url === '/jwks') {
+      jwksFetches += 1;
+      return send({ keys: keys.map((key) => key.publicJwk) });
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const claimsOf = (claims: Record<string, unknown>): JWTPayload => {
+    const now = Math.floor(Date.now() / 1000);
+    const all: Record<string, unknown> = { iss: issuer, aud: options.audience, sub: 'alice', iat: now, exp: now + 300, ...claims };
+    for (const [name, value] of Object.entries(all)) if (value === undefined) delete all[name];
+    return all as JWTPayload;
+  };
+  return {
+    issuer,
+    get jwksFetches() {
+      return jwksFetches;
+    },
+    get metadataFetches() {
+      return metadataFetches;
+    },
+    rotate(next) {
+      keys = next;
+    },
+    token(claims, key = keys[0]!) {
+      return new SignJWT(claimsOf(claims)).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
+    },
+    unsigned(claims) {
+      return new UnsecuredJWT(claimsOf(claims)).encode();
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
