@@ -29,16 +29,25 @@ import {
   type SamplingRequest,
   type SamplingResult,
 } from '../client-requests.js';
-import type { Call } from './call.js';
+import type { AuditLog } from '../../policy/audit.js';
+import type { AdmittedCall } from './admission.js';
+
+/** What the gate reads of its call (a `Call` is one). */
+export interface GatedCall {
+  readonly id: string;
+  readonly softSignal: AbortSignal;
+  readonly admitted: Pick<AdmittedCall, 'tool' | 'capabilities'>;
+  readonly deps: { readonly clientRequestBytes: number; readonly audit: AuditLog; onLimit(tool: string, limit: string): void };
+}
 
 type Kind = 'sampling' | 'elicitation';
 
 export class ClientGate implements GatedClient {
-  readonly #call: Call;
+  readonly #call: GatedCall;
   readonly #client: CallClient | undefined;
   readonly #counts: Record<Kind, number> = { sampling: 0, elicitation: 0 };
 
-  constructor(call: Call, client: CallClient | undefined) {
+  constructor(call: GatedCall, client: CallClient | undefined) {
     this.#call = call;
     this.#client = client;
   }
