@@ -27,6 +27,7 @@ import { buildExtismPlugin } from './guests/build-extism.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const witPath = join(root, 'wit', 'tool.wit');
+const witV2Path = join(root, 'wit', 'v0.2', 'tool.wit');
 const sdk = join(root, 'guest-tools', 'c', 'sdk');
 
 const examples = {
@@ -50,6 +51,8 @@ const fixtures = {
     // A JS fixture may carry a build.json with build options ({"disableFeatures": [...], "guardExceptions": false}).
     ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js`, ...buildOptions(`test/fixtures/guests/js/${name}/build.json`) })),
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
+    // Guests of the 0.2.0 world, their canonical ABI written by hand (the C SDK speaks 0.1.0).
+    ...listFiles('test/fixtures/guests/c-v0.2', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2/${file}`], witPath: witV2Path, withSdk: false })),
   ],
 };
 
@@ -84,7 +87,7 @@ function packageVersion(name) {
 /** The hash of everything a guest's output depends on. */
 async function inputsHash(guest) {
   const hash = createHash('sha256');
-  const files = [witPath, fileURLToPath(import.meta.url)];
+  const files = [guest.witPath ?? witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
     files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'host', 'authoring', 'js.ts'));
     hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} rolldown@${packageVersion('rolldown')} ${JSON.stringify(guest.disableFeatures ?? null)} ${guest.guardExceptions ?? true}`);
@@ -134,7 +137,7 @@ async function buildSet(set, { force }) {
       });
     } else {
       // buildCComponent compiles the SDK's toolhost.c into each C guest.
-      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath });
+      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath: guest.witPath ?? witPath, ...(guest.withSdk === false ? { withSdk: false } : {}) });
     }
     await writeFile(stampFile, hash);
     console.log(`guests: built ${label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);

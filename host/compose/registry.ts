@@ -67,6 +67,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
     distribution: resolved.distribution,
   };
   if (resolved.maxResultDepth !== undefined) options.maxResultDepth = resolved.maxResultDepth;
+  if (resolved.clientRequestBytes !== undefined) options.clientRequestBytes = resolved.clientRequestBytes;
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
   if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);
   if (overrides.approve === undefined) options.approve = resolved.approval === 'always' ? approveAll : denyAllApprovals;

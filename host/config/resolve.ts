@@ -132,6 +132,13 @@ export function resolveGrant(entry: GrantEntry = {}, baseDir: string): ToolGrant
   if (entry.env !== undefined) grant.env = { ...entry.env };
   if (entry.memory_mb !== undefined) grant.memoryMb = entry.memory_mb;
   if (entry.worktree !== undefined) grant.worktree = resolve(baseDir, entry.worktree);
+  if (entry.sampling !== undefined) {
+    grant.sampling = {
+      ...(entry.sampling.max_requests === undefined ? {} : { maxRequests: entry.sampling.max_requests }),
+      ...(entry.sampling.max_tokens === undefined ? {} : { maxTokens: entry.sampling.max_tokens }),
+    };
+  }
+  if (entry.elicitation !== undefined) grant.elicitation = entry.elicitation.max_requests === undefined ? {} : { maxRequests: entry.elicitation.max_requests };
   return grant;
 }
 
@@ -278,6 +285,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     retry: resolveRetry(host),
     sandbox,
     ...(host.output_limits?.max_result_depth === undefined ? {} : { maxResultDepth: host.output_limits.max_result_depth }),
+    ...(host.guest_limits?.client_request_bytes === undefined ? {} : { clientRequestBytes: host.guest_limits.client_request_bytes }),
     stateLimits,
     schemaLimits,
     approval: host.approval ?? 'never',

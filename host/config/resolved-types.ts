@@ -145,6 +145,8 @@ export interface ResolvedConfig {
   sandbox: SandboxOptions;
   /** `host.output_limits.max_result_depth`, when set (the registry's default otherwise). */
   maxResultDepth?: number;
+  /** `host.guest_limits.client_request_bytes`, when set (the registry's default otherwise). */
+  clientRequestBytes?: number;
   /** State limits (only what the file sets; the registry defaults the rest). */
   stateLimits: Partial<StateLimits>;
   /** Schema limits (`guest_limits.schema_*`, `args_depth`, `validation_steps`: only what the file sets). */

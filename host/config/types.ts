@@ -103,6 +103,7 @@ export interface HostSection {
     schema_pattern_program?: number;
     args_depth?: number;
     validation_steps?: number;
+    client_request_bytes?: number;
   };
   approval?: 'never' | 'always';
   /** `stderr` or a file path. */
@@ -118,6 +119,8 @@ export interface GrantEntry {
   env?: Record<string, string>;
   memory_mb?: number;
   worktree?: string;
+  sampling?: { max_requests?: number; max_tokens?: number };
+  elicitation?: { max_requests?: number };
 }
 
 /** An ExecutionPolicy as written (sw4rm field names; labels in any case). */

@@ -3,6 +3,7 @@ import type { CallCapabilities } from '../policy/capabilities.js';
 import type { CallBudgets, ExecutionPolicy } from '../policy/execution-policy.js';
 import type { Extensions } from './extensions.js';
 import type { ConversationState } from './state.js';
+import type { GatedClient } from './client-requests.js';
 
 export interface ToolContext {
   readonly callId: string;
@@ -33,6 +34,12 @@ export interface ToolContext {
   readonly policy: ExecutionPolicy;
   /** The limits the call runs under: the policy with host defaults and ceilings applied. */
   readonly budgets: CallBudgets;
+  /**
+   * The client that made the call: its model (sampling) and its user (elicitation), within the tool's
+   * grant and the per-call caps. Refusals are ToolhostErrors: PERMISSION_DENIED (not granted, past a cap),
+   * CLIENT_UNSUPPORTED (the caller cannot answer), OUTPUT_LIMIT_EXCEEDED (too large), CANCELLED.
+   */
+  readonly client: GatedClient;
   /** Shorthand for `state.getState`: never throws. */
   getState<T>(key: string, fallback: T): Promise<T>;
   /** Shorthand for `state.setState`: throws a ToolhostError on failure. */

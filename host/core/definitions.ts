@@ -25,10 +25,12 @@ export interface ToolhostDefinition {
 
 export interface McpDefinition {
   name: string;
+  title?: string;
   description: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
-  annotations: { readOnlyHint?: boolean; idempotentHint: boolean; openWorldHint?: boolean };
+  annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint: boolean; openWorldHint?: boolean };
+  icons?: Array<{ src: string; mimeType?: string; sizes?: string[] }>;
 }
 
 /** A JSON Schema whose root describes an object: what model APIs take as a tool's parameters. */
@@ -152,13 +154,18 @@ export function toDefinition<F extends DefinitionFormat>(tool: ToolDescriptor, f
     }),
     mcp: () => ({
       name: tool.name,
+      ...(tool.title === undefined ? {} : { title: tool.title }),
       description: tool.description,
       inputSchema: tool.inputSchema,
       ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+      // The author's hints as declared (deriving them from the grant is the next increment of issue 26);
+      // the host's own facts (readOnly of native tools, idempotent) win over the author's.
       annotations: {
+        ...tool.annotations,
         ...(tool.readOnly === undefined ? {} : { readOnlyHint: tool.readOnly }),
         idempotentHint: tool.idempotent,
       },
+      ...(tool.icons === undefined ? {} : { icons: tool.icons.map((icon) => ({ ...icon, ...(icon.sizes === undefined ? {} : { sizes: [...icon.sizes] }) })) }),
     }),
     openai: () => (parameters === undefined ? undefined : { type: 'function', function: { name, description: tool.description, parameters } }),
     'openai-responses': () => (parameters === undefined ? undefined : { type: 'function', name, description: tool.description, parameters, strict: false }),

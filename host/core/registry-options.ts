@@ -5,6 +5,7 @@ import { DEFAULT_CALL_ID_LIMITS, type CallIdLimits } from './call/ids.js';
 import { DEFAULT_RETRY_OPTIONS, type RetryOptions } from './retry.js';
 import { DEFAULT_MAX_RESULT_DEPTH } from './result-depth.js';
 import type { ToolRegistryOptions } from './registry-types.js';
+import { DEFAULT_CLIENT_REQUEST_BYTES } from './client-requests.js';
 
 export interface CheckedRegistryOptions {
   cancelGraceMs: number;
@@ -12,6 +13,7 @@ export interface CheckedRegistryOptions {
   callIds: CallIdLimits;
   retry: RetryOptions;
   maxResultDepth: number;
+  clientRequestBytes: number;
 }
 
 export function checkRegistryOptions(options: ToolRegistryOptions): CheckedRegistryOptions {
@@ -33,5 +35,7 @@ export function checkRegistryOptions(options: ToolRegistryOptions): CheckedRegis
   if (!(retry.baseMs >= 0) || !(retry.capMs >= retry.baseMs)) throw new TypeError('options.retry needs 0 <= baseMs <= capMs');
   const maxResultDepth = options.maxResultDepth ?? DEFAULT_MAX_RESULT_DEPTH;
   if (!Number.isInteger(maxResultDepth) || maxResultDepth < 1) throw new TypeError('options.maxResultDepth must be a positive integer');
-  return { cancelGraceMs, defaults, callIds, retry, maxResultDepth };
+  const clientRequestBytes = options.clientRequestBytes ?? DEFAULT_CLIENT_REQUEST_BYTES;
+  if (!Number.isInteger(clientRequestBytes) || clientRequestBytes < 1) throw new TypeError('options.clientRequestBytes must be a positive integer');
+  return { cancelGraceMs, defaults, callIds, retry, maxResultDepth, clientRequestBytes };
 }

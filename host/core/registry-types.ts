@@ -125,6 +125,11 @@ export interface ToolRegistryOptions {
   /** Levels a call's result may nest before the call ends OUTPUT_LIMIT_EXCEEDED (default 256). */
   maxResultDepth?: number;
   /**
+   * Bytes (as JSON) a tool's request to its calling client (sampling, elicitation) may take, and its
+   * answer (default 1 MiB; config `host.guest_limits.client_request_bytes`): past it, OUTPUT_LIMIT_EXCEEDED to the tool.
+   */
+  clientRequestBytes?: number;
+  /**
    * The paths a writable worktree must not overlap (default: the process's
    * own, see `processOwnedPaths`). The registry adds its loader's cache, its
    * audit log's file and every component path it loads; a host adds its

@@ -54,7 +54,7 @@ export class ToolRegistry {
   readonly #limitListeners = new Set<(tool: string, limit: string) => void>();
 
   constructor(options: ToolRegistryOptions = {}) {
-    const { cancelGraceMs, defaults, callIds, retry, maxResultDepth } = checkRegistryOptions(options);
+    const { cancelGraceMs, defaults, callIds, retry, maxResultDepth, clientRequestBytes } = checkRegistryOptions(options);
     this.#tracker = new CallTracker(callIds.rememberedBytes);
     this.hostOwnedPaths = options.hostOwnedPaths ?? new HostOwnedPaths();
     const stateLimits = resolveStateLimits(options.stateLimits);
@@ -79,6 +79,7 @@ export class ToolRegistry {
       hostOwned: this.hostOwnedPaths,
       maxCallIdLength: callIds.maxLength,
       maxResultDepth,
+      clientRequestBytes,
       onFinished: (tool, event) => {
         for (const listener of this.#finishedListeners) listener(tool, event);
       },

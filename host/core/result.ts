@@ -13,7 +13,30 @@ export interface ImageContent {
   mimeType: string;
 }
 
-export type ContentBlock = TextContent | ImageContent;
+/** Audio, base64-encoded, with its media type (e.g. `audio/wav`). */
+export interface AudioContent {
+  type: 'audio';
+  data: string;
+  mimeType: string;
+}
+
+/** A link to a resource the client may read (MCP `resource_link`). */
+export interface ResourceLinkContent {
+  type: 'resource_link';
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+
+/** A resource's contents embedded in the result (MCP `resource`): text, or bytes as base64 in `blob`. */
+export interface EmbeddedResourceContent {
+  type: 'resource';
+  resource: { uri: string; mimeType?: string; text: string } | { uri: string; mimeType?: string; blob: string };
+}
+
+export type ContentBlock = TextContent | ImageContent | AudioContent | ResourceLinkContent | EmbeddedResourceContent;
 
 /** What a call measured about itself; present on every terminal event. */
 export interface CallAccounting {

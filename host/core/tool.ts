@@ -12,6 +12,21 @@ export type ExecutionMode = 'native' | 'sandboxed';
 /** A JSON Schema document (draft 2020-12 or draft-07 keywords). */
 export type JsonSchema = { [keyword: string]: unknown } | boolean;
 
+/** What an author says a tool does (MCP tool annotations); hints, never guarantees. */
+export interface ToolAnnotations {
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** An icon a client may show for a tool (MCP `icons`). */
+export interface ToolIcon {
+  src: string;
+  mimeType?: string;
+  sizes?: string[];
+}
+
 /** The part of a tool an agent sees. */
 export interface ToolDescriptor {
   /** The registered name ([a-zA-Z0-9_.-], at most 64 characters). */
@@ -28,6 +43,12 @@ export interface ToolDescriptor {
   readonly readOnly?: boolean;
   /** Where the tool came from: a component's name for sandboxed tools, `native` otherwise. */
   readonly source?: string;
+  /** A human-readable name (MCP `title`). */
+  readonly title?: string;
+  /** The author's annotations (MCP), as declared. */
+  readonly annotations?: ToolAnnotations;
+  /** Icons a client may show. */
+  readonly icons?: readonly ToolIcon[];
   /** What the host grants the tool: calls may narrow it, never exceed it. */
   readonly grant?: ToolGrant;
   /** The policy a call gets where it says nothing (within the grant). */

@@ -23,6 +23,13 @@ export interface ToolGrant {
   memoryMb?: number;
   /** A worktree bound to every call of the tool that does not bring its own. */
   worktree?: string;
+  /**
+   * Whether the tool may ask the calling client's model for completions (MCP sampling), and how much:
+   * requests per call (default 5) and `maxTokens` per request (default 4096). Absent: denied.
+   */
+  sampling?: { maxRequests?: number; maxTokens?: number };
+  /** Whether the tool may ask the calling client's user (MCP elicitation): requests per call (default 3). Absent: denied. */
+  elicitation?: { maxRequests?: number };
 }
 
 /** What a tool's calls get when they do not say (within the grant). */

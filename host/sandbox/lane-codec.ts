@@ -111,7 +111,8 @@ export function decodeTask(message: LaneTask, received: Map<number, SharedArrayB
 }
 
 export function encodeAnswer(taskId: number, answer: TaskAnswer): LaneReply {
-  if (!('ok' in answer) || !answer.ok || !('value' in answer)) return { taskId, answer };
+  // Content items (bytes) and a missing value travel as the whole answer, structured-cloned.
+  if (!('ok' in answer) || !answer.ok || !('value' in answer) || answer.content !== undefined || answer.noValue === true) return { taskId, answer };
   const a = answer.accounting;
   return [taskId, answer.value, a.startedAt, INSTANCES.indexOf(a.instance), ISOLATIONS.indexOf(a.isolation), a.instantiateMs, a.cpuMs, CPU_CLOCKS.indexOf(a.cpuClock), a.peakMemoryBytes, a.messages, a.threadId, a.preparing === true ? 1 : 0, a.ranMs, a.keptEvicted];
 }

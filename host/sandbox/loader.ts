@@ -21,13 +21,14 @@ import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './load/supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, tableElementsForHeap } from './load/memory-cap.js';
 import { modulesPerCap } from './load/module-variants.js';
+import { TOOL_EXPORTS, worldOfExports } from './load/tool-world.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { HostOwnedPath } from '../policy/host-owned-paths.js';
 
-/** The interface every tool component must export. */
-export const TOOL_EXPORT = 'toolhost:tool/tool@0.1.0';
+/** The interface every 0.1.0 tool component exports (see tool-world.ts for both worlds). */
+export const TOOL_EXPORT = TOOL_EXPORTS['0.1.0'];
 
 export interface SandboxOptions extends SandboxPoolOptions {
   /**
@@ -196,9 +197,9 @@ export class SandboxLoader implements WasmToolLoader {
     const what = source.path === undefined ? `component "${source.name}"` : `"${source.path}"`;
     const cached = await this.#cache.prepare(source.id, source.bytes, what);
     const { meta } = cached;
-    if (!meta.exports.includes(TOOL_EXPORT)) {
+    if (worldOfExports(meta.exports) === undefined) {
       const found = meta.exports.filter((name) => name.includes(':')).join(', ') || 'nothing';
-      throw new ToolhostError('COMPONENT_INVALID', `${what} does not export ${TOOL_EXPORT} (it exports ${found}); build it against the tool-provider world in wit/`);
+      throw new ToolhostError('COMPONENT_INVALID', `${what} does not export ${Object.values(TOOL_EXPORTS).reverse().join(' or ')} (it exports ${found}); build it against a tool-provider world in wit/`);
     }
     const unsupported = meta.imports.filter((name) => !SUPPORTED_HOST_IMPORTS.has(name));
     if (unsupported.length > 0) {
@@ -319,7 +320,12 @@ function toolSpec(info: GuestToolInfo, what: string) {
     idempotent: info.idempotent,
     streaming: info.streaming,
   };
-  return info.outputSchema === undefined ? spec : { ...spec, outputSchema: parseSchema(info.outputSchema, info.name, 'output-schema', what) };
+  const metadata = {
+    ...(info.title === undefined ? {} : { title: info.title }),
+    ...(info.annotations === undefined ? {} : { annotations: info.annotations }),
+    ...(info.icons === undefined ? {} : { icons: info.icons }),
+  };
+  return info.outputSchema === undefined ? { ...spec, ...metadata } : { ...spec, ...metadata, outputSchema: parseSchema(info.outputSchema, info.name, 'output-schema', what) };
 }
 
 /** `prepare` as given, and `prepared`, which says which caps it has succeeded for. */

@@ -293,7 +293,31 @@ export type RpcRequest =
   | { op: 'modules'; componentId: string; memoryMb: number }
   | { op: 'get-state'; key: string }
   | { op: 'set-state'; key: string; value: string }
-  | { op: 'http'; request: GuestHttpRequest };
+  | { op: 'http'; request: GuestHttpRequest }
+  | { op: 'sample'; request: GuestSamplingRequest }
+  | { op: 'elicit'; message: string; requestedSchema: string };
+
+/** A 0.2.0 guest's `sample` request as the glue lifted it (see wit/v0.2/tool.wit). */
+export interface GuestSamplingRequest {
+  messages: Array<{ role: 'user' | 'assistant'; content: GuestSamplingContent }>;
+  systemPrompt?: string;
+  maxTokens: number;
+  temperature?: number;
+  stopSequences: string[];
+  modelPreferences?: { hints: string[]; costPriority?: number; speedPriority?: number; intelligencePriority?: number };
+}
+
+export type GuestSamplingContent = { tag: 'text'; val: string } | { tag: 'image' | 'audio'; val: { data: Uint8Array; mimeType: string } };
+
+/** What the main thread answers a `sample` with: the result, or the error the guest sees (its `tool-error`). */
+export type GuestSampleAnswer =
+  | { ok: true; value: { role: 'user' | 'assistant'; content: GuestSamplingContent; model: string; stopReason?: string } }
+  | { ok: false; error: { code: string; message: string; details?: string } };
+
+/** What the main thread answers an `elicit` with. */
+export type GuestElicitAnswer =
+  | { ok: true; value: { action: 'accept' | 'decline' | 'cancel'; content?: string } }
+  | { ok: false; error: { code: string; message: string; details?: string } };
 
 /** Main → worker, on the worker's reply port, read synchronously by the worker. */
 export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
@@ -351,10 +375,24 @@ export interface GuestToolInfo {
   outputSchema?: string;
   streaming: boolean;
   idempotent: boolean;
+  /** 0.2.0: the author's human-readable name. */
+  title?: string;
+  /** 0.2.0: the author's hints (only those given). */
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  /** 0.2.0: icons a client may show. */
+  icons?: Array<{ src: string; mimeType?: string; sizes?: string[] }>;
 }
 
+/** One content item of a 0.2.0 call's result, as it crosses from the worker (bytes as bytes; base64 is the server's business). */
+export type GuestContent =
+  | { type: 'text'; text: string }
+  | { type: 'image' | 'audio'; data: Uint8Array; mimeType: string }
+  | { type: 'resource_link'; uri: string; name: string; title?: string; description?: string; mimeType?: string }
+  | { type: 'resource'; resource: { uri: string; mimeType?: string; text: string } | { uri: string; mimeType?: string; blob: Uint8Array } };
+
 export type WorkerOutcome =
-  | { ok: true; value: string; accounting: WorkerAccounting }
+  /** A call's answer; `content` (0.2.0) travels beside the value, which is then '' when the tool returned none. */
+  | { ok: true; value: string; content?: GuestContent[]; noValue?: true; accounting: WorkerAccounting }
   | { ok: true; tools: GuestToolInfo[]; accounting: WorkerAccounting }
   | { ok: false; error: ToolErrorData; accounting: WorkerAccounting };
 

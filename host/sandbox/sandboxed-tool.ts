@@ -2,14 +2,16 @@
 import type { ToolContext } from '../core/context.js';
 import { ToolhostError } from '../base/errors.js';
 import type { RunnerSink } from '../core/events.js';
-import type { JsonSchema, Tool, ToolGrant, ToolRun } from '../core/tool.js';
+import type { JsonSchema, Tool, ToolAnnotations, ToolGrant, ToolIcon, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
+import { answerElicit, answerSample } from './client-requests.js';
+import { richResult, type ContentBlock } from '../core/result.js';
 import { TaskStop } from './task-stop.js';
 import type { TaskHandlers, TaskInput } from './pool.js';
-import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
+import type { CoreModules, GuestCallContext, GuestContent, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -38,6 +40,10 @@ export interface SandboxedToolSpec {
   streaming: boolean;
   grant?: ToolGrant;
   defaultPolicy?: ExecutionPolicyInput;
+  /** 0.2.0 metadata: the author's title, annotations and icons. */
+  title?: string;
+  annotations?: ToolAnnotations;
+  icons?: ToolIcon[];
 }
 
 function parseMaybeJson(text: string): unknown {
@@ -60,6 +66,9 @@ export class SandboxedTool implements Tool {
   readonly grant: ToolGrant;
   readonly defaultPolicy?: ExecutionPolicyInput;
   readonly isolation: Isolation;
+  declare readonly title?: string;
+  declare readonly annotations?: ToolAnnotations;
+  declare readonly icons?: ToolIcon[];
   readonly #guestName: string;
   readonly #component: ComponentHandle;
   /** The pool, made at the first call (a host that only lists its tools, or refuses every call, starts no worker). */
@@ -76,6 +85,10 @@ export class SandboxedTool implements Tool {
     this.source = component.name;
     this.grant = spec.grant ?? {};
     if (spec.defaultPolicy !== undefined) this.defaultPolicy = spec.defaultPolicy;
+    const metadata = this as { -readonly [K in 'title' | 'annotations' | 'icons']?: SandboxedToolSpec[K] };
+    if (spec.title !== undefined) metadata.title = spec.title;
+    if (spec.annotations !== undefined) metadata.annotations = spec.annotations;
+    if (spec.icons !== undefined) metadata.icons = spec.icons;
     this.isolation = isolation;
     this.#guestName = spec.guestName;
     this.#component = component;
@@ -204,7 +217,11 @@ export class SandboxedTool implements Tool {
     // error it leads to is decided by the call path's precedence table.
     if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
     if (!('value' in outcome)) throw new ToolhostError('INTERNAL', 'the worker answered a call with a describe result');
-    return { output: parseMaybeJson(outcome.value), text: outcome.value };
+    if (outcome.content === undefined && outcome.noValue !== true) return { output: parseMaybeJson(outcome.value), text: outcome.value };
+    // 0.2.0: content items beside (or instead of) the value, which stays the structured content.
+    const value = outcome.noValue === true ? undefined : parseMaybeJson(outcome.value);
+    const content = outcome.content === undefined ? [{ type: 'text' as const, text: outcome.value }] : outcome.content.map(contentBlock);
+    return { output: richResult(content, value) };
   }
 
   async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }): Promise<unknown> {
@@ -228,6 +245,10 @@ export class SandboxedTool implements Tool {
         return null;
       case 'http':
         return network().send(request.request);
+      case 'sample':
+        return answerSample(ctx, request.request);
+      case 'elicit':
+        return answerElicit(ctx, request.message, request.requestedSchema);
     }
   }
 }
@@ -243,6 +264,23 @@ function watchHardStop(events: RunnerSink, onStop: (reason: unknown) => void): (
   }
   signal.addEventListener('abort', listener, { once: true });
   return () => signal.removeEventListener('abort', listener);
+}
+
+/** A guest's content item as a result's content block (bytes as base64). */
+function contentBlock(item: GuestContent): ContentBlock {
+  switch (item.type) {
+    case 'image':
+    case 'audio':
+      return { type: item.type, data: Buffer.from(item.data).toString('base64'), mimeType: item.mimeType };
+    case 'resource': {
+      const { resource } = item;
+      if ('text' in resource) return { type: 'resource', resource };
+      const { blob, ...rest } = resource;
+      return { type: 'resource', resource: { ...rest, blob: Buffer.from(blob).toString('base64') } };
+    }
+    default:
+      return item;
+  }
 }
 
 function round(ms: number): number {

@@ -63,6 +63,7 @@ import type { ErrorCode } from '../base/errors.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
+import { clientHooks, toMcpContent } from './mcp-client-requests.js';
 
 /** The `_meta` keys of a `tools/call` request that toolhost reads, and of its result. */
 export const MCP_META_KEYS = {
@@ -236,7 +237,7 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
     }
     let callOptions: CallOptions;
     try {
-      callOptions = callOptionsFrom(name, meta, extra, resolved);
+      callOptions = callOptionsFrom(server, name, meta, extra, resolved);
     } catch (error) {
       const message = (error as Error).message;
       return errorResult({ code: 'INVALID_INPUT', message, details: undefined }, hasOutputSchema);
@@ -297,6 +298,8 @@ function toMcpTool(definition: McpDefinition): McpTool | undefined {
   const inputSchema = objectSchema(definition.inputSchema);
   if (!inputSchema) return undefined;
   const tool: McpTool = { name: definition.name, description: definition.description, inputSchema, annotations: definition.annotations };
+  if (definition.title !== undefined) tool.title = definition.title;
+  if (definition.icons !== undefined) tool.icons = definition.icons;
   const outputSchema = definition.outputSchema === undefined ? undefined : objectSchema(definition.outputSchema, false);
   // MCP's structured content is an object: an output schema of another type is not advertised.
   if (outputSchema) tool.outputSchema = outputSchema;
@@ -319,8 +322,8 @@ function outputSchemaOf(registry: McpToolSource, name: string): unknown {
   return schema === undefined ? undefined : objectSchema(schema, false);
 }
 
-function callOptionsFrom(name: string, meta: Record<string, unknown>, extra: Extra, options: ResolvedServerOptions): CallOptions {
-  const call: CallOptions = { signal: extra.signal, ...(options.principal === undefined ? {} : { principal: options.principal }) };
+function callOptionsFrom(server: Server, name: string, meta: Record<string, unknown>, extra: Extra, options: ResolvedServerOptions): CallOptions {
+  const call: CallOptions = { signal: extra.signal, client: clientHooks(server, extra), ...(options.principal === undefined ? {} : { principal: options.principal }) };
   // The request's own credentials (HTTP with OAuth): their tenant and label ceiling, never the client's _meta.
   const caller = extra.authInfo?.extra?.[CALLER_AUTH_KEY] as Pick<CallOptions, 'tenant' | 'labelCeiling'> | undefined;
   if (caller?.tenant !== undefined) call.tenant = caller.tenant;
@@ -430,9 +433,7 @@ export function toCallToolResult(terminal: TerminalEvent, hasOutputSchema: boole
     return result;
   }
   const { result } = terminal;
-  const content: CallToolResult['content'] = result.content.map((block) =>
-    block.type === 'text' ? { type: 'text', text: block.text } : { type: 'image', data: block.data, mimeType: block.mimeType },
-  );
+  const content: CallToolResult['content'] = result.content.map(toMcpContent);
   const out: CallToolResult = { content, _meta: meta };
   if (isPlainObject(result.structuredContent)) out.structuredContent = result.structuredContent;
   return out;

@@ -31,6 +31,7 @@ import type { AuditEntry } from '../../policy/audit.js';
 import { parseExecutionPolicy, resolveBudgets, type CallBudgets, type ExecutionPolicy, type PolicyDefaults } from '../../policy/execution-policy.js';
 import { ToolhostError, toErrorData } from '../../base/errors.js';
 import type { Tool } from '../tool.js';
+import type { CallClient } from '../client-requests.js';
 import type { Extensions } from '../extensions.js';
 import type { ArgsValidator } from '../schema.js';
 import { CONVERSATION_SCOPE_MARK, conversationScope, tenantOf } from '../principal-scope.js';
@@ -77,6 +78,8 @@ export interface CallPlan {
   readonly signal?: AbortSignal;
   /** Typed values for native tools. */
   readonly extensions?: Extensions;
+  /** How the caller answers its tool's requests (sampling, elicitation); absent: it cannot. */
+  readonly client?: CallClient;
   /** The call's policy over the tool's default policy. */
   readonly policy: ExecutionPolicy;
   readonly budgets: CallBudgets;
@@ -157,7 +160,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   // U+0000 delimits a principal's conversation keys: an id holding it could name one (principal-scope.ts).
   if (options.conversationId?.includes(CONVERSATION_SCOPE_MARK)) return refuse(new ToolhostError('INVALID_INPUT', 'conversationId must not contain U+0000', { details: { reason: 'conversation_id' } }));
 
-  const { principal, conversationId, sessionId, agentName, signal, extensions } = options;
+  const { principal, conversationId, sessionId, agentName, signal, extensions, client } = options;
   const workingDir = options.workingDir ?? tool.grant?.worktree;
   const plan: Mutable<CallPlan> = { callId, tool, args, tenant: tenantOf(principal, options.tenant), policy, budgets, capabilities: decision.capabilities };
   if (principal !== undefined) plan.principal = principal;
@@ -169,6 +172,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   if (agentName !== undefined) plan.agentName = agentName;
   if (signal !== undefined) plan.signal = signal;
   if (extensions !== undefined) plan.extensions = extensions;
+  if (client !== undefined) plan.client = client;
   if (decision.approval) plan.approval = decision.approval;
   if (decision.audit) plan.audit = decision.audit;
   if (workingDir !== undefined) plan.workingDir = workingDir;

@@ -18,6 +18,7 @@ import type { CallWatcher, RunnerSink } from '../events.js';
 import { Extensions } from '../extensions.js';
 import type { ReportedAccounting } from '../result.js';
 import type { ConversationState } from '../state.js';
+import type { GatedClient } from '../client-requests.js';
 import type { CallPlan } from './admission.js';
 
 /** What the views read from their call. */
@@ -45,9 +46,11 @@ export class CallContext implements ToolContext {
   readonly #call: ViewedCall;
   readonly #makeState: () => ConversationState;
   #state: ConversationState | undefined;
+  readonly #makeClient: () => GatedClient;
+  #client: GatedClient | undefined;
 
   /** `makeState` makes the call's state when the tool first uses it (most calls never do). */
-  constructor(call: ViewedCall, plan: CallPlan, makeState: () => ConversationState) {
+  constructor(call: ViewedCall, plan: CallPlan, makeState: () => ConversationState, makeClient: () => GatedClient) {
     this.callId = call.id;
     const optional = this as { -readonly [K in 'conversationId' | 'conversationKey' | 'sessionId' | 'agentName' | 'principal' | 'workingDir']?: string };
     if (plan.conversationId !== undefined) optional.conversationId = plan.conversationId;
@@ -63,6 +66,7 @@ export class CallContext implements ToolContext {
     this.budgets = plan.budgets;
     this.#call = call;
     this.#makeState = makeState;
+    this.#makeClient = makeClient;
     this.getState = (key, fallback) => this.state.getState(key, fallback);
     this.setState = (key, value) => this.state.setState(key, value);
   }
@@ -73,6 +77,10 @@ export class CallContext implements ToolContext {
 
   get state(): ConversationState {
     return (this.#state ??= this.#makeState());
+  }
+
+  get client(): GatedClient {
+    return (this.#client ??= this.#makeClient());
   }
 }
 

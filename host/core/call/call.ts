@@ -18,6 +18,7 @@ import { ToolhostError, toErrorData, type CancelOutcome, type ToolErrorData } fr
 import { EventChannel } from '../event-channel.js';
 import type { CallWatcher, ErrorEvent, RunnerSink, TerminalEvent, ToolEvent } from '../events.js';
 import type { Logger } from '../../base/logger.js';
+import { ClientGate } from './client-gate.js';
 import { isRichResult, jsonResult, type CallAccounting, type ReportedAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
 import { ConversationState, InMemoryStateStore, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
@@ -47,6 +48,8 @@ export interface CallDeps {
   approve: ApprovalHook;
   /** Levels a result may nest (see result-depth.ts). */
   maxResultDepth: number;
+  /** Bytes a request to the calling client, or its answer, may take (see client-gate.ts). */
+  clientRequestBytes: number;
   /** Told about every terminal event of an accepted or rejected call (metrics). */
   onFinished(tool: string, event: TerminalEvent): void;
   /** Told about every time a call hit one of the host's limits (metrics); `limit` is the limit's config key. */
@@ -122,7 +125,7 @@ export class Call {
       return conversationKey !== undefined
         ? new ConversationState(deps.stateStore, conversationKey, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
         : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
-    });
+    }, () => new ClientGate(this, plan.client));
   }
 
   /**

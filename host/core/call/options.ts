@@ -4,6 +4,7 @@ import type { LabelCeiling } from '../../policy/labels.js';
 import type { CancelOutcome } from '../../base/errors.js';
 import type { ToolEvent } from '../events.js';
 import type { Extensions } from '../extensions.js';
+import type { CallClient } from '../client-requests.js';
 
 /** What a caller may say about one call. */
 export interface CallOptions {
@@ -40,6 +41,11 @@ export interface CallOptions {
   policy?: ExecutionPolicyInput;
   /** Typed values for native tools. */
   extensions?: Extensions;
+  /**
+   * How the caller answers its tool's requests (sampling, elicitation). Absent: it cannot, and a tool
+   * that asks gets CLIENT_UNSUPPORTED. The MCP server passes the hooks its client declared.
+   */
+  client?: CallClient;
 }
 
 /** One call's events, with its id and a way to cancel it. */

@@ -7,13 +7,14 @@
 import { performance } from 'node:perf_hooks';
 import { threadId, type MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../../base/errors.js';
-import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
+import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestContent, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
 import { LANE_KICK, decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { acquire, release, type ComponentRuntime } from './component-runtime.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { classifyGuestFailure } from './guest-failure.js';
+import { contentBytes } from '../load/tool-world.js';
 import { HostBridge, OutputLimitExceeded, answerRing, helloMainThread, laneBell, laneRing } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
 import { LaneSpin } from './lane-spin.js';
@@ -110,13 +111,19 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
 
   const cpuBefore = cpuTimeMs();
   bridge.guestStarting(threadTid, cpuBefore, startedAt);
-  let outcome: { ok: true; value: string } | { ok: false; error: ToolErrorData };
+  let outcome: { ok: true; value: string; content?: GuestContent[]; noValue?: true } | { ok: false; error: ToolErrorData };
   try {
-    const value = instance.call(active, task.tool, task.args);
-    const bytes = Buffer.byteLength(value);
-    outcome = bytes > task.limits.maxResultBytes
-      ? { ok: false, error: { code: 'OUTPUT_LIMIT_EXCEEDED', message: `the result is ${bytes} bytes, over the limit of ${task.limits.maxResultBytes}`, details: { reason: 'result', bytes, limit: task.limits.maxResultBytes } } }
-      : { ok: true, value };
+    const output = instance.call(active, task.tool, task.args);
+    // Content items count against the same limit as the value (their payloads, plus 64 bytes an item).
+    let bytes = output.value === undefined ? 0 : Buffer.byteLength(output.value);
+    for (const item of output.content ?? []) bytes += contentBytes(item);
+    if (bytes > task.limits.maxResultBytes) {
+      outcome = { ok: false, error: { code: 'OUTPUT_LIMIT_EXCEEDED', message: `the result is ${bytes} bytes, over the limit of ${task.limits.maxResultBytes}`, details: { reason: 'result', bytes, limit: task.limits.maxResultBytes } } };
+    } else {
+      outcome = { ok: true, value: output.value ?? '' };
+      if (output.content !== undefined) outcome.content = output.content;
+      if (output.value === undefined) outcome.noValue = true;
+    }
   } catch (error) {
     const failure = bridge.exceeded === undefined
       ? classifyGuestFailure(error, { bytes: instance.memoryBytes(), capBytes })
@@ -142,7 +149,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   };
   if (preparing) accounting.preparing = true;
   if (keptEvicted !== undefined) accounting.keptEvicted = keptEvicted;
-  return outcome.ok ? { ok: true, value: outcome.value, accounting } : { ok: false, error: outcome.error, accounting };
+  return outcome.ok ? { ...outcome, accounting } : { ok: false, error: outcome.error, accounting };
 }
 
 function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: number, error: unknown): WorkerOutcome {

@@ -11,6 +11,8 @@ import type { GuestHttpResult } from '../wasi/http.js';
 import { handlesServe } from './handle-cap.js';
 import type { HostBridge } from './host-bridge.js';
 import { InstanceSnapshot, type ResettableHost, type RestoreRefusal } from './instance-snapshot.js';
+import { TOOL_EXPORTS, ToolExports, type GuestCallOutput } from '../load/tool-world.js';
+import { clientRequestImports } from './client-requests.js';
 
 /** jco's instantiation-mode entry point (sync mode). */
 export type InstantiateFn = (
@@ -19,10 +21,6 @@ export type InstantiateFn = (
   instantiateCore?: (module: WebAssembly.Module, imports: WebAssembly.Imports) => WebAssembly.Instance,
 ) => Record<string, unknown>;
 
-interface ToolExports {
-  describe(): GuestToolInfo[];
-  call(name: string, args: string): string;
-}
 
 /** The call an instance is serving. */
 export interface ActiveCall {
@@ -34,7 +32,6 @@ export interface ActiveCall {
   stdioTruncated: boolean;
 }
 
-const TOOL_INTERFACE = 'toolhost:tool/tool@0.1.0';
 
 export class GuestInstance {
   readonly #tool: ToolExports;
@@ -94,10 +91,10 @@ export class GuestInstance {
       this.#unbind();
       throw error;
     }
-    const tool = (exports[TOOL_INTERFACE] ?? exports.tool) as ToolExports | undefined;
-    if (!tool || typeof tool.call !== 'function' || typeof tool.describe !== 'function') {
+    const tool = ToolExports.of(exports);
+    if (!tool) {
       this.#unbind();
-      throw new Error(`component does not export ${TOOL_INTERFACE}`);
+      throw new Error(`component does not export ${Object.values(TOOL_EXPORTS).join(' or ')}`);
     }
     this.#tool = tool;
     this.#componentExports = exports;
@@ -164,7 +161,7 @@ export class GuestInstance {
   }
 
   /** Run one call on this instance; throws whatever the guest or jco's glue threw. */
-  call(active: ActiveCall, tool: string, args: string): string {
+  call(active: ActiveCall, tool: string, args: string): GuestCallOutput {
     if (this.#current !== active) this.#bind(active);
     this.#callsSinceReset += 1;
     try {
@@ -251,6 +248,8 @@ export class GuestInstance {
         }
       },
       cancelled: (): boolean => this.#current?.bridge.cancelled() ?? false,
+      // 0.2.0: requests to the calling client (a 0.1.0 component never calls them).
+      ...clientRequestImports(() => this.#current?.bridge),
     };
   }
 }

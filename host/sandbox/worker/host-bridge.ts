@@ -71,6 +71,8 @@ export class OutputLimitExceeded extends Error {}
 /** How long the worker waits for the main thread to answer a host call. */
 const RPC_TIMEOUT_MS = 10_000;
 const HTTP_TIMEOUT_MS = 600_000;
+/** Host calls that wait on the outside world (a server, the client's model or user): as long as the call may run. */
+const LONG_OPS: ReadonlySet<RpcRequest['op']> = new Set(['http', 'sample', 'elicit']);
 
 export class HostBridge {
   readonly #taskId: number;
@@ -184,16 +186,16 @@ export class HostBridge {
 
   /**
    * Ask the main thread and wait for its answer; throws when it fails or does
-   * not answer in time. Outgoing HTTP may take as long as the call may (the
-   * call's wall clock stops the worker), so it waits longer.
+   * not answer in time. Outgoing HTTP, sampling and elicitation may take as
+   * long as the call may (the call's wall clock stops the worker), so they wait longer.
    */
-  request(request: RpcRequest, timeoutMs = request.op === 'http' ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS): unknown {
+  request(request: RpcRequest, timeoutMs = LONG_OPS.has(request.op) ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS): unknown {
     const port = replies;
     if (!port) throw new Error('the worker has no channel to the main thread');
     if (request.op !== 'modules' && this.#limits) {
       this.#hostCalls += 1;
       if (this.#hostCalls > this.#limits.maxHostCalls) {
-        const message = `the guest made more than ${this.#limits.maxHostCalls} host calls (state, HTTP) in one call`;
+        const message = `the guest made more than ${this.#limits.maxHostCalls} host calls (state, HTTP, sampling, elicitation) in one call`;
         if (!this.#hostCallsExceeded) {
           this.#hostCallsExceeded = true;
           this.post({ type: 'limit', limit: 'host_calls_per_call', message, max: this.#limits.maxHostCalls });
