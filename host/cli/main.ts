@@ -17,6 +17,7 @@ import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
 import { addPublishCommand, addTrustOptions, trustOf, type TrustFlags } from './distribution.js';
+import { addPullCommands } from './pull.js';
 
 
 function collect(value: string, previous: string[]): string[] {
@@ -248,6 +249,7 @@ function program(): Command {
     });
 
   addPublishCommand(root);
+  addPullCommands(root);
 
   root
     .command('fleet')

@@ -37,10 +37,14 @@ export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader'>
 export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const { sandbox = {}, distribution = {}, ...rest } = options;
   const logger = rest.logger ?? createDefaultLogger();
-  const storeDir = distribution.storeDir ?? join(sandbox.cacheDir ?? defaultCacheDir(), 'store-v1');
-  const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
+  const fetcher = new RemoteFetcher({ ...distribution, storeDir: storeDirOf(distribution, sandbox) }, logger);
   const fetchRemote = (source: string, verify: { keys?: readonly string[]; skip?: boolean } | undefined) => fetcher.fetch(source, verify);
   return new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger) });
+}
+
+/** Where fetched components are kept: `distribution.store_dir`, else `store-v1` in the transpile cache directory. */
+export function storeDirOf(distribution: DistributionOptions, sandbox: SandboxOptions): string {
+  return distribution.storeDir ?? join(sandbox.cacheDir ?? defaultCacheDir(), 'store-v1');
 }
 
 /** Approves every PRIVILEGED and FULL_ACCESS call (`approval: always`). */

@@ -5,8 +5,8 @@
  *
  * 1. parse; refuse at once a source with no trust configured (fail closed:
  *    no keys and no explicit skip) — before any network traffic;
- * 2. OCI: the manifest digest (pinned, or the tag resolved once); the
- *    manifest by that digest (from the store when it holds it: no network),
+ * 2. OCI: the manifest digest (pinned in the source, else in toolhost.lock,
+ *    else the tag resolved once); the manifest by that digest (from the store when it holds it: no network),
  *    checked against the digest and the CNCF Wasm layout;
  * 3. the cosign signature of exactly that digest, against the trusted keys
  *    (from the registry's `sha256-HEX.sig` tag, or the signatures stored with
@@ -27,7 +27,8 @@ import { integrity, unavailable, untrusted } from './errors.js';
 import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, componentLayer, cosignSignatureTag, parseImageManifest } from './layout.js';
 import { RegistryClient } from './oci-client.js';
 import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
-import { parseSource, plainHttpAllowed, type OciSource, type UrlSource } from './source.js';
+import type { LockEntry } from './lock.js';
+import { parseSource, pinnedOciText, plainHttpAllowed, type OciSource, type UrlSource } from './source.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { fetchUrl } from './url-fetch.js';
 
@@ -44,6 +45,19 @@ export interface FetchedComponent {
   manifestDigest?: string;
   /** The key file whose signature was accepted; `skipped` when verification was skipped; `pinned` for a URL's digest. */
   signedBy: string;
+  /** The accepted key's fingerprint (`sha256:` of its SPKI), when a signature was verified. */
+  signerFingerprint?: string;
+}
+
+/** The lock entry a fetched component stands for (see lock.ts). */
+export function lockEntryOf(fetched: FetchedComponent): LockEntry {
+  return {
+    pinned: fetched.manifestDigest === undefined ? fetched.source : pinnedOciText(parseSource(fetched.source) as OciSource, fetched.manifestDigest),
+    ...(fetched.manifestDigest === undefined ? {} : { manifestDigest: fetched.manifestDigest }),
+    layerDigest: fetched.digest,
+    size: fetched.bytes.byteLength,
+    signer: fetched.signerFingerprint ?? fetched.signedBy,
+  };
 }
 
 /** Fetches remote components with one host's settings. */
@@ -93,23 +107,27 @@ export class RemoteFetcher {
     const maxManifest = this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
     const maxComponent = this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES;
     const client = this.#client(source, signal);
-    // A pinned digest the store holds needs no registry at all.
-    const digest = source.digest ?? await client.resolveTag(source.tag!);
+    // A pinned digest the store holds needs no registry at all; a locked tag is not resolved again.
+    const pin = source.digest === undefined ? this.#options.lock?.[source.text] : undefined;
+    const digest = source.digest ?? pin?.manifestDigest ?? await client.resolveTag(source.tag!);
     const what = `oci://${source.registry}/${source.repository}@${digest}`;
     const stored = await this.#store.get(digest);
     const manifestBytes = stored ?? (await client.manifest(digest))?.bytes;
     if (manifestBytes === undefined) throw unavailable(what, 'the registry has no such manifest');
     const manifest = parseImageManifest(manifestBytes, what);
     const layer = componentLayer(manifest, what);
+    if (pin !== undefined && pin.layerDigest !== layer.digest) {
+      throw integrity('digest-mismatch', what, `toolhost.lock pins the layer ${pin.layerDigest}, but the manifest names ${layer.digest}: run toolhost update ${source.text}`, { expected: pin.layerDigest, actual: layer.digest });
+    }
 
-    let signedBy = 'skipped';
+    let signer: { key: string; fingerprint?: string } = { key: 'skipped' };
     let signatures: StoredSignature[] = [];
     if (skip) {
       this.#logger.warn({ source: source.text, digest }, 'loading a remote component WITHOUT verifying its signature (--insecure-skip-verify / verify.skip)');
     } else {
       signatures = stored === undefined ? [] : await this.#store.signatures(digest);
       if (signatures.length === 0) signatures = await registrySignatures(client, digest, maxManifest);
-      signedBy = verifySignatures(signatures, digest, keys, what);
+      signer = verifySignatures(signatures, digest, keys, what);
     }
 
     const config = (await this.#store.get(manifest.config.digest)) ?? await client.blob(manifest.config, maxManifest, 'max_manifest_bytes');
@@ -123,7 +141,7 @@ export class RemoteFetcher {
     if (signatures.length > 0) await this.#store.putSignatures(digest, signatures);
     await this.#store.put(digest, manifestBytes);
     const name = source.repository.split('/').pop()!;
-    return { name, source: source.text, bytes, digest: layer.digest, manifestDigest: digest, signedBy };
+    return { name, source: source.text, bytes, digest: layer.digest, manifestDigest: digest, signedBy: signer.key, ...(signer.fingerprint === undefined ? {} : { signerFingerprint: signer.fingerprint }) };
   }
 
   async #url(source: UrlSource, signal: AbortSignal | undefined): Promise<FetchedComponent> {
@@ -160,14 +178,14 @@ async function registrySignatures(client: RegistryClient, digest: string, cap: n
 }
 
 /** The key that signed `digest` among `signatures`; else the refusal that says what failed. */
-function verifySignatures(signatures: readonly StoredSignature[], digest: string, keys: readonly TrustedKey[], what: string): string {
+function verifySignatures(signatures: readonly StoredSignature[], digest: string, keys: readonly TrustedKey[], what: string): { key: string; fingerprint: string } {
   if (signatures.length === 0) {
     throw untrusted('unsigned', what, `has no cosign signature (no ${cosignSignatureTag(digest)} tag in the repository): sign it (toolhost publish --sign-key, or cosign sign --key) or configure trust otherwise`);
   }
   let otherDigest: string | undefined;
   for (const entry of signatures) {
     const check = checkSignature(Buffer.from(entry.payload, 'base64'), entry.signature, digest, keys);
-    if (check.ok) return check.key;
+    if (check.ok) return { key: check.key, fingerprint: check.fingerprint };
     if (check.reason === 'wrong-digest') otherDigest = check.names;
   }
   if (otherDigest !== undefined) {

@@ -4,6 +4,7 @@
  * Plain data only.
  */
 import type { ConfiguredAuth } from './credentials.js';
+import type { LockEntries } from './lock.js';
 
 /** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
 export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -32,4 +33,6 @@ export interface DistributionOptions {
   maxComponentBytes?: number;
   /** CA certificates (PEM) for registries with a private CA. */
   ca?: string;
+  /** toolhost.lock's entries: a locked tag is fetched by its pinned digest, never resolved again. */
+  lock?: LockEntries;
 }
