@@ -9,6 +9,7 @@ import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { SandboxLoader, type SandboxOptions } from '../sandbox/loader.js';
+import type { RemoteComponentFetch } from '../sandbox/component-file.js';
 import { defaultCacheDir } from '../sandbox/cache-location.js';
 import { join } from 'node:path';
 import { RemoteFetcher } from '../distribution/fetch.js';
@@ -38,7 +39,7 @@ export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const { sandbox = {}, distribution = {}, ...rest } = options;
   const logger = rest.logger ?? createDefaultLogger();
   const fetcher = new RemoteFetcher({ ...distribution, storeDir: storeDirOf(distribution, sandbox) }, logger);
-  const fetchRemote = (source: string, verify: { keys?: readonly string[]; skip?: boolean } | undefined) => fetcher.fetch(source, verify);
+  const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, undefined, load.runtime === true);
   return new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger) });
 }
 

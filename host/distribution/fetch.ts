@@ -28,7 +28,7 @@ import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, componentLayer, cosignSign
 import { RegistryClient } from './oci-client.js';
 import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
 import type { LockEntry } from './lock.js';
-import { parseSource, pinnedOciText, plainHttpAllowed, type OciSource, type UrlSource } from './source.js';
+import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type UrlSource } from './source.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { fetchUrl } from './url-fetch.js';
 
@@ -78,11 +78,22 @@ export class RemoteFetcher {
     return this.#store;
   }
 
-  /** Fetch and verify `text` under `trust` (the load's own, else the global one). */
-  async fetch(text: string, trust: TrustPolicy | undefined, signal?: AbortSignal): Promise<FetchedComponent> {
+  /**
+   * Fetch and verify `text` under `trust` (the load's own, else the global one). `runtime`: a load a client
+   * asked for (the admin load tool): only from `distribution.registries` (none when unset), never unverified.
+   */
+  async fetch(text: string, trust: TrustPolicy | undefined, signal?: AbortSignal, runtime = false): Promise<FetchedComponent> {
     const source = parseSource(text);
+    const allowed = this.#options.registries;
+    if (allowed === undefined ? runtime : !sourceAllowed(source, allowed)) {
+      const why = allowed === undefined ? 'a component loaded at runtime must come from a source distribution.registries lists, and none is listed' : `distribution.registries does not list its ${source.kind === 'oci' ? 'registry or repository' : 'URL prefix'} (${allowed.join(', ') || 'nothing is listed'})`;
+      throw untrusted('not-allowed', text, `${why}: it is refused before any request`);
+    }
     if (source.kind === 'url') return this.#url(source, signal);
     const policy = trust ?? this.#options.verify ?? {};
+    if (runtime && policy.skip === true) {
+      throw untrusted('no-trust', text, 'a component loaded at runtime is always verified (verify.skip / --insecure-skip-verify does not apply to it): name the publisher\'s key in distribution.verify.keys');
+    }
     const keys = policy.skip === true ? [] : (policy.keys ?? []).map(readPublicKey);
     if (policy.skip !== true && keys.length === 0) {
       throw untrusted('no-trust', text, 'no trust is configured for remote components, so it is refused: name the publisher\'s public key with distribution.verify.keys (or verify.keys on the tool entry, or --verify-key FILE); --insecure-skip-verify (verify: { skip: true }) loads it unverified');

@@ -33,6 +33,12 @@ export interface DistributionOptions {
   maxComponentBytes?: number;
   /** CA certificates (PEM) for registries with a private CA. */
   ca?: string;
+  /**
+   * Where remote components may come from: registries (`host[:port]`), repository prefixes
+   * (`host[:port]/team/`), URL prefixes (`https://host/path/`). Absent: any, for the config and the CLI; none,
+   * for loads asked for at runtime (the admin load tool).
+   */
+  registries?: readonly string[];
   /** toolhost.lock's entries: a locked tag is fetched by its pinned digest, never resolved again. */
   lock?: LockEntries;
 }
