@@ -184,6 +184,31 @@ describe.skipIf(!hasRegistry)('a registry that goes away, and one that corrupts 
     }
   }, 60_000);
 
+  it('asks the registry again when the signatures it kept are by none of the trusted keys (a publisher that rotated its key)', async () => {
+    const registry = new OciRegistry();
+    await registry.start();
+    try {
+      const old = keyPair(dir, 'old');
+      const rotated = keyPair(dir, 'rotated');
+      const push = new Pusher(registry.host, 'tools/rotated');
+      const digest = await push.component('v1', wasm);
+      await push.cosignSign(digest, old.key);
+      const storeDir = mkdtempSync(join(dir, 'store-'));
+      const pinned = `oci://${registry.host}/tools/rotated@${digest}`;
+      expect((await load(pinned, { storeDir, verify: { keys: [old.pub] } })).tools).toContain('echo');
+      // Re-signed with a new key (the signature tag now holds only the new signature); the operator trusts the new key.
+      await push.cosignSign(digest, rotated.key);
+      expect((await load(pinned, { storeDir, verify: { keys: [rotated.pub] } })).tools).toContain('echo');
+      // Offline, both signatures are kept: either key is accepted; a third is refused.
+      await registry.stop();
+      expect((await load(pinned, { storeDir, verify: { keys: [old.pub] } })).tools).toContain('echo');
+      expect((await load(pinned, { storeDir, verify: { keys: [rotated.pub] } })).tools).toContain('echo');
+      expect((await load(pinned, { storeDir, verify: { keys: [keyPair(dir, 'third').pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
+    } finally {
+      await registry.close();
+    }
+  }, 60_000);
+
   it('refuses a blob the registry serves corrupted, and stores nothing of it', async () => {
     const registry = new OciRegistry();
     await registry.start();

@@ -136,9 +136,23 @@ export class RemoteFetcher {
     if (skip) {
       this.#logger.warn({ source: source.text, digest }, 'loading a remote component WITHOUT verifying its signature (--insecure-skip-verify / verify.skip)');
     } else {
-      signatures = stored === undefined ? [] : await this.#store.signatures(digest);
-      if (signatures.length === 0) signatures = await registrySignatures(client, digest, maxManifest);
-      signer = verifySignatures(signatures, digest, keys, what);
+      // Kept signatures first (offline); when none of them is by a trusted key, the registry's (a re-signed or
+      // rotated key), unless the registry cannot be reached: then the kept ones' refusal stands.
+      const kept = stored === undefined ? [] : await this.#store.signatures(digest);
+      let refusal: unknown;
+      try {
+        if (kept.length > 0) signer = verifySignatures(kept, digest, keys, what);
+      } catch (error) {
+        refusal = error;
+      }
+      signatures = kept;
+      if (kept.length === 0 || refusal !== undefined) {
+        const fresh = await registrySignatures(client, digest, maxManifest).catch((error: unknown) => {
+          throw refusal ?? error;
+        });
+        signatures = [...fresh, ...kept.filter((entry) => !fresh.some((other) => other.signature === entry.signature && other.payload === entry.payload))];
+        signer = verifySignatures(signatures, digest, keys, what);
+      }
     }
 
     const config = (await this.#store.get(manifest.config.digest)) ?? await client.blob(manifest.config, maxManifest, 'max_manifest_bytes');

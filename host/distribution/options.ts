@@ -19,6 +19,14 @@ export interface TrustPolicy {
   skip?: boolean;
 }
 
+/**
+ * The `oci://` sources among `loads` that load without a verified signature: their own `verify` (else `global`)
+ * says `skip`. What `list` warns about (a URL source is pinned by its digest: nothing to skip).
+ */
+export function unverifiedSources(loads: ReadonlyArray<{ path: string; verify?: TrustPolicy | undefined }>, global: TrustPolicy | undefined): string[] {
+  return loads.filter(({ path, verify }) => /^oci:\/\//i.test(path) && (verify ?? global)?.skip === true).map(({ path }) => path);
+}
+
 /** The distribution settings of a host. */
 export interface DistributionOptions {
   /** The content-addressed store (default `<cacheDir>/store-v1`). */
