@@ -8,8 +8,8 @@
  * 2. OCI: the manifest digest (pinned in the source, else in toolhost.lock,
  *    else the tag resolved once); the manifest by that digest (from the store when it holds it: no network),
  *    checked against the digest and the CNCF Wasm layout;
- * 3. the cosign signature of exactly that digest, against the trusted keys
- *    (from the registry's `sha256-HEX.sig` tag, or the signatures stored with
+ * 3. a signature of exactly that digest by a trusted key (cosign's tag form or
+ *    a Sigstore bundle referrer, see signatures.ts; or the signatures stored with
  *    the manifest) — before the component's layer is even fetched;
  * 4. config and layer blobs, each verified against its descriptor while it
  *    streams, under the size caps;
@@ -21,14 +21,15 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from '../base/logger.js';
-import { readPublicKey, checkSignature, type TrustedKey } from './cosign.js';
+import { readPublicKey, type TrustedKey } from './cosign.js';
 import { credentialFor } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
-import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, componentLayer, cosignSignatureTag, parseImageManifest } from './layout.js';
+import { componentLayer, parseImageManifest } from './layout.js';
 import { RegistryClient } from './oci-client.js';
 import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
 import type { LockEntry } from './lock.js';
 import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type UrlSource } from './source.js';
+import { registrySignatures, sameSignature, verifySignatures } from './signatures.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { fetchUrl } from './url-fetch.js';
 
@@ -141,7 +142,7 @@ export class RemoteFetcher {
       const kept = stored === undefined ? [] : await this.#store.signatures(digest);
       let refusal: unknown;
       try {
-        if (kept.length > 0) signer = verifySignatures(kept, digest, keys, what);
+        if (kept.length > 0) signer = verifySignatures(kept, manifestBytes, digest, keys, what);
       } catch (error) {
         refusal = error;
       }
@@ -150,8 +151,8 @@ export class RemoteFetcher {
         const fresh = await registrySignatures(client, digest, maxManifest).catch((error: unknown) => {
           throw refusal ?? error;
         });
-        signatures = [...fresh, ...kept.filter((entry) => !fresh.some((other) => other.signature === entry.signature && other.payload === entry.payload))];
-        signer = verifySignatures(signatures, digest, keys, what);
+        signatures = [...fresh, ...kept.filter((entry) => !fresh.some((other) => sameSignature(entry, other)))];
+        signer = verifySignatures(signatures, manifestBytes, digest, keys, what);
       }
     }
 
@@ -185,36 +186,4 @@ export class RemoteFetcher {
     if (stored === undefined) await this.#store.put(source.digest, bytes);
     return { name, source: source.text, bytes, digest: source.digest, signedBy: 'pinned' };
   }
-}
-
-/** The cosign signatures of `digest` in its `sha256-HEX.sig` tag (none when the tag does not exist). */
-async function registrySignatures(client: RegistryClient, digest: string, cap: number): Promise<StoredSignature[]> {
-  const tag = await client.manifestByTag(cosignSignatureTag(digest));
-  if (tag === undefined) return [];
-  const manifest = parseImageManifest(tag.bytes, `oci://${client.registry}/${client.repository}:${cosignSignatureTag(digest)}`);
-  const found: StoredSignature[] = [];
-  for (const layer of manifest.layers) {
-    const signature = layer.annotations?.[COSIGN_SIGNATURE_ANNOTATION];
-    if (layer.mediaType !== COSIGN_PAYLOAD || signature === undefined) continue;
-    const payload = await client.blob(layer, cap, 'max_manifest_bytes');
-    found.push({ payload: Buffer.from(payload).toString('base64'), signature });
-  }
-  return found;
-}
-
-/** The key that signed `digest` among `signatures`; else the refusal that says what failed. */
-function verifySignatures(signatures: readonly StoredSignature[], digest: string, keys: readonly TrustedKey[], what: string): { key: string; fingerprint: string } {
-  if (signatures.length === 0) {
-    throw untrusted('unsigned', what, `has no cosign signature (no ${cosignSignatureTag(digest)} tag in the repository): sign it (toolhost publish --sign-key, or cosign sign --key) or configure trust otherwise`);
-  }
-  let otherDigest: string | undefined;
-  for (const entry of signatures) {
-    const check = checkSignature(Buffer.from(entry.payload, 'base64'), entry.signature, digest, keys);
-    if (check.ok) return { key: check.key, fingerprint: check.fingerprint };
-    if (check.reason === 'wrong-digest') otherDigest = check.names;
-  }
-  if (otherDigest !== undefined) {
-    throw untrusted('wrong-digest', what, `its signature by a trusted key names another digest (${otherDigest || 'none'}), not ${digest}`, { signedDigest: otherDigest });
-  }
-  throw untrusted('untrusted-key', what, `is signed, but by none of the trusted keys (${keys.map((key) => key.source).join(', ')})`, { signatures: signatures.length });
 }
