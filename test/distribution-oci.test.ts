@@ -184,24 +184,26 @@ describe.skipIf(!hasRegistry)('a registry that goes away, and one that corrupts 
     }
   }, 60_000);
 
-  it('takes the registry\'s signature when the one stored with a digest is by a key no longer trusted (a re-signed tool)', async () => {
+  it('asks the registry again when the signatures it kept are by none of the trusted keys (a publisher that rotated its key)', async () => {
     const registry = new OciRegistry();
     await registry.start();
     try {
-      const old = keyPair(dir, 'rotated-old');
-      const current = keyPair(dir, 'rotated-new');
+      const old = keyPair(dir, 'old');
+      const rotated = keyPair(dir, 'rotated');
       const push = new Pusher(registry.host, 'tools/rotated');
       const digest = await push.component('v1', wasm);
       await push.cosignSign(digest, old.key);
       const storeDir = mkdtempSync(join(dir, 'store-'));
       const pinned = `oci://${registry.host}/tools/rotated@${digest}`;
       expect((await load(pinned, { storeDir, verify: { keys: [old.pub] } })).tools).toContain('echo');
-      // The publisher re-signs with a new key (cosign replaces the .sig tag); hosts now trust only the new one.
-      await push.cosignSign(digest, current.key);
-      expect((await load(pinned, { storeDir, verify: { keys: [current.pub] } })).tools).toContain('echo');
-      // ...and the new signature is what the store keeps: it loads offline under the new key.
+      // Re-signed with a new key (the signature tag now holds only the new signature); the operator trusts the new key.
+      await push.cosignSign(digest, rotated.key);
+      expect((await load(pinned, { storeDir, verify: { keys: [rotated.pub] } })).tools).toContain('echo');
+      // Offline, both signatures are kept: either key is accepted; a third is refused.
       await registry.stop();
-      expect((await load(pinned, { storeDir, verify: { keys: [current.pub] } })).tools).toContain('echo');
+      expect((await load(pinned, { storeDir, verify: { keys: [old.pub] } })).tools).toContain('echo');
+      expect((await load(pinned, { storeDir, verify: { keys: [rotated.pub] } })).tools).toContain('echo');
+      expect((await load(pinned, { storeDir, verify: { keys: [keyPair(dir, 'third').pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
     } finally {
       await registry.close();
     }

@@ -1,11 +1,13 @@
 /**
  * The CLI's distribution pieces: the trust flags `list`, `call` and `serve`
  * share (`--verify-key FILE`, repeatable; `--insecure-skip-verify`), and
+ * the warning `list` prints for components loaded unverified, and
  * `toolhost publish FILE oci://REGISTRY/REPO:TAG [--sign-key KEY.pem]`, which
  * prints a JSON report (the pinned reference, digests, the signature tag).
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import type { Host } from '../compose/host.js';
 import { UsageError } from './usage-error.js';
 
 /** The trust flags as commander parses them. */
@@ -28,6 +30,16 @@ export function addTrustOptions(command: Command): Command {
 /** The flags as loadHostConfig's `trust`. */
 export function trustOf(flags: TrustFlags): { keys: string[]; skip: boolean } {
   return { keys: flags.verifyKey ?? [], skip: flags.insecureSkipVerify === true };
+}
+
+/** The components loaded without a verified signature: by source, and the component name each gives its tools. */
+export async function unverifiedComponents(host: Host, loads: readonly string[]): Promise<Map<string, string>> {
+  const { unverifiedSources } = await import('../distribution/options.js');
+  const { config } = host;
+  const global = config.distribution.verify;
+  const sources = unverifiedSources([...config.tools.map((tool) => ({ path: tool.path, verify: tool.options.verify })), ...loads.map((path) => ({ path }))], global);
+  // A tool's `source` is its component's name: an OCI repository's last segment.
+  return new Map(sources.map((source) => [source.replace(/[@:][^/]*$/, '').split('/').pop()!, source]));
 }
 
 interface PublishFlags {

@@ -16,7 +16,8 @@ import { MemoryAuditLog } from '../policy/memory-audit-log.js';
 import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
-import { addPublishCommand, addTrustOptions, trustOf, type TrustFlags } from './distribution.js';
+import { addPublishCommand, addTrustOptions, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
+import { addPullCommands } from './pull.js';
 
 
 function collect(value: string, previous: string[]): string[] {
@@ -87,13 +88,17 @@ async function list(options: { load: string[]; json?: boolean; config?: string }
   const host = await open(options.load, options.config, options);
   try {
     const definitions = host.registry.definitions();
+    const unverified = await unverifiedComponents(host, options.load);
+    for (const source of unverified.values()) process.stderr.write(`toolhost: warning: ${source} is loaded WITHOUT signature verification (--insecure-skip-verify / verify.skip)\n`);
     if (definitions.length === 0) process.stderr.write('toolhost: no tools: the config names none (and no --load PATH was given)\n');
     if (options.json) {
       process.stdout.write(`${JSON.stringify(definitions, null, 2)}\n`);
     } else {
       for (const tool of definitions) {
         const flags = [tool.executionMode, tool.idempotent ? 'idempotent' : '', tool.streaming ? 'streaming' : ''].filter(Boolean).join(', ');
+        const warning = tool.source === undefined ? undefined : unverified.get(tool.source);
         process.stdout.write(`${tool.name}  (${flags}${tool.source ? `; from ${tool.source}` : ''})\n  ${tool.description}\n  input: ${JSON.stringify(tool.inputSchema)}\n`);
+        if (warning !== undefined) process.stdout.write(`  WARNING: UNVERIFIED: loaded from ${warning} without checking its signature (--insecure-skip-verify / verify.skip)\n`);
       }
     }
     return 0;
@@ -248,6 +253,7 @@ function program(): Command {
     });
 
   addPublishCommand(root);
+  addPullCommands(root);
 
   root
     .command('fleet')

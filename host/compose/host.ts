@@ -19,6 +19,7 @@ import { resolvedOwnedPaths } from '../config/owned-paths.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { McpImport } from '../tools/mcp-import.js';
 import { createDefaultLogger } from '../base/logger.js';
+import { lockPathFor, readLock } from '../distribution/lock.js';
 import type { Fleet } from '../fleet/index.js';
 import { registerAdminTools } from '../tools/admin-tools.js';
 import { registerFleetTools } from '../tools/fleet-tools.js';
@@ -163,6 +164,9 @@ export async function loadHostConfig(options: OpenHostOptions = {}): Promise<Hos
       verify: { keys: [...(verify.keys ?? []), ...(trust.keys ?? []).map((key) => resolve(cwd, key))], ...(trust.skip === true || verify.skip === true ? { skip: true } : {}) },
     };
   }
+  // toolhost.lock next to the config file: its tags are fetched by their pinned digests only.
+  const lock = loaded.file === undefined ? undefined : readLock(lockPathFor(loaded.file));
+  if (lock !== undefined) config.distribution = { ...config.distribution, lock };
   return {
     config,
     warnings: replacesExamples ? [] : loaded.warnings,

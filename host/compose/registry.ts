@@ -9,6 +9,7 @@ import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { SandboxLoader, type SandboxOptions } from '../sandbox/loader.js';
+import type { RemoteComponentFetch } from '../sandbox/load/component-file.js';
 import { defaultCacheDir } from '../sandbox/load/cache-location.js';
 import { join } from 'node:path';
 import { RemoteFetcher } from '../distribution/fetch.js';
@@ -37,10 +38,14 @@ export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader'>
 export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const { sandbox = {}, distribution = {}, ...rest } = options;
   const logger = rest.logger ?? createDefaultLogger();
-  const storeDir = distribution.storeDir ?? join(sandbox.cacheDir ?? defaultCacheDir(), 'store-v1');
-  const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
-  const fetchRemote = (source: string, verify: { keys?: readonly string[]; skip?: boolean } | undefined) => fetcher.fetch(source, verify);
+  const fetcher = new RemoteFetcher({ ...distribution, storeDir: storeDirOf(distribution, sandbox) }, logger);
+  const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, undefined, load.runtime === true);
   return new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger) });
+}
+
+/** Where fetched components are kept: `distribution.store_dir`, else `store-v1` in the transpile cache directory. */
+export function storeDirOf(distribution: DistributionOptions, sandbox: SandboxOptions): string {
+  return distribution.storeDir ?? join(sandbox.cacheDir ?? defaultCacheDir(), 'store-v1');
 }
 
 /** Approves every PRIVILEGED and FULL_ACCESS call (`approval: always`). */

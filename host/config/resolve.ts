@@ -314,6 +314,7 @@ function resolveDistribution(section: DistributionSection, baseDir: string): Dis
   const options: DistributionOptions = {};
   if (section.store_dir !== undefined) options.storeDir = resolve(baseDir, section.store_dir);
   if (section.insecure_registries !== undefined) options.insecureRegistries = [...section.insecure_registries];
+  if (section.registries !== undefined) options.registries = [...section.registries];
   if (section.auth !== undefined) options.auth = Object.fromEntries(Object.entries(section.auth).map(([registry, entry]) => [registry, { username: entry.username, passwordEnv: entry.password_env }]));
   if (section.verify !== undefined) options.verify = resolveVerify(section.verify, baseDir);
   if (section.max_manifest_bytes !== undefined) options.maxManifestBytes = section.max_manifest_bytes;

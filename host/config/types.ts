@@ -28,6 +28,7 @@ export interface VerifyEntry {
 export interface DistributionSection {
   store_dir?: string;
   insecure_registries?: string[];
+  registries?: string[];
   auth?: Record<string, { username: string; password_env: string }>;
   verify?: VerifyEntry;
   max_manifest_bytes?: number;

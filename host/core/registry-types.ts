@@ -49,6 +49,11 @@ export interface WasmLoadOptions {
    * `skip` (loaded unverified, with a warning). Absent: the host's `distribution.verify`. See docs/distribution.md.
    */
   verify?: { keys?: readonly string[]; skip?: boolean };
+  /**
+   * A load asked for at runtime by a client (the `toolhost_load` admin tool): a remote source must be in
+   * `distribution.registries` (none are, unless configured) and verified (`skip` does not apply).
+   */
+  runtime?: boolean;
 }
 
 /** What the sandbox's worker pool is doing (for metrics and health checks). */

@@ -10,7 +10,7 @@
  * `cosign.key` (scrypt + NaCl secretbox) is not read yet: convert it with
  * `cosign import-key-pair` / openssl, or sign with cosign itself.
  */
-import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ToolhostError } from '../base/errors.js';
 
@@ -19,6 +19,13 @@ export interface TrustedKey {
   key: KeyObject;
   /** For messages: the file it was read from. */
   source: string;
+  /** `sha256:` of its SPKI (DER): what the lock file records as the signer. */
+  fingerprint: string;
+}
+
+/** A key's fingerprint: `sha256:` of its SPKI DER. */
+export function keyFingerprint(key: KeyObject): string {
+  return `sha256:${createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex')}`;
 }
 
 function checkP256(key: KeyObject, source: string): void {
@@ -36,7 +43,7 @@ export function readPublicKey(file: string): TrustedKey {
     throw new ToolhostError('INVALID_INPUT', `cannot read the public key ${file}: ${(error as Error).message}`);
   }
   checkP256(key, file);
-  return { key, source: file };
+  return { key, source: file, fingerprint: keyFingerprint(key) };
 }
 
 /** Read a PEM signing key (PKCS#8 or SEC1, unencrypted) from a file. */
@@ -70,7 +77,7 @@ export function signPayload(payload: Uint8Array, key: KeyObject): string {
 
 /** The outcome of checking one signature against the trusted keys and the digest. */
 export type SignatureCheck =
-  | { ok: true; key: string }
+  | { ok: true; key: string; fingerprint: string }
   | { ok: false; reason: 'untrusted-key' }
   | { ok: false; reason: 'wrong-digest'; names: string };
 
@@ -98,5 +105,5 @@ export function checkSignature(payload: Uint8Array, signatureB64: string, digest
     names = '';
   }
   if (names !== digest) return { ok: false, reason: 'wrong-digest', names };
-  return { ok: true, key: signer.source };
+  return { ok: true, key: signer.source, fingerprint: signer.fingerprint };
 }

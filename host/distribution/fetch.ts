@@ -5,11 +5,11 @@
  *
  * 1. parse; refuse at once a source with no trust configured (fail closed:
  *    no keys and no explicit skip) — before any network traffic;
- * 2. OCI: the manifest digest (pinned, or the tag resolved once); the
- *    manifest by that digest (from the store when it holds it: no network),
+ * 2. OCI: the manifest digest (pinned in the source, else in toolhost.lock,
+ *    else the tag resolved once); the manifest by that digest (from the store when it holds it: no network),
  *    checked against the digest and the CNCF Wasm layout;
- * 3. the cosign signature of exactly that digest, against the trusted keys
- *    (from the registry's `sha256-HEX.sig` tag, or the signatures stored with
+ * 3. a signature of exactly that digest by a trusted key (cosign's tag form or
+ *    a Sigstore bundle referrer, see signatures.ts; or the signatures stored with
  *    the manifest) — before the component's layer is even fetched;
  * 4. config and layer blobs, each verified against its descriptor while it
  *    streams, under the size caps;
@@ -21,13 +21,15 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from '../base/logger.js';
-import { readPublicKey, checkSignature, type TrustedKey } from './cosign.js';
+import { readPublicKey, type TrustedKey } from './cosign.js';
 import { credentialFor } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
-import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, componentLayer, cosignSignatureTag, parseImageManifest } from './layout.js';
+import { componentLayer, parseImageManifest } from './layout.js';
 import { RegistryClient } from './oci-client.js';
 import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
-import { parseSource, plainHttpAllowed, type OciSource, type UrlSource } from './source.js';
+import type { LockEntry } from './lock.js';
+import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type UrlSource } from './source.js';
+import { registrySignatures, sameSignature, verifySignatures } from './signatures.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { fetchUrl } from './url-fetch.js';
 
@@ -44,6 +46,19 @@ export interface FetchedComponent {
   manifestDigest?: string;
   /** The key file whose signature was accepted; `skipped` when verification was skipped; `pinned` for a URL's digest. */
   signedBy: string;
+  /** The accepted key's fingerprint (`sha256:` of its SPKI), when a signature was verified. */
+  signerFingerprint?: string;
+}
+
+/** The lock entry a fetched component stands for (see lock.ts). */
+export function lockEntryOf(fetched: FetchedComponent): LockEntry {
+  return {
+    pinned: fetched.manifestDigest === undefined ? fetched.source : pinnedOciText(parseSource(fetched.source) as OciSource, fetched.manifestDigest),
+    ...(fetched.manifestDigest === undefined ? {} : { manifestDigest: fetched.manifestDigest }),
+    layerDigest: fetched.digest,
+    size: fetched.bytes.byteLength,
+    signer: fetched.signerFingerprint ?? fetched.signedBy,
+  };
 }
 
 /** Fetches remote components with one host's settings. */
@@ -64,11 +79,22 @@ export class RemoteFetcher {
     return this.#store;
   }
 
-  /** Fetch and verify `text` under `trust` (the load's own, else the global one). */
-  async fetch(text: string, trust: TrustPolicy | undefined, signal?: AbortSignal): Promise<FetchedComponent> {
+  /**
+   * Fetch and verify `text` under `trust` (the load's own, else the global one). `runtime`: a load a client
+   * asked for (the admin load tool): only from `distribution.registries` (none when unset), never unverified.
+   */
+  async fetch(text: string, trust: TrustPolicy | undefined, signal?: AbortSignal, runtime = false): Promise<FetchedComponent> {
     const source = parseSource(text);
+    const allowed = this.#options.registries;
+    if (allowed === undefined ? runtime : !sourceAllowed(source, allowed)) {
+      const why = allowed === undefined ? 'a component loaded at runtime must come from a source distribution.registries lists, and none is listed' : `distribution.registries does not list its ${source.kind === 'oci' ? 'registry or repository' : 'URL prefix'} (${allowed.join(', ') || 'nothing is listed'})`;
+      throw untrusted('not-allowed', text, `${why}: it is refused before any request`);
+    }
     if (source.kind === 'url') return this.#url(source, signal);
     const policy = trust ?? this.#options.verify ?? {};
+    if (runtime && policy.skip === true) {
+      throw untrusted('no-trust', text, 'a component loaded at runtime is always verified (verify.skip / --insecure-skip-verify does not apply to it): name the publisher\'s key in distribution.verify.keys');
+    }
     const keys = policy.skip === true ? [] : (policy.keys ?? []).map(readPublicKey);
     if (policy.skip !== true && keys.length === 0) {
       throw untrusted('no-trust', text, 'no trust is configured for remote components, so it is refused: name the publisher\'s public key with distribution.verify.keys (or verify.keys on the tool entry, or --verify-key FILE); --insecure-skip-verify (verify: { skip: true }) loads it unverified');
@@ -93,32 +119,40 @@ export class RemoteFetcher {
     const maxManifest = this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
     const maxComponent = this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES;
     const client = this.#client(source, signal);
-    // A pinned digest the store holds needs no registry at all.
-    const digest = source.digest ?? await client.resolveTag(source.tag!);
+    // A pinned digest the store holds needs no registry at all; a locked tag is not resolved again.
+    const pin = source.digest === undefined ? this.#options.lock?.[source.text] : undefined;
+    const digest = source.digest ?? pin?.manifestDigest ?? await client.resolveTag(source.tag!);
     const what = `oci://${source.registry}/${source.repository}@${digest}`;
     const stored = await this.#store.get(digest);
     const manifestBytes = stored ?? (await client.manifest(digest))?.bytes;
     if (manifestBytes === undefined) throw unavailable(what, 'the registry has no such manifest');
     const manifest = parseImageManifest(manifestBytes, what);
     const layer = componentLayer(manifest, what);
+    if (pin !== undefined && pin.layerDigest !== layer.digest) {
+      throw integrity('digest-mismatch', what, `toolhost.lock pins the layer ${pin.layerDigest}, but the manifest names ${layer.digest}: run toolhost update ${source.text}`, { expected: pin.layerDigest, actual: layer.digest });
+    }
 
-    let signedBy = 'skipped';
+    let signer: { key: string; fingerprint?: string } = { key: 'skipped' };
     let signatures: StoredSignature[] = [];
     if (skip) {
       this.#logger.warn({ source: source.text, digest }, 'loading a remote component WITHOUT verifying its signature (--insecure-skip-verify / verify.skip)');
     } else {
+      // Kept signatures first (offline); when none of them is by a trusted key, the registry's (a re-signed or
+      // rotated key), unless the registry cannot be reached: then the kept ones' refusal stands.
       const kept = stored === undefined ? [] : await this.#store.signatures(digest);
+      let refusal: unknown;
       try {
-        signatures = kept.length > 0 ? kept : await registrySignatures(client, digest, maxManifest);
-        signedBy = verifySignatures(signatures, digest, keys, what);
-      } catch (refusal) {
-        // The signatures kept with a stored digest may be by a key no longer trusted (rotated, re-signed):
-        // the registry's own, when it answers, get their chance before the refusal stands.
-        if (kept.length === 0) throw refusal;
-        const fresh = await registrySignatures(client, digest, maxManifest).catch(() => []);
-        if (fresh.length === 0) throw refusal;
-        signatures = fresh;
-        signedBy = verifySignatures(signatures, digest, keys, what);
+        if (kept.length > 0) signer = verifySignatures(kept, manifestBytes, digest, keys, what);
+      } catch (error) {
+        refusal = error;
+      }
+      signatures = kept;
+      if (kept.length === 0 || refusal !== undefined) {
+        const fresh = await registrySignatures(client, digest, maxManifest).catch((error: unknown) => {
+          throw refusal ?? error;
+        });
+        signatures = [...fresh, ...kept.filter((entry) => !fresh.some((other) => sameSignature(entry, other)))];
+        signer = verifySignatures(signatures, manifestBytes, digest, keys, what);
       }
     }
 
@@ -133,7 +167,7 @@ export class RemoteFetcher {
     if (signatures.length > 0) await this.#store.putSignatures(digest, signatures);
     await this.#store.put(digest, manifestBytes);
     const name = source.repository.split('/').pop()!;
-    return { name, source: source.text, bytes, digest: layer.digest, manifestDigest: digest, signedBy };
+    return { name, source: source.text, bytes, digest: layer.digest, manifestDigest: digest, signedBy: signer.key, ...(signer.fingerprint === undefined ? {} : { signerFingerprint: signer.fingerprint }) };
   }
 
   async #url(source: UrlSource, signal: AbortSignal | undefined): Promise<FetchedComponent> {
@@ -152,36 +186,4 @@ export class RemoteFetcher {
     if (stored === undefined) await this.#store.put(source.digest, bytes);
     return { name, source: source.text, bytes, digest: source.digest, signedBy: 'pinned' };
   }
-}
-
-/** The cosign signatures of `digest` in its `sha256-HEX.sig` tag (none when the tag does not exist). */
-async function registrySignatures(client: RegistryClient, digest: string, cap: number): Promise<StoredSignature[]> {
-  const tag = await client.manifestByTag(cosignSignatureTag(digest));
-  if (tag === undefined) return [];
-  const manifest = parseImageManifest(tag.bytes, `oci://${client.registry}/${client.repository}:${cosignSignatureTag(digest)}`);
-  const found: StoredSignature[] = [];
-  for (const layer of manifest.layers) {
-    const signature = layer.annotations?.[COSIGN_SIGNATURE_ANNOTATION];
-    if (layer.mediaType !== COSIGN_PAYLOAD || signature === undefined) continue;
-    const payload = await client.blob(layer, cap, 'max_manifest_bytes');
-    found.push({ payload: Buffer.from(payload).toString('base64'), signature });
-  }
-  return found;
-}
-
-/** The key that signed `digest` among `signatures`; else the refusal that says what failed. */
-function verifySignatures(signatures: readonly StoredSignature[], digest: string, keys: readonly TrustedKey[], what: string): string {
-  if (signatures.length === 0) {
-    throw untrusted('unsigned', what, `has no cosign signature (no ${cosignSignatureTag(digest)} tag in the repository): sign it (toolhost publish --sign-key, or cosign sign --key) or configure trust otherwise`);
-  }
-  let otherDigest: string | undefined;
-  for (const entry of signatures) {
-    const check = checkSignature(Buffer.from(entry.payload, 'base64'), entry.signature, digest, keys);
-    if (check.ok) return check.key;
-    if (check.reason === 'wrong-digest') otherDigest = check.names;
-  }
-  if (otherDigest !== undefined) {
-    throw untrusted('wrong-digest', what, `its signature by a trusted key names another digest (${otherDigest || 'none'}), not ${digest}`, { signedDigest: otherDigest });
-  }
-  throw untrusted('untrusted-key', what, `is signed, but by none of the trusted keys (${keys.map((key) => key.source).join(', ')})`, { signatures: signatures.length });
 }

@@ -9,6 +9,8 @@
 import { integrity } from './errors.js';
 
 export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
+export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
+export const OCI_EMPTY = 'application/vnd.oci.empty.v1+json';
 export const DOCKER_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';
 export const WASM_CONFIG = 'application/vnd.wasm.config.v0+json';
 export const WASM_LAYER = 'application/wasm';

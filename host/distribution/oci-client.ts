@@ -23,7 +23,7 @@ import type { EgressStreamResponse } from '../net/pinned-client.js';
 import { SourceChecker } from './checker.js';
 import type { Credential } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
-import { MANIFEST_ACCEPT, type Descriptor } from './layout.js';
+import { MANIFEST_ACCEPT, OCI_INDEX, type Descriptor } from './layout.js';
 import { plainHttpAllowed } from './source.js';
 
 /** Caps and settings of a client. */
@@ -90,6 +90,23 @@ export class RegistryClient {
   /** A manifest by tag (for signature tags), with the digest of its bytes; `undefined` when there is none. */
   async manifestByTag(tag: string): Promise<{ bytes: Uint8Array; digest: string } | undefined> {
     return this.#readManifest(`manifests/${tag}`, `${this.#what}:${tag}`, true);
+  }
+
+  /**
+   * The referrers index of `digest` (OCI 1.1): the Referrers API, else (a registry without it, such as
+   * distribution 2.8) the `sha256-<hex>` referrers tag; `undefined` when there is none. Unverified bytes: the
+   * caller checks every manifest it names against its subject.
+   */
+  async referrers(digest: string): Promise<Uint8Array | undefined> {
+    const what = `${this.#what}@${digest} (referrers)`;
+    const cap = this.#options.maxManifestBytes;
+    for (const path of [`referrers/${digest}`, `manifests/${digest.replace(':', '-')}`]) {
+      const response = await this.#send('GET', path, { accept: OCI_INDEX, maxBodyBytes: cap, what, limit: 'max_manifest_bytes' });
+      if (response.status === 200) return readAll(response, what, cap, 'max_manifest_bytes');
+      if (response.status === 401 || response.status === 403 || response.status >= 500) this.#expectOk(response, what);
+      await response.body.close();
+    }
+    return undefined;
   }
 
   async #readManifest(path: string, what: string, optional?: false): Promise<{ bytes: Uint8Array; digest: string; mediaType: string }>;

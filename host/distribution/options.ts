@@ -4,6 +4,7 @@
  * Plain data only.
  */
 import type { ConfiguredAuth } from './credentials.js';
+import type { LockEntries } from './lock.js';
 
 /** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
 export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -16,6 +17,14 @@ export interface TrustPolicy {
   keys?: readonly string[];
   /** Load without verifying (a warning is logged). */
   skip?: boolean;
+}
+
+/**
+ * The `oci://` sources among `loads` that load without a verified signature: their own `verify` (else `global`)
+ * says `skip`. What `list` warns about (a URL source is pinned by its digest: nothing to skip).
+ */
+export function unverifiedSources(loads: ReadonlyArray<{ path: string; verify?: TrustPolicy | undefined }>, global: TrustPolicy | undefined): string[] {
+  return loads.filter(({ path, verify }) => /^oci:\/\//i.test(path) && (verify ?? global)?.skip === true).map(({ path }) => path);
 }
 
 /** The distribution settings of a host. */
@@ -32,4 +41,12 @@ export interface DistributionOptions {
   maxComponentBytes?: number;
   /** CA certificates (PEM) for registries with a private CA. */
   ca?: string;
+  /**
+   * Where remote components may come from: registries (`host[:port]`), repository prefixes
+   * (`host[:port]/team/`), URL prefixes (`https://host/path/`). Absent: any, for the config and the CLI; none,
+   * for loads asked for at runtime (the admin load tool).
+   */
+  registries?: readonly string[];
+  /** toolhost.lock's entries: a locked tag is fetched by its pinned digest, never resolved again. */
+  lock?: LockEntries;
 }

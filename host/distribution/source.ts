@@ -121,3 +121,31 @@ export function plainHttpAllowed(url: URL, insecureRegistries: readonly string[]
 export function pinnedOciText(source: OciSource, digest: string): string {
   return `oci://${source.registry}/${source.repository}@${digest}`;
 }
+
+/**
+ * Whether `distribution.registries` lets `source` in: an OCI source whose registry (`host[:port]`) is listed, or
+ * whose `registry/repository` is a listed prefix (whole path segments: `host/team` allows `host/team/x`, not
+ * `host/teamx`); a URL source under a listed URL prefix (same origin, whole path segments).
+ */
+export function sourceAllowed(source: RemoteSource, allowed: readonly string[]): boolean {
+  if (source.kind === 'oci') {
+    const full = `${source.registry}/${source.repository}`;
+    return allowed.some((entry) => {
+      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry)) return false;
+      const prefix = entry.toLowerCase().replace(/\/+$/, '');
+      return prefix === source.registry || full === prefix || full.startsWith(`${prefix}/`);
+    });
+  }
+  const url = new URL(source.url);
+  return allowed.some((entry) => {
+    let prefix: URL;
+    try {
+      prefix = new URL(entry);
+    } catch {
+      return false;
+    }
+    if (prefix.origin !== url.origin) return false;
+    const path = prefix.pathname.endsWith('/') ? prefix.pathname : `${prefix.pathname}/`;
+    return url.pathname === prefix.pathname || url.pathname.startsWith(path);
+  });
+}

@@ -18,13 +18,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** A cosign signature as stored: the simple-signing payload and its base64 signature. */
-export interface StoredSignature {
+/** A signature as stored: cosign's tag form (the simple-signing payload and its signature), or a Sigstore bundle. */
+export type StoredSignature = {
   /** The payload, base64. */
   payload: string;
   /** The signature (DER ECDSA), base64. */
   signature: string;
-}
+} | {
+  /** A Sigstore bundle's JSON, base64. */
+  bundle: string;
+};
 
 const hexOf = (digest: string): string => {
   if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new Error(`not a sha256 digest: ${digest}`);
@@ -65,7 +68,7 @@ export class ComponentStore {
   async signatures(digest: string): Promise<StoredSignature[]> {
     try {
       const parsed = JSON.parse(await readFile(join(this.root, 'signatures', 'sha256', `${hexOf(digest)}.json`), 'utf8')) as unknown;
-      return Array.isArray(parsed) ? parsed.filter((entry): entry is StoredSignature => typeof entry?.payload === 'string' && typeof entry?.signature === 'string') : [];
+      return Array.isArray(parsed) ? parsed.filter((entry): entry is StoredSignature => (typeof entry?.payload === 'string' && typeof entry?.signature === 'string') || typeof entry?.bundle === 'string') : [];
     } catch {
       return [];
     }

@@ -156,7 +156,7 @@ export class SandboxLoader implements WasmToolLoader {
   }
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
-    const sources = await readComponentSources(paths, this.#cache.ids, this.#options.fetchRemote, options.verify);
+    const sources = await readComponentSources(paths, this.#cache.ids, this.#options.fetchRemote, options);
     const loaded: LoadedComponentTools[] = [];
     for (const source of sources) loaded.push(await this.loadSource(source, options));
     return loaded;

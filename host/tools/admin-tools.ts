@@ -1,7 +1,10 @@
 /**
  * `toolhost_load` and `toolhost_unload`: load or unload a component at
  * runtime. Registered only when the config says `admin_tools: true`: they let
- * a caller run any component file the host can read.
+ * a caller run any component file the host can read. A remote source
+ * (`oci://`, `https://…#sha256=`) loads only from a source
+ * `distribution.registries` lists (none unless configured) and only verified
+ * with the host's trust: the load is marked `runtime`, the fetcher decides.
  */
 import { resolve } from 'node:path';
 import { toolError } from '../base/errors.js';
@@ -18,7 +21,7 @@ export function registerAdminTools(registry: ToolRegistry): void {
     inputSchema: {
       type: 'object',
       properties: {
-        path: { type: 'string', minLength: 1, description: 'The component file (or a directory of them) on the host.' },
+        path: { type: 'string', minLength: 1, description: 'The component file (or a directory of them) on the host, or a remote source the host allows (distribution.registries): oci://REGISTRY/REPO:TAG, oci://REGISTRY/REPO@sha256:HEX, https://HOST/PATH.wasm#sha256=HEX.' },
         isolation: { enum: ['call', 'conversation', 'worker'] },
       },
       required: ['path'],
@@ -26,7 +29,8 @@ export function registerAdminTools(registry: ToolRegistry): void {
     },
     async run(args) {
       const { path, isolation } = args as { path: string; isolation?: 'call' | 'conversation' | 'worker' };
-      const report = await registry.registerWasmTools(resolve(path), isolation === undefined ? {} : { isolation });
+      const remote = /^(oci|https?):\/\//i.test(path);
+      const report = await registry.registerWasmTools(remote ? path : resolve(path), { runtime: true, ...(isolation === undefined ? {} : { isolation }) });
       return { components: report.components.map((c) => ({ component: c.component, tools: c.tools, cache: c.cache })), renamed: report.renamed };
     },
   }));

@@ -3,6 +3,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
 import { ToolhostError } from '../../base/errors.js';
 import { sha256Hex, type ComponentFileRead, type ComponentIds } from './component-ids.js';
+import type { WasmLoadOptions } from '../../core/registry-types.js';
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 
@@ -69,7 +70,7 @@ export async function expandComponentPaths(paths: string[]): Promise<string[]> {
  * Fetches a remote source (`oci://…`, `https://…#sha256=…`) into verified bytes, with the load's trust policy.
  * The composition root supplies it (host/distribution/); the sandbox only calls it.
  */
-export type RemoteComponentFetch = (source: string, verify: { keys?: readonly string[]; skip?: boolean } | undefined) => Promise<{ name: string; bytes: Uint8Array }>;
+export type RemoteComponentFetch = (source: string, load: Pick<WasmLoadOptions, 'verify' | 'runtime'>) => Promise<{ name: string; bytes: Uint8Array }>;
 
 /** Whether a component path names a remote source rather than a file. */
 export function isRemotePath(path: string): boolean {
@@ -80,11 +81,11 @@ export function isRemotePath(path: string): boolean {
  * The components `paths` name, in order: files and directories read from disk, remote sources fetched (and
  * verified) by `remote`; a remote source without a fetcher is COMPONENT_INVALID.
  */
-export async function readComponentSources(paths: string[], ids: ComponentIds, remote: RemoteComponentFetch | undefined, verify: Parameters<RemoteComponentFetch>[1]): Promise<ComponentSource[]> {
+export async function readComponentSources(paths: string[], ids: ComponentIds, remote: RemoteComponentFetch | undefined, load: Parameters<RemoteComponentFetch>[1]): Promise<ComponentSource[]> {
   const groups = await Promise.all(paths.map(async (path): Promise<ComponentSource[]> => {
     if (!isRemotePath(path)) return Promise.all((await expandComponentPaths([path])).map((file) => sourceFromFile(file, ids)));
     if (remote === undefined) throw new ToolhostError('COMPONENT_INVALID', `${path}: remote sources need a registry made by createRegistry (which fetches and verifies them)`);
-    const fetched = await remote(path, verify);
+    const fetched = await remote(path, load);
     return [{ ...sourceFromBytes(fetched.bytes, fetched.name), path }];
   }));
   const seen = new Set<string>();
