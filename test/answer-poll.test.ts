@@ -1,6 +1,6 @@
 /** While a short call's answer is out, the main thread's event loop keeps turning, bounded, and never blocks. */
 import { describe, expect, it } from 'vitest';
-import { AnswerPoll } from '../host/sandbox/answer-poll.js';
+import { AnswerPoll } from '../host/sandbox/transport/answer-poll.js';
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

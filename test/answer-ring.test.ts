@@ -1,10 +1,10 @@
 /** A lane's answer ring: answers cross exactly, kicks are coalesced, and none is lost when the worker exits. */
 import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ANSWER_RING_SLOTS, AnswerRing } from '../host/sandbox/answer-ring.js';
-import { LANE_KICK, decodeAnswer, encodeAnswer, type ValueMessage } from '../host/sandbox/lane-codec.js';
-import { TaskLanes } from '../host/sandbox/task-lanes.js';
-import { TaskRing } from '../host/sandbox/task-ring.js';
+import { ANSWER_RING_SLOTS, AnswerRing } from '../host/sandbox/transport/answer-ring.js';
+import { LANE_KICK, decodeAnswer, encodeAnswer, type ValueMessage } from '../host/sandbox/transport/lane-codec.js';
+import { TaskLanes } from '../host/sandbox/transport/task-lanes.js';
+import { TaskRing } from '../host/sandbox/transport/task-ring.js';
 import type { TaskAnswer, TaskWire } from '../host/sandbox/protocol.js';
 
 const closers: Array<() => unknown> = [];

@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ToolhostError } from '../host/base/errors.js';
-import { ControlSlots } from '../host/sandbox/control-slots.js';
+import { ControlSlots } from '../host/sandbox/transport/control-slots.js';
 import { PoolTask } from '../host/sandbox/pool-task.js';
 import { cpuTimeMs, threadTid } from '../host/sandbox/worker/cpu-clock.js';
 import { HostBridge } from '../host/sandbox/worker/host-bridge.js';

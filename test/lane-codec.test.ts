@@ -1,6 +1,6 @@
 /** Calls and their answers cross a task lane as flat arrays and come out as the objects that went in. */
 import { describe, expect, it } from 'vitest';
-import { carriesBuffer, decodeAnswer, decodeTask, encodeAnswer, encodeTask } from '../host/sandbox/lane-codec.js';
+import { carriesBuffer, decodeAnswer, decodeTask, encodeAnswer, encodeTask } from '../host/sandbox/transport/lane-codec.js';
 import type { CallProfile, CallWire, DescribeTask, GuestOutputLimits, TaskAnswer, WorkerOutcome } from '../host/sandbox/protocol.js';
 
 const buffer = new SharedArrayBuffer(256);

@@ -1,9 +1,9 @@
 /** An idle worker spins briefly for its next task, only when welcome, and rests when spins catch nothing. */
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LaneBell, LaneBells } from '../host/sandbox/lane-bell.js';
+import { LaneBell, LaneBells } from '../host/sandbox/transport/lane-bell.js';
 import { DEFAULT_SPIN_MICROS, resolveOptions } from '../host/sandbox/pool-options.js';
-import { LaneSpin, MISSES_BEFORE_REST, REST_TURNS, type SpinSource } from '../host/sandbox/worker/lane-spin.js';
+import { LaneSpin, MISSES_BEFORE_REST, REST_TURNS, type SpinSource } from '../host/sandbox/transport/lane-spin.js';
 import { example, makeRegistry } from './helpers.js';
 
 const closers: Array<() => unknown> = [];

@@ -1,17 +1,17 @@
 /**
- * Task lanes and dispatch (host/sandbox/task-lanes.ts, task-dispatch.ts), on real MessagePorts with this test as the
+ * Task lanes and dispatch (host/sandbox/transport/task-lanes.ts, task-dispatch.ts), on real MessagePorts with this test as the
  * worker's end: answers find their task, a closed lane fails every unanswered task (as stopped or as exited), a task
  * waits in order until a lane frees up, and a task taken back while it waits never reaches a worker. The pool's own
  * behaviour on real workers (kills, deaths, tasks held behind others) is covered by worker-holdings and the budget tests.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ControlSlots } from '../host/sandbox/control-slots.js';
+import { ControlSlots } from '../host/sandbox/transport/control-slots.js';
 import { PoolTask } from '../host/sandbox/pool-task.js';
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type LaneAnswer, type TaskWire } from '../host/sandbox/protocol.js';
 import { TaskDispatch } from '../host/sandbox/task-dispatch.js';
-import { LaneBell } from '../host/sandbox/lane-bell.js';
-import { LaneClosed, TaskLanes } from '../host/sandbox/task-lanes.js';
+import { LaneBell } from '../host/sandbox/transport/lane-bell.js';
+import { LaneClosed, TaskLanes } from '../host/sandbox/transport/task-lanes.js';
 import { WorkerHoldings } from '../host/sandbox/worker-holdings.js';
 
 const slots = new ControlSlots();

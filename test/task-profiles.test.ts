@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ControlSlots } from '../host/sandbox/control-slots.js';
+import { ControlSlots } from '../host/sandbox/transport/control-slots.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS } from '../host/sandbox/protocol.js';
-import { TaskProfiles, type CallInput } from '../host/sandbox/task-profiles.js';
+import { TaskProfiles, type CallInput } from '../host/sandbox/transport/task-profiles.js';
 
 const input = (over: Partial<CallInput> = {}): CallInput => ({
   kind: 'call',

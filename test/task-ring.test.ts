@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LANE_KICK, type CallMessage } from '../host/sandbox/lane-codec.js';
-import { RING_SLOTS, TaskRing, type RingCall } from '../host/sandbox/task-ring.js';
+import { LANE_KICK, type CallMessage } from '../host/sandbox/transport/lane-codec.js';
+import { RING_SLOTS, TaskRing, type RingCall } from '../host/sandbox/transport/task-ring.js';
 import { root } from './helpers.js';
 
 const closers: Array<() => unknown> = [];

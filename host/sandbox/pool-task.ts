@@ -10,8 +10,8 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { ToolhostError } from '../base/errors.js';
-import type { ControlSlot } from './control-slots.js';
-import type { ProfileEntry } from './task-profiles.js';
+import type { ControlSlot } from './transport/control-slots.js';
+import type { ProfileEntry } from './transport/task-profiles.js';
 import { TaskStop, type StopSignal } from './task-stop.js';
 import { readThreadCpuMs } from './thread-cpu.js';
 import {

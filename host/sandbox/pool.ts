@@ -15,19 +15,19 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../base/errors.js';
 import { ChurnTable } from '../core/churn-table.js';
-import { ControlSlots } from './control-slots.js';
+import { ControlSlots } from './transport/control-slots.js';
 import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoolOptions } from './pool-options.js';
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
 import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
-import { AnswerPoll } from './answer-poll.js';
-import { LaneBells, type SpinCounts } from './lane-bell.js';
-import { TaskRing } from './task-ring.js';
-import { AnswerRing } from './answer-ring.js';
+import { AnswerPoll } from './transport/answer-poll.js';
+import { LaneBells, type SpinCounts } from './transport/lane-bell.js';
+import { TaskRing } from './transport/task-ring.js';
+import { AnswerRing } from './transport/answer-ring.js';
 import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
-import { LaneClosed } from './task-lanes.js';
-import { TaskProfiles, recordRun, type ProfileEntry } from './task-profiles.js';
+import { LaneClosed } from './transport/task-lanes.js';
+import { TaskProfiles, recordRun, type ProfileEntry } from './transport/task-profiles.js';
 import type { StopSignal } from './task-stop.js';
 import {
   CLAIM_DONE,

@@ -12,7 +12,7 @@
  */
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type TaskAnswer, type TaskWire } from './protocol.js';
 import type { PoolTask } from './pool-task.js';
-import { TaskLanes } from './task-lanes.js';
+import { TaskLanes } from './transport/task-lanes.js';
 import type { WorkerHoldings } from './worker-holdings.js';
 
 /** What the pool knows of its workers that decides where a task goes. */

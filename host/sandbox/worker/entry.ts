@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { threadId, type MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../../base/errors.js';
 import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestContent, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
-import { LANE_KICK, decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../lane-codec.js';
+import { LANE_KICK, decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../transport/lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { acquire, release, type ComponentRuntime } from './component-runtime.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
@@ -17,8 +17,8 @@ import { classifyGuestFailure } from './guest-failure.js';
 import { contentBytes } from '../load/tool-world.js';
 import { HostBridge, OutputLimitExceeded, answerRing, helloMainThread, laneBell, laneRing } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
-import { LaneSpin } from './lane-spin.js';
-import { LaneReader } from './lane-reader.js';
+import { LaneSpin } from '../transport/lane-spin.js';
+import { LaneReader } from '../transport/lane-reader.js';
 
 /** Tasks come on the lane, posted or in its ring (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
 const lane = helloMainThread();

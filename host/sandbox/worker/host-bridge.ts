@@ -33,9 +33,9 @@ import {
   type WorkerMessage,
   type WorkerPost,
 } from '../protocol.js';
-import { LaneBell } from '../lane-bell.js';
-import { TaskRing } from '../task-ring.js';
-import { AnswerRing } from '../answer-ring.js';
+import { LaneBell } from '../transport/lane-bell.js';
+import { TaskRing } from '../transport/task-ring.js';
+import { AnswerRing } from '../transport/answer-ring.js';
 import { SpareStatus } from '../spare-status.js';
 
 let replies: MessagePort | undefined;

@@ -20,7 +20,7 @@
  * a new SharedArrayBuffer object on the receiving side): ~0.5 µs of the
  * main thread's postMessage and ~1 µs of a round trip (2-vCPU VM).
  */
-import type { CallProfile, CallWire, GuestCallContext, Isolation, LaneAnswer, TaskAnswer, TaskWire, WorkerAccounting } from './protocol.js';
+import type { CallProfile, CallWire, GuestCallContext, Isolation, LaneAnswer, TaskAnswer, TaskWire, WorkerAccounting } from '../protocol.js';
 
 /** What a call carries only sometimes: in one object at the end of its message, when it has any. */
 export type CallExtras = Pick<CallWire, 'fixed' | 'conversationKey' | 'env' | 'filesystem'> & Pick<GuestCallContext, 'conversationId' | 'sessionId' | 'agentName'>;

@@ -11,8 +11,8 @@
  * worker runs a task or spins is taken when that is over, without a message.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { LANE_KICK, type LaneMessage, type LaneTask } from '../lane-codec.js';
-import type { TaskRing } from '../task-ring.js';
+import { LANE_KICK, type LaneMessage, type LaneTask } from './lane-codec.js';
+import type { TaskRing } from './task-ring.js';
 import type { SpinSource } from './lane-spin.js';
 
 export class LaneReader implements SpinSource<LaneTask> {

@@ -10,7 +10,7 @@
  * worker, or one that dropped its profiles) answers a ProfileMiss and the
  * pool sends the task again with the profile.
  */
-import type { CallProfile, CallTask, CallWire, ControlRef } from './protocol.js';
+import type { CallProfile, CallTask, CallWire, ControlRef } from '../protocol.js';
 
 /** Profiles kept before the table starts over (ids are never reused, so workers never mistake one). */
 const MAX_PROFILES = 4096;

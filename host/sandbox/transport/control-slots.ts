@@ -10,7 +10,7 @@
  * back, since a dying worker may still write there for a few milliseconds;
  * the slot is forgotten, and its buffer freed once none of its slots is held.
  */
-import { CONTROL_BYTES, type ControlRef } from './protocol.js';
+import { CONTROL_BYTES, type ControlRef } from '../protocol.js';
 
 /** Slots per buffer. */
 const SLOTS_PER_BUFFER = 64;

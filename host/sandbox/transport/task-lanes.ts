@@ -15,12 +15,12 @@
  * alive: the pool does, while it has tasks.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { ChurnTable } from '../core/churn-table.js';
+import { ChurnTable } from '../../core/churn-table.js';
 import type { LaneBell } from './lane-bell.js';
 import { LANE_KICK, carriesBuffer, decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
 import type { TaskRing } from './task-ring.js';
 import type { AnswerRing } from './answer-ring.js';
-import type { LaneAnswer, TaskAnswer, TaskWire } from './protocol.js';
+import type { LaneAnswer, TaskAnswer, TaskWire } from '../protocol.js';
 
 /** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
 export class LaneClosed extends Error {

@@ -13,7 +13,7 @@
  * further apart than a spin lasts), the next `REST_TURNS` chances are
  * skipped, so a worker serving sparse traffic barely spins at all.
  */
-import type { LaneBell } from '../lane-bell.js';
+import type { LaneBell } from './lane-bell.js';
 
 /** Where a spinning worker takes its next task from (its lane reader). */
 export interface SpinSource<T> {
