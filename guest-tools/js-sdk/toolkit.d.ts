@@ -62,3 +62,6 @@ export declare function parseArgs<T = Record<string, unknown>>(args: string, all
 
 /** `args[key]` when it is a string, else the tool-error INVALID_ARGS. */
 export declare function requireString(args: Record<string, unknown>, key: string): string;
+
+export { WORKTREE, list, readBytes, readText, stat, worktreeRoot, writeBytes, writeText } from './worktree.js';
+export type { WorktreeEntry, WorktreeStat } from './worktree.js';

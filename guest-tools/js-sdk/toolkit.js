@@ -103,3 +103,6 @@ export function defineComponent(componentName, tools) {
     },
   };
 }
+
+// The worktree helpers (wasi:filesystem): tree-shaken away from a tool that does not use them.
+export { WORKTREE, list, readBytes, readText, stat, worktreeRoot, writeBytes, writeText } from './worktree.js';
