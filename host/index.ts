@@ -58,9 +58,11 @@ export type { CancelOutcome, ErrorCode, ToolErrorData } from './base/errors.js';
 
 // Definitions for agent APIs.
 export { MODEL_NAME, modelNames, modelSafeName, objectInputSchema, toDefinition } from './core/definitions.js';
+export { toStrictSchema, type StrictSchemaResult } from './core/strict-schema.js';
 export type {
   AnthropicDefinition,
   DefinitionFormat,
+  DefinitionOptions,
   McpDefinition,
   ObjectJsonSchema,
   OpenAIDefinition,

@@ -89,7 +89,9 @@ async function inputsHash(guest) {
   const hash = createHash('sha256');
   const files = [guest.witPath ?? witPath, fileURLToPath(import.meta.url)];
   if (guest.kind === 'js') {
-    files.push(join(root, guest.source), join(root, 'guest-tools', 'js-sdk', 'toolkit.js'), join(root, 'host', 'authoring', 'js.ts'));
+    const sdkDir = join(root, 'guest-tools', 'js-sdk');
+    const witDeps = join(root, 'wit', 'deps');
+    files.push(join(root, guest.source), ...listFiles('guest-tools/js-sdk', '.js').map((name) => join(sdkDir, name)), join(root, 'host', 'authoring', 'js.ts'), join(root, 'host', 'authoring', 'wasi-world.ts'), ...listFiles('wit/deps', '.wit').map((name) => join(witDeps, name)));
     hash.update(`componentize-js@${packageVersion('@bytecodealliance/componentize-js')} rolldown@${packageVersion('rolldown')} ${JSON.stringify(guest.disableFeatures ?? null)} ${guest.guardExceptions ?? true}`);
   } else if (guest.kind === 'extism') {
     files.push(...guest.sources.map((source) => join(root, source)), join(root, 'scripts', 'guests', 'build-extism.mjs'));

@@ -38,7 +38,8 @@ export interface ToolDefinition {
    * Run one call. `args` is the arguments' JSON text (already checked against
    * `inputSchema` by the host); return the result as JSON text or as a value to
    * serialize, or a promise of either. Throw `toolError(...)` for a failure of
-   * the tool's own; anything else becomes an INTERNAL tool-error with its message.
+   * the tool's own; anything else becomes the tool-error UNCAUGHT_EXCEPTION with its message
+   * (`TypeError: boom`) and, in its details, the error's name and JS stack.
    */
   run(args: string): unknown;
 }
@@ -49,7 +50,11 @@ export declare function defineComponent(componentName: string, tools: readonly T
 /** A tool-error to throw; `details` is any JSON value. */
 export declare function toolError(code: string, message: string, details?: unknown): ToolError;
 
+/** A plain `{ code, message }` object (not an Error instance): what `call` may throw as a tool-error. */
 export declare function isToolError(value: unknown): value is ToolError;
+
+/** The tool-error UNCAUGHT_EXCEPTION for `error`, thrown by `tool`: its message, name and stack. */
+export declare function uncaughtError(tool: string, error: unknown): ToolError;
 
 export declare const isObject: (value: unknown) => value is Record<string, unknown>;
 
@@ -62,3 +67,6 @@ export declare function parseArgs<T = Record<string, unknown>>(args: string, all
 
 /** `args[key]` when it is a string, else the tool-error INVALID_ARGS. */
 export declare function requireString(args: Record<string, unknown>, key: string): string;
+
+export { WORKTREE, list, readBytes, readText, stat, worktreeRoot, writeBytes, writeText } from './worktree.js';
+export type { WorktreeEntry, WorktreeStat } from './worktree.js';

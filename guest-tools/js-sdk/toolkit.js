@@ -10,8 +10,9 @@
 //
 // Tool failures are thrown as plain `{ code, message, details }` objects,
 // which the bindings lift into the WIT `tool-error`. Anything else a tool
-// throws becomes an `INTERNAL` tool-error: an Error escaping `call` would
-// trap the whole instance.
+// throws becomes the tool-error `UNCAUGHT_EXCEPTION` with its message and
+// stack (what `toolhost build`'s guard gives a raw `tool` export too): an
+// Error escaping `call` would trap the whole instance.
 
 /** A tool-error value; `details` is any JSON value (or undefined). */
 export function toolError(code, message, details) {
@@ -23,7 +24,18 @@ export function toolError(code, message, details) {
 }
 
 export function isToolError(e) {
-  return e !== null && typeof e === 'object' && typeof e.code === 'string' && typeof e.message === 'string';
+  return e !== null && typeof e === 'object' && typeof e.code === 'string' && typeof e.message === 'string' && !(e instanceof Error);
+}
+
+/** The tool-error UNCAUGHT_EXCEPTION for something `tool` threw: its message (`TypeError: boom`) and stack. */
+export function uncaughtError(tool, e) {
+  const message = e instanceof Error ? (e.name && e.name !== 'Error' ? `${e.name}: ${e.message}` : e.message) : String(e);
+  const details = { tool };
+  if (e instanceof Error) {
+    details.name = e.name;
+    if (typeof e.stack === 'string' && e.stack !== '') details.stack = e.stack;
+  }
+  return toolError('UNCAUGHT_EXCEPTION', message, details);
 }
 
 export const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -89,7 +101,7 @@ export function defineComponent(componentName, tools) {
         if (e instanceof Error && e.name === 'InternalError' && /too much recursion/.test(e.message)) {
           throw toolError('TOO_DEEP', `${name}: the value is nested too deeply (this engine allows a few hundred levels)`);
         }
-        throw toolError('INTERNAL', `${name} failed: ${e && e.message ? e.message : String(e)}`);
+        throw uncaughtError(name, e);
       };
       try {
         const result = t.run(args);
@@ -103,3 +115,6 @@ export function defineComponent(componentName, tools) {
     },
   };
 }
+
+// The worktree helpers (wasi:filesystem): tree-shaken away from a tool that does not use them.
+export { WORKTREE, list, readBytes, readText, stat, worktreeRoot, writeBytes, writeText } from './worktree.js';

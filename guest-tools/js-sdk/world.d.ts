@@ -71,3 +71,27 @@ declare module 'toolhost:tool/types@0.1.0' {
     call(name: string, args: string): string | Promise<string>;
   }
 }
+
+// WASI a guest may import directly (`toolhost build` adds what the bundle imports to the component's world and
+// binds it to the version its engine imports; any 0.2.x specifier works). Typed by the WASI shim's declarations.
+declare module 'wasi:filesystem/types@0.2.3' {
+  export * from '@bytecodealliance/preview2-shim/interfaces/wasi-filesystem-types';
+}
+declare module 'wasi:filesystem/preopens@0.2.3' {
+  export * from '@bytecodealliance/preview2-shim/interfaces/wasi-filesystem-preopens';
+}
+declare module 'wasi:io/streams@0.2.3' {
+  export * from '@bytecodealliance/preview2-shim/interfaces/wasi-io-streams';
+}
+declare module 'wasi:io/error@0.2.3' {
+  export * from '@bytecodealliance/preview2-shim/interfaces/wasi-io-error';
+}
+declare module 'wasi:io/poll@0.2.3' {
+  export * from '@bytecodealliance/preview2-shim/interfaces/wasi-io-poll';
+}
+declare module 'wasi:clocks/wall-clock@0.2.3' {
+  export * from '@bytecodealliance/preview2-shim/interfaces/wasi-clocks-wall-clock';
+}
+declare module 'wasi:clocks/monotonic-clock@0.2.3' {
+  export * from '@bytecodealliance/preview2-shim/interfaces/wasi-clocks-monotonic-clock';
+}

@@ -6,7 +6,7 @@
 //
 // Tool failures are thrown as plain `{ code, message, details }` objects,
 // which the bindings lift into the WIT `tool-error`; anything else thrown is
-// turned into an `INTERNAL` tool-error so a bug never traps the component.
+// turned into an `UNCAUGHT_EXCEPTION` tool-error so a bug never traps the component.
 
 import { defineComponent, isObject, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 

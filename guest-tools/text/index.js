@@ -10,7 +10,7 @@
 // - A tool failure is reported by throwing a plain object
 //   `{ code, message, details }` (details: JSON text or undefined), which the
 //   bindings lift into the WIT `tool-error`. Anything else thrown is turned
-//   into an `INTERNAL` tool-error so a bug never traps the component.
+//   into an `UNCAUGHT_EXCEPTION` tool-error so a bug never traps the component.
 // - Example tools never print: stdout/stderr are for debugging only.
 
 import {

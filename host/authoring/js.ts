@@ -21,6 +21,7 @@ import { isInside, projectRoot, writeComponent } from './contained.js';
 import { BuildError } from './errors.js';
 import { jsToolkitPath, worldWitPath } from './paths.js';
 import { JS_TOOLCHAIN_INSTALL } from './toolchain.js';
+import { engineWasiSpecifier, worldWithWasiImports } from './wasi-world.js';
 
 export type ComponentizeFeature = 'stdio' | 'random' | 'clocks' | 'http' | 'fetch-event';
 
@@ -57,6 +58,9 @@ export interface JsBuildResult {
 }
 
 const ENTRY = '\0toolhost-guest-entry';
+
+/** A rendered `import … from "wasi:…"` / `export … from "toolhost:…"` / `import "wasi:…"` statement of the bundle. */
+const RENDERED_IMPORT = /^(?:import|export)\b[^;'"]*?\bfrom\s*["']((?:wasi|toolhost):[^"']+)["']|^import\s*["']((?:wasi|toolhost):[^"']+)["']/gm;
 
 /**
  * The module componentize-js sees: the author's `tool`, with `call` guarded so
@@ -135,8 +139,18 @@ function readableModule(roots: string[], id: string): boolean {
   return roots.some((root) => isInside(root, real)) || real.split(sep).includes('node_modules');
 }
 
-/** Bundle `source` and what it imports into one ES module (host and WASI imports stay imports). */
-export async function bundleGuest(source: string, cwd: string, guardExceptions = true): Promise<string> {
+/** One bundled guest: its code and the external modules it still imports after tree-shaking. */
+export interface GuestBundle {
+  code: string;
+  /** `toolhost:` and `wasi:` module ids (WASI ones already mapped to the engine's version). */
+  imports: string[];
+}
+
+/**
+ * Bundle `source` and what it imports into one ES module. Host and WASI imports stay imports; a WASI import is
+ * mapped to the version the engine imports (wasi-world.ts), and one the build cannot bind is refused here.
+ */
+export async function bundleGuest(source: string, cwd: string, guardExceptions = true): Promise<GuestBundle> {
   const { rolldown } = await loadRolldown();
   const entry = resolve(source);
   const toolkit = jsToolkitPath();
@@ -147,7 +161,10 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
       input: guardExceptions ? ENTRY : entry,
       cwd,
       platform: 'neutral',
-      external: [/^toolhost:/, /^wasi:/],
+      external: [/^toolhost:/],
+      // A host interface has no side effects to keep: an import nothing uses is dropped, so the world only
+      // gains the WASI interfaces the tool's code really calls (e.g. the toolkit's filesystem helpers).
+      treeshake: { moduleSideEffects: 'no-external' },
       // A guest never sees Node's built-ins: say so at build time, not as a failed import at load.
       resolve: { alias: { 'toolhost/guest': toolkit } },
       logLevel: 'warn',
@@ -158,6 +175,7 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
         {
           name: 'toolhost-guest-entry',
           resolveId(id: string) {
+            if (id.startsWith('wasi:')) return { id: engineWasiSpecifier(id), external: true, moduleSideEffects: false };
             return id === ENTRY ? ENTRY : null;
           },
           load(id: string) {
@@ -175,7 +193,9 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
     const { output } = await bundle.generate({ format: 'esm', codeSplitting: false });
     const chunk = output.find((item) => item.type === 'chunk');
     if (!chunk || chunk.type !== 'chunk') throw new BuildError('COMPILE_FAILED', `bundling ${source} produced no code`);
-    return chunk.code;
+    // chunk.imports keeps an external whose every binding was tree-shaken away; the rendered import statements do not.
+    const rendered = new Set([...chunk.code.matchAll(RENDERED_IMPORT)].map((match) => match[1] ?? match[2]));
+    return { code: chunk.code, imports: chunk.imports.filter((id) => rendered.has(id) && (id.startsWith('wasi:') || id.startsWith('toolhost:'))) };
   } catch (error) {
     if (error instanceof BuildError) throw error;
     throw new BuildError('COMPILE_FAILED', `could not bundle ${source}:\n${(error as Error).message}`);
@@ -187,10 +207,11 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
 export async function buildJsComponent(options: JsBuildOptions): Promise<JsBuildResult> {
   const { source, outFile, witPath = worldWitPath(), world = 'tool-provider', disableFeatures = ['http', 'fetch-event'] } = options;
   const started = performance.now();
-  const code = await bundleGuest(source, options.cwd ?? dirname(resolve(source)), options.guardExceptions ?? true);
+  const { code, imports } = await bundleGuest(source, options.cwd ?? dirname(resolve(source)), options.guardExceptions ?? true);
   const { componentize } = await loadComponentize();
-  // componentize-js reads a witPath through its own WASI shim, which has no preopens: pass the WIT as text.
-  const witWorld = await readFile(witPath, 'utf8');
+  // componentize-js reads a witPath through its own WASI shim, which has no preopens: pass the WIT as text,
+  // with the WASI interfaces the bundle imports (e.g. wasi:filesystem for the worktree) added to the world.
+  const witWorld = worldWithWasiImports(await readFile(witPath, 'utf8'), world, imports);
   const tmp = await mkdtemp(join(tmpdir(), 'toolhost-js-'));
   let component: Uint8Array;
   try {

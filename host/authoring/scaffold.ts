@@ -5,9 +5,9 @@
  * template is filled as JSON (each value one escaped string, never package.json
  * text), and a `--toolhost` spec with control characters is refused.
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { packageRoot } from '../config/package-root.js';
 import { BuildError } from './errors.js';
 import { componentName, TOOL_LANGUAGES, type ToolLanguage } from './project.js';
@@ -39,19 +39,41 @@ async function ownManifest(): Promise<OwnManifest> {
   return JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8')) as OwnManifest;
 }
 
+/** How the project in `holder` depends on toolhost (its package.json's spec), if it says. */
+function holderSpec(holder: string): string | undefined {
+  try {
+    const manifest = JSON.parse(readFileSync(join(holder, 'package.json'), 'utf8')) as Record<string, Record<string, unknown> | undefined>;
+    for (const field of ['dependencies', 'devDependencies', 'optionalDependencies']) {
+      const spec = manifest[field]?.toolhost;
+      if (typeof spec === 'string') return spec;
+    }
+  } catch {
+    // no manifest, or not JSON: nothing to follow
+  }
+  return undefined;
+}
+
+/** A registry spec: a version or range (`^0.1.0`, `0.1.x`, `>=0.1`), a dist-tag, or `npm:`. */
+const REGISTRY_SPEC = /^(?:npm:|[\^~<>=v]|\d|\*|x$|latest$|next$)/;
+
 /**
- * The `toolhost` dependency for a project in `projectDir`: `^version` when
- * toolhost was installed from a registry somewhere else (npx, global), a
- * `file:` link when the project sits inside the project that installed it
- * (e.g. from a packed tarball: the registry may not have this version), or
- * the source checkout this toolhost runs from.
+ * The `toolhost` dependency for a project in `projectDir`: `^version` when toolhost was installed from a
+ * registry (npx, global, or a project that depends on a registry version); when the new project sits inside
+ * the project that installed it from a packed tarball, that tarball by its absolute path (the registry may not
+ * have this version; the spec still works after the new project moves, and a tarball runs no `prepare`);
+ * otherwise the installed or source copy this toolhost runs from, by its absolute path. Never a relative
+ * `file:../node_modules/toolhost`, which broke as soon as the project moved.
  */
-export function defaultToolhostSpec(projectDir: string, version: string): string {
-  const root = packageRoot();
-  if (basename(dirname(root)) === 'node_modules') {
-    const holder = dirname(dirname(root));
-    const rel = relative(projectDir, root).split(sep).join('/');
-    return projectDir.startsWith(holder + sep) ? `file:${rel}` : `^${version}`;
+export function defaultToolhostSpec(projectDir: string, version: string, root: string = packageRoot()): string {
+  if (basename(dirname(root)) !== 'node_modules') return `file:${root}`;
+  const holder = dirname(dirname(root));
+  if (!resolve(projectDir).startsWith(holder + sep)) return `^${version}`;
+  const spec = holderSpec(holder);
+  if (spec?.startsWith('file:')) {
+    const target = resolve(holder, spec.slice('file:'.length));
+    if (/\.(?:tgz|tar\.gz)$/.test(target) && existsSync(target)) return `file:${target}`;
+  } else if (spec !== undefined && REGISTRY_SPEC.test(spec)) {
+    return `^${version}`;
   }
   return `file:${root}`;
 }

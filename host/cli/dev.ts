@@ -4,12 +4,16 @@
  * an author can try it in an MCP client while editing. A failed rebuild is
  * reported and the last good component keeps serving; MCP clients are sent
  * `notifications/tools/list_changed` after each reload.
+ *
+ * The watcher (chokidar, dev-watch.ts) is ready before the first build starts, so an edit made while it runs
+ * is built right after it; each rebuild says which changes caused it. Not guaranteed: that an MCP client
+ * re-reads the tool list when notified (most do).
  */
-import { watch } from 'node:fs';
-import { relative, sep } from 'node:path';
+import { relative } from 'node:path';
 import { createRegistry } from '../compose/registry.js';
 import { createDefaultLogger } from '../base/logger.js';
 import { buildProject, detectProject, type BuildReport } from '../authoring/project.js';
+import { RebuildQueue, describeReasons, watchSources } from './dev-watch.js';
 
 export interface DevOptions {
   mcp: 'stdio' | 'http';
@@ -17,15 +21,23 @@ export interface DevOptions {
   host?: string;
 }
 
-const IGNORED = ['node_modules', 'dist', '.git'];
-
 export async function dev(dir: string, options: DevOptions): Promise<number> {
   // Over stdio, stdout carries the protocol: everything else goes to stderr.
   const say = (line: string): void => void process.stderr.write(`toolhost dev: ${line}\n`);
   const project = await detectProject(dir);
   const describe = (report: BuildReport): string =>
     `built ${relative(process.cwd(), report.outFile) || report.outFile} in ${(report.ms / 1000).toFixed(1)} s: ${report.tools.map((tool) => tool.name).join(', ')}`;
-  let report = await buildProject(dir);
+  // Watch first: a save made during the first build queues a rebuild instead of being lost.
+  const queue = new RebuildQueue({ build: (reasons) => rebuild(reasons) });
+  const watcher = await watchSources(project.dir, (reason) => queue.changed(reason));
+  let report: BuildReport;
+  try {
+    report = await buildProject(dir);
+  } catch (error) {
+    queue.close();
+    await watcher.close();
+    throw error;
+  }
   say(describe(report));
 
   const registry = createRegistry({ logger: createDefaultLogger(process.env.TOOLHOST_LOG ?? 'warn'), sandbox: { threads: 1 } });
@@ -45,38 +57,22 @@ export async function dev(dir: string, options: DevOptions): Promise<number> {
     ended = server.closed;
   }
 
-  // Rebuild at most one at a time; changes during a build trigger one more.
-  let timer: NodeJS.Timeout | undefined;
-  let building = false;
-  let again = false;
-  const rebuild = async (): Promise<void> => {
-    if (building) {
-      again = true;
-      return;
-    }
-    building = true;
+  async function rebuild(reasons: string[]): Promise<'built' | 'failed'> {
+    const why = describeReasons(reasons);
+    say(`rebuilding (${why})`);
     try {
       const next = await buildProject(dir);
       registry.unloadComponent(project.name);
       await registry.registerWasmTools(next.outFile);
       report = next;
-      say(`re${describe(report)}; reloaded`);
+      say(`re${describe(report)}; reloaded (${why})`);
+      return 'built';
     } catch (error) {
-      say(`rebuild failed, still serving the last good build:\n${(error as Error).message}`);
-    } finally {
-      building = false;
-      if (again) {
-        again = false;
-        void rebuild();
-      }
+      say(`rebuild failed (${why}), still serving the last good build:\n${(error as Error).message}`);
+      return 'failed';
     }
-  };
-  const watcher = watch(project.dir, { recursive: true }, (_event, filename) => {
-    const name = filename?.toString() ?? '';
-    if (IGNORED.some((part) => name === part || name.startsWith(`${part}${sep}`))) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => void rebuild(), 150);
-  });
+  }
+  queue.start();
   say(`watching ${project.dir} (Ctrl-C to stop)`);
 
   await Promise.race([
@@ -86,8 +82,9 @@ export async function dev(dir: string, options: DevOptions): Promise<number> {
       process.once('SIGTERM', resolveStop);
     }),
   ]);
-  watcher.close();
-  clearTimeout(timer);
+  queue.close();
+  await watcher.close();
+  await queue.idle();
   await close();
   await registry.close();
   return 0;

@@ -129,6 +129,7 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
   const audit = new MemoryAuditLog();
   // Only what can serve `name` is loaded (the answer is the same as with every tool: see compose/tool-scope.ts).
   const host = await open(options.load, options.config, options, audit, name);
+  if (options.worktree !== undefined) warnUnseenWorktree(host.registry.get(host.registry.resolveName(name) ?? name));
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
@@ -163,6 +164,15 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
     process.off('SIGTERM', onSignal);
     await host.close();
   }
+}
+
+/**
+ * `--worktree DIR` reaches a guest only under a privilege that mounts it (DEFAULT and up), within the tool's grant:
+ * a tool granted MINIMAL never sees it, so say so on stderr rather than let the call silently see nothing.
+ */
+function warnUnseenWorktree(tool: { name: string; grant?: { privilege?: string } } | undefined): void {
+  if (tool === undefined || String(tool.grant?.privilege ?? 'MINIMAL').toUpperCase() !== 'MINIMAL') return;
+  process.stderr.write(`toolhost: --worktree is ignored: ${tool.name} is granted no worktree (privilege MINIMAL). Grant one in toolhost.yaml (tools: - path: ... grant: { privilege: DEFAULT } default_policy: { privilege_level: DEFAULT }) and pass --config\n`);
 }
 
 async function inspect(path: string, options: { json?: boolean }): Promise<number> {

@@ -8,6 +8,7 @@
  * `objectInputSchema`); a tool whose input is not an object is left out.
  */
 import { createHash } from 'node:crypto';
+import { toStrictSchema } from './strict-schema.js';
 import type { JsonSchema, ToolDescriptor } from './tool.js';
 
 export type DefinitionFormat = 'toolhost' | 'mcp' | 'openai' | 'openai-responses' | 'anthropic';
@@ -39,7 +40,8 @@ export type ObjectJsonSchema = { type: 'object'; [keyword: string]: unknown };
 /** OpenAI Chat Completions: assignable to `ChatCompletionFunctionTool` (`ChatCompletionTool`). */
 export interface OpenAIDefinition {
   type: 'function';
-  function: { name: string; description: string; parameters: ObjectJsonSchema };
+  /** `strict` only with `definitions('openai', { strict: true })`: true where the schema has a strict form. */
+  function: { name: string; description: string; parameters: ObjectJsonSchema; strict?: boolean };
 }
 
 /** OpenAI Responses API: assignable to `FunctionTool`. */
@@ -48,8 +50,23 @@ export interface OpenAIResponsesDefinition {
   name: string;
   description: string;
   parameters: ObjectJsonSchema;
-  /** false: toolhost validates the arguments itself; strict mode would constrain the schema. */
-  strict: false;
+  /**
+   * false by default (toolhost validates the arguments itself); with `{ strict: true }`, true for a tool whose
+   * schema has a strict form (strict-schema.ts), which `parameters` then is.
+   */
+  strict: boolean;
+}
+
+/** How `definitions` shapes the model formats. */
+export interface DefinitionOptions {
+  /**
+   * OpenAI formats: strict mode (Structured Outputs) where a tool's input schema allows it: `parameters` in
+   * its strict form and `strict: true`; a tool whose schema has none keeps its schema with `strict: false`, and
+   * `onNotStrict` is told which tool and why. Other formats ignore it.
+   */
+  strict?: boolean;
+  /** Called for each tool that cannot be strict (with `strict: true`), with its model-facing name and the reason. */
+  onNotStrict?: (name: string, reason: string) => void;
 }
 
 /** Anthropic Messages: assignable to `Tool`. */
@@ -138,9 +155,16 @@ export function objectInputSchema(schema: JsonSchema): ObjectJsonSchema | undefi
  * model-facing name (default: `modelSafeName`; the registry passes the
  * collision-free one), and the result is undefined when its input is not an object.
  */
-export function toDefinition<F extends DefinitionFormat>(tool: ToolDescriptor, format: F, modelName?: string): DefinitionsByFormat[F] | undefined {
+export function toDefinition<F extends DefinitionFormat>(tool: ToolDescriptor, format: F, modelName?: string, options: DefinitionOptions = {}): DefinitionsByFormat[F] | undefined {
   const name = modelName ?? modelSafeName(tool.name);
-  const parameters = MODEL_FORMATS.has(format) ? objectInputSchema(tool.inputSchema) : undefined;
+  let parameters = MODEL_FORMATS.has(format) ? objectInputSchema(tool.inputSchema) : undefined;
+  let strict: boolean | undefined;
+  if (options.strict === true && parameters !== undefined && (format === 'openai' || format === 'openai-responses')) {
+    const strictForm = toStrictSchema(parameters);
+    strict = strictForm.strict;
+    if (strictForm.strict) parameters = strictForm.schema;
+    else options.onNotStrict?.(name, strictForm.reason);
+  }
   const byFormat: { [K in DefinitionFormat]: () => DefinitionsByFormat[K] | undefined } = {
     toolhost: () => ({
       name: tool.name,
@@ -167,8 +191,8 @@ export function toDefinition<F extends DefinitionFormat>(tool: ToolDescriptor, f
       },
       ...(tool.icons === undefined ? {} : { icons: tool.icons.map((icon) => ({ ...icon, ...(icon.sizes === undefined ? {} : { sizes: [...icon.sizes] }) })) }),
     }),
-    openai: () => (parameters === undefined ? undefined : { type: 'function', function: { name, description: tool.description, parameters } }),
-    'openai-responses': () => (parameters === undefined ? undefined : { type: 'function', name, description: tool.description, parameters, strict: false }),
+    openai: () => (parameters === undefined ? undefined : { type: 'function', function: { name, description: tool.description, parameters, ...(strict === undefined ? {} : { strict }) } }),
+    'openai-responses': () => (parameters === undefined ? undefined : { type: 'function', name, description: tool.description, parameters, strict: strict ?? false }),
     anthropic: () => (parameters === undefined ? undefined : { name, description: tool.description, input_schema: parameters }),
   };
   return byFormat[format]();

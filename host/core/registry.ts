@@ -13,7 +13,7 @@ import { CallIdSource } from './call/call-id-source.js';
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
 import type { CallOptions, CallStream } from './call/options.js';
 import { CallTracker } from './call-tracker.js';
-import { modelNames, toDefinition, type DefinitionFormat, type DefinitionsByFormat } from './definitions.js';
+import { modelNames, toDefinition, type DefinitionFormat, type DefinitionOptions, type DefinitionsByFormat } from './definitions.js';
 import { ToolhostError, type CancelOutcome } from '../base/errors.js';
 import type { FleetStatus } from './fleet.js';
 import type { TerminalEvent } from './events.js';
@@ -215,13 +215,13 @@ export class ToolRegistry {
   }
 
   /** Every tool's definition, in toolhost's shape or an agent API's. */
-  definitions<F extends DefinitionFormat = 'toolhost'>(format?: F): Array<DefinitionsByFormat[F]> {
+  definitions<F extends DefinitionFormat = 'toolhost'>(format?: F, options?: DefinitionOptions): Array<DefinitionsByFormat[F]> {
     const chosen = (format ?? 'toolhost') as F;
     const names = this.#modelNames();
     const out: Array<DefinitionsByFormat[F]> = [];
     for (const name of this.names()) {
       const registered = this.#tools.get(name)!;
-      const definition = toDefinition(registered.described ?? registered.tool, chosen, names.get(name));
+      const definition = toDefinition(registered.described ?? registered.tool, chosen, names.get(name), options);
       if (definition !== undefined) out.push(definition);
     }
     return out;

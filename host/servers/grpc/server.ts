@@ -10,7 +10,9 @@
  * Beside ToolService it serves `grpc.health.v1.Health` (the maintained
  * `grpc-health-check`: "" and `sw4rm.tool.ToolService` SERVING, NOT_SERVING
  * once closing) and server reflection (`@grpc/reflection`, v1 and v1alpha),
- * so `grpcurl` and load balancers work. Health stays open without a token,
+ * so `grpcurl` and load balancers work. Reflection describes the real `.proto` files (reflection-files.ts:
+ * `sw4rm/tool.proto` importing `google/protobuf/duration.proto`) and its own service, so strict clients
+ * (Python's descriptor pool) accept what it serves. Health stays open without a token,
  * like `/healthz`: load balancers probe without credentials, and it tells only
  * SERVING or not. Reflection needs the token when one is configured (it
  * describes every service and message; `grpcurl -H 'authorization: Bearer ...'`
@@ -28,16 +30,19 @@
  */
 import { Server, ServerCredentials, type ChannelOptions, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
-import { loadSync } from '@grpc/proto-loader';
+import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import { loadToolPackageDefinition, TOOL_SERVICE_NAME, toolServiceDefinition } from './proto.js';
+import { loadToolPackageDefinition, TOOL_PROTO_PACKAGE, TOOL_SERVICE_NAME, toolServiceDefinition } from './proto.js';
 import { gateConnections, resolveConnectionLimits } from '../connection-gate.js';
 import { createAuthenticator } from '../auth/authenticator.js';
 import type { Authenticator } from '../auth/caller.js';
 import { authenticateGrpc } from './authenticate.js';
 import { createToolServiceHandlers, type GrpcToolSource, type ToolServiceOptions } from './service.js';
 import { toServiceError } from './status.js';
+import { descriptorsOf, realFileDescriptors } from './reflection-files.js';
 
 /** The port sw4rm's docs use for ToolService. */
 export const DEFAULT_GRPC_PORT = 50063;
@@ -125,8 +130,7 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     health.addToServer(server);
   }
   if (withReflection !== false) {
-    const healthDefinition = loadSync(healthProtoPath, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
-    const reflection = new ReflectionService({ ...loadToolPackageDefinition(), ...(withHealth !== false ? healthDefinition : {}) });
+    const reflection = new ReflectionService(reflectedFiles(withHealth !== false));
     const auth = createAuthenticator(serviceOptions);
     reflection.addToServer(auth === undefined ? server : {
       addService: (definition, implementation) => server.addService(definition, guarded(implementation, auth, (reason) => options.limitMetrics?.refused('grpc', reason))),
@@ -171,6 +175,31 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     return closing;
   };
   return { port: bound, host, address, close };
+}
+
+const REFLECTION_PROTOS = ['v1', 'v1alpha'].map((version) => ({
+  path: join(dirname(createRequire(import.meta.url).resolve('@grpc/reflection')), '..', 'proto', 'grpc', 'reflection', version, 'reflection.proto'),
+  pkg: `grpc.reflection.${version}`,
+  file: `grpc/reflection/${version}/reflection.proto`,
+}));
+
+/**
+ * What reflection describes, as the real `.proto` files (reflection-files.ts): the ToolService
+ * (`sw4rm/tool.proto`, importing `google/protobuf/duration.proto`), health when it is served, and the reflection
+ * service itself, so a strict client can build every service it lists from the answers alone.
+ */
+function reflectedFiles(withHealth: boolean): PackageDefinition {
+  const options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
+  const definitions: PackageDefinition[] = [loadToolPackageDefinition(), ...REFLECTION_PROTOS.map(({ path }) => loadSync(path, options))];
+  const packageFiles: Record<string, string> = { [TOOL_PROTO_PACKAGE]: 'sw4rm/tool.proto' };
+  for (const { pkg, file } of REFLECTION_PROTOS) packageFiles[pkg] = file;
+  if (withHealth) {
+    definitions.push(loadSync(healthProtoPath, options));
+    packageFiles['grpc.health.v1'] = 'grpc/health/v1/health.proto';
+  }
+  const files = realFileDescriptors(descriptorsOf(definitions), packageFiles);
+  // ReflectionService reads only `fileDescriptorProtos` of each entry.
+  return { files: { fileDescriptorProtos: files } } as unknown as PackageDefinition;
 }
 
 /** Reflection's handlers behind the tokens: a stream without a valid one ends UNAUTHENTICATED before any answer. */
