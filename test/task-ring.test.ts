@@ -108,7 +108,7 @@ describe('a worker reading its lane', () => {
     const { port1, port2 } = new MessageChannel();
     const ring = new TaskRing();
     const dist = (file: string): string => pathToFileURL(join(root, 'dist', 'host', 'sandbox', file)).href;
-    const worker = new Worker(workerSource, { eval: true, workerData: { port: port2, buffer: ring.buffer, ring: dist('task-ring.js'), reader: dist('worker/lane-reader.js') }, transferList: [port2] });
+    const worker = new Worker(workerSource, { eval: true, workerData: { port: port2, buffer: ring.buffer, ring: dist('transport/task-ring.js'), reader: dist('transport/lane-reader.js') }, transferList: [port2] });
     closers.push(() => worker.terminate(), () => port1.close());
     const ran: number[] = [];
     let wake: (() => void) | undefined;
