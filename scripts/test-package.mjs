@@ -4,6 +4,7 @@
 //   npm pack → a fresh project under the temp directory → npm install the tarball
 //   → the README's library example, verbatim → toolhost --version / doctor
 //   → for each language: toolhost init → npm install → npm run build → npm test → toolhost call
+//   → a TypeScript tool that reads its worktree (granted by a toolhost.yaml), refused `..` and absolute paths
 //
 //   node scripts/test-package.mjs                 every language (ts, c, js)
 //   node scripts/test-package.mjs --lang c        one
@@ -109,6 +110,44 @@ for (const lang of langs) {
   });
 }
 
+// A TypeScript tool reads its worktree through WASI (docs/authoring.md's example, verbatim in spirit), and is
+// refused `..` and an absolute path: from init to call, through the CLI with a config's grant.
+if (langs.includes('ts')) {
+  const name = 'notes-ts';
+  const dir = join(app, name);
+  if (step('ts worktree: toolhost init', npx, ['toolhost', 'init', name, '--lang', 'ts'], app) && step('ts worktree: npm install', npm, ['install', '--no-audit', '--no-fund'], dir)) {
+    writeFileSync(join(dir, 'src', 'index.ts'), `import { defineComponent, list, parseArgs, readText } from 'toolhost/guest';
+
+export const tool = defineComponent('notes', [
+  {
+    name: 'read_note',
+    description: 'Reads a note from the worktree.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    streaming: false,
+    idempotent: true,
+    run(argsText) {
+      const { path } = parseArgs<{ path: string }>(argsText);
+      return { text: readText(path), siblings: list().map((entry) => entry.name) };
+    },
+  },
+]);
+`);
+    const work = join(dir, 'work');
+    execFileSync('mkdir', ['-p', work]);
+    writeFileSync(join(work, 'note.txt'), 'a note\n');
+    writeFileSync(join(dir, 'toolhost.yaml'), `tools:\n  - path: dist/${name}.wasm\n    grant: { privilege: DEFAULT }\n    default_policy: { privilege_level: DEFAULT }\n`);
+    if (step('ts worktree: npm run build', npm, ['run', 'build'], dir)) {
+      const call = (path) => ['toolhost', 'call', 'read_note', '--worktree', 'work', '--args', JSON.stringify({ path })];
+      step('ts worktree: reads a file of its worktree', npx, call('note.txt'), dir, (run) => (JSON.parse(run.stdout).text === 'a note\n' ? undefined : `unexpected result ${run.stdout}`));
+      for (const outside of ['../package.json', '/etc/passwd']) {
+        const run = spawnSync(npx, call(outside), { cwd: dir, encoding: 'utf8', env: { ...process.env, TOOLHOST_LOG: 'error' } });
+        const refused = run.status === 1 && /TOOL_ERROR/.test(run.stderr) && !run.stdout.includes('root:') && !run.stdout.includes('"name"');
+        console.log(`${refused ? 'ok  ' : 'FAIL'} ts worktree: ${outside} is refused${refused ? '' : `\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`}`);
+        if (!refused) failures += 1;
+      }
+    }
+  }
+}
 console.log(`${failures === 0 ? 'package test passed' : `package test: ${failures} step(s) failed`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 if (keep || failures > 0) console.log(`scratch directory kept: ${scratch}`);
 else rmSync(scratch, { recursive: true, force: true });
