@@ -145,6 +145,22 @@ export const tool = defineComponent('notes', [
         console.log(`${refused ? 'ok  ' : 'FAIL'} ts worktree: ${outside} is refused${refused ? '' : `\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`}`);
         if (!refused) failures += 1;
       }
+      // The same through `toolhost serve` over MCP stdio, with the MCP SDK the package depends on.
+      writeFileSync(join(dir, 'mcp-check.mjs'), `import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+const transport = new StdioClientTransport({ command: process.execPath, args: ['node_modules/toolhost/dist/host/cli/main.js', 'serve', '--mcp', 'stdio', '--worktree', 'work'], stderr: 'ignore' });
+const client = new Client({ name: 'package-test', version: '1.0.0' });
+await client.connect(transport);
+const read = await client.callTool({ name: 'read_note', arguments: { path: 'note.txt' } });
+const outside = await client.callTool({ name: 'read_note', arguments: { path: '../package.json' } });
+const absolute = await client.callTool({ name: 'read_note', arguments: { path: '/etc/passwd' } });
+await client.close();
+console.log(JSON.stringify({ text: read.structuredContent?.text, outside: outside.isError === true, absolute: absolute.isError === true && !JSON.stringify(absolute).includes('root:') }));
+`);
+      step('ts worktree: the same through toolhost serve (MCP stdio)', 'node', ['mcp-check.mjs'], dir, (run) => {
+        const seen = JSON.parse(run.stdout.trim().split('\n').at(-1));
+        return seen.text === 'a note\n' && seen.outside && seen.absolute ? undefined : `unexpected ${run.stdout}`;
+      });
     }
   }
 }
