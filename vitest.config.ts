@@ -6,8 +6,9 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Several real `toolhost serve` processes on one Redis: `npm run test:fleet` (vitest.fleet.config.ts);
-    // property-based fuzzing: `npm run test:fuzz` (vitest.fuzz.config.ts).
-    exclude: ['test/fleet/**', 'test/fuzz/**', '**/node_modules/**'],
+    // property-based fuzzing: `npm run test:fuzz` (vitest.fuzz.config.ts); the CLI in processes of its
+    // own: `npm run test:e2e` (vitest.e2e.config.ts).
+    exclude: ['test/fleet/**', 'test/fuzz/**', 'test/e2e/**', '**/node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 180_000,

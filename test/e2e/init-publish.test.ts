@@ -11,10 +11,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initProject } from '../host/authoring/index.js';
-import { example } from './helpers.js';
-import { runCli } from './cli-runner.js';
-import { OciRegistry, hasRegistry } from './oci-registry.js';
+import { initProject } from '../../host/authoring/index.js';
+import { example } from '../helpers.js';
+import { runCli } from '../cli-runner.js';
+import { OciRegistry, hasRegistry } from '../oci-registry.js';
 
 describe.skipIf(!hasRegistry)('init → npm run publish → another host', () => {
   const registry = new OciRegistry();

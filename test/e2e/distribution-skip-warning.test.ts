@@ -9,9 +9,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { example } from './helpers.js';
-import { runCli } from './cli-runner.js';
-import { OciRegistry, Pusher, hasRegistry } from './oci-registry.js';
+import { example } from '../helpers.js';
+import { runCli } from '../cli-runner.js';
+import { OciRegistry, Pusher, hasRegistry } from '../oci-registry.js';
 
 const wasm = new Uint8Array(readFileSync(example('ctools')));
 

@@ -13,8 +13,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { cliEnv, cliPath, runCli } from './cli-runner.js';
-import { example, fixture, hasCGuests, root } from './helpers.js';
+import { cliEnv, cliPath, runCli } from '../cli-runner.js';
+import { example, fixture, hasCGuests, root } from '../helpers.js';
 
 function writeConfig(body: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolhost-serve-'));

@@ -7,8 +7,8 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliPath, runCli, type CliRun } from './cli-runner.js';
-import { example, fixture, hasCGuests, root } from './helpers.js';
+import { cliPath, runCli, type CliRun } from '../cli-runner.js';
+import { example, fixture, hasCGuests, root } from '../helpers.js';
 
 interface CliError {
   code: string;

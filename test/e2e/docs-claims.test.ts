@@ -9,9 +9,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildJsComponent, bundleGuest } from '../host/authoring/js.js';
-import { ERROR_CODES } from '../host/index.js';
-import { example, fixture, hasCGuests, makeRegistry, root } from './helpers.js';
+import { buildJsComponent, bundleGuest } from '../../host/authoring/js.js';
+import { ERROR_CODES } from '../../host/index.js';
+import { example, fixture, hasCGuests, makeRegistry, root } from '../helpers.js';
 
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const authoring = readFileSync(join(root, 'docs', 'authoring.md'), 'utf8');

@@ -8,10 +8,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { BenchReport, PairedPhase } from '../host/bench/row.js';
-import type { TargetCheck } from '../host/bench/targets.js';
-import { runCli } from './cli-runner.js';
-import { example, hasCGuests } from './helpers.js';
+import type { BenchReport, PairedPhase } from '../../host/bench/row.js';
+import type { TargetCheck } from '../../host/bench/targets.js';
+import { runCli } from '../cli-runner.js';
+import { example, hasCGuests } from '../helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'toolhost-bench-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FSWatcher } from 'chokidar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RebuildQueue, ignoredPath, watchSources } from '../host/cli/dev-watch.js';
-import { cliEnv, cliPath, runCli } from './cli-runner.js';
-import { hasCGuests } from './helpers.js';
+import { RebuildQueue, ignoredPath, watchSources } from '../../host/cli/dev-watch.js';
+import { cliEnv, cliPath, runCli } from '../cli-runner.js';
+import { hasCGuests } from '../helpers.js';
 
 /** Save `text` to `file` the way editors do: write a temp file beside it, rename it over. */
 function renameOverSave(file: string, text: string, tempName: string): void {

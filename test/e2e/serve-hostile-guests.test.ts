@@ -19,11 +19,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ComponentCache } from '../host/sandbox/load/component-cache.js';
-import { componentId } from '../host/sandbox/load/component-file.js';
-import { cliEnv, cliPath } from './cli-runner.js';
-import { growerComponent } from './fixtures/wat/grower.js';
-import { fixture, hasCGuests, root, sharedCacheDir } from './helpers.js';
+import { ComponentCache } from '../../host/sandbox/load/component-cache.js';
+import { componentId } from '../../host/sandbox/load/component-file.js';
+import { cliEnv, cliPath } from '../cli-runner.js';
+import { growerComponent } from '../fixtures/wat/grower.js';
+import { fixture, hasCGuests, root, sharedCacheDir } from '../helpers.js';
 
 interface Frame { final: boolean; data: Buffer; summary: Buffer }
 interface ToolServiceClient extends grpc.Client {

@@ -9,8 +9,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from './cli-runner.js';
-import { hasCGuests, root } from './helpers.js';
+import { runCli } from '../cli-runner.js';
+import { hasCGuests, root } from '../helpers.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'toolhost-author-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliEnv, cliPath, runCli } from './cli-runner.js';
-import { example, hasCGuests, root } from './helpers.js';
+import { cliEnv, cliPath, runCli } from '../cli-runner.js';
+import { example, hasCGuests, root } from '../helpers.js';
 
 const remoteServer = join(root, 'test', 'fixtures', 'mcp', 'remote-server.mjs');
 
