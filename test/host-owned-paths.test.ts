@@ -142,6 +142,13 @@ describe('a config that grants a writable worktree over a host-owned path is ref
     expect((await configError(file)).message).toMatch(/toolhost\.yaml:11:\d+: .*holds a component the host loads/);
   });
 
+  it('the store of fetched components (distribution.store_dir), at its line', async () => {
+    const { project, file } = projectWithConfig(['      worktree: work']);
+    mkdirSync(join(project, 'work'));
+    writeFileSync(file, `${readFileSync(file, 'utf8')}distribution:\n  store_dir: work/store\n`);
+    expect((await configError(file)).message).toMatch(/toolhost\.yaml:\d+:\d+: .*holds the store of fetched components/);
+  });
+
   it("an MCP server's command and the script its args name", async () => {
     const { project, file } = projectWithConfig(['      worktree: work']);
     mkdirSync(join(project, 'work'));
@@ -166,6 +173,17 @@ describe.runIf(hasCGuests)('per call, each kind of host-owned path', () => {
     try {
       await registry.registerWasmTools(fixture('fs_attack'), { grant: { privilege: 'ELEVATED' } });
       await expect(registry.execute('write', { path: '/worktree/audit.log', content: '' }, { ...ELEVATED, workingDir: work })).rejects.toMatchObject({ code: 'PERMISSION_DENIED', details: { kind: 'audit-log' } });
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it('the store of fetched components (a guest would plant what the host runs next)', async () => {
+    const work = dir('store');
+    const registry = createRegistry({ logger: silentLogger, audit: new MemoryAuditLog(), distribution: { storeDir: join(work, 'store') }, sandbox: { cacheDir: sharedCacheDir, threads: 1 } });
+    try {
+      await registry.registerWasmTools(fixture('fs_attack'), { grant: { privilege: 'ELEVATED' } });
+      await expect(registry.execute('write', { path: '/worktree/store/x', content: '' }, { ...ELEVATED, workingDir: work })).rejects.toMatchObject({ code: 'PERMISSION_DENIED', details: { kind: 'store' } });
     } finally {
       await registry.close();
     }

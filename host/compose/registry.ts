@@ -38,9 +38,13 @@ export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader'>
 export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const { sandbox = {}, distribution = {}, ...rest } = options;
   const logger = rest.logger ?? createDefaultLogger();
-  const fetcher = new RemoteFetcher({ ...distribution, storeDir: storeDirOf(distribution, sandbox) }, logger);
+  const storeDir = storeDirOf(distribution, sandbox);
+  const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
   const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, undefined, load.runtime === true);
-  return new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger) });
+  const registry = new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger) });
+  // What the host runs is fetched into the store: no writable worktree may reach it (a guest would plant code there).
+  registry.hostOwnedPaths.add('store', storeDir);
+  return registry;
 }
 
 /** Where fetched components are kept: `distribution.store_dir`, else `store-v1` in the transpile cache directory. */

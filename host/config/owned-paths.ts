@@ -1,8 +1,9 @@
 /**
  * The host-owned paths a config names (see policy/host-owned-paths.ts for the
- * rule): the config file itself, the transpile cache, the audit log file,
- * every component path, and each stdio MCP server's command and the files its
- * arguments name (relative to its cwd). Each comes with the YAML node that
+ * rule): the config file itself and its lock file (`toolhost.lock`, which pins
+ * what remote sources load), the transpile cache, the store of fetched
+ * components, the audit log file, every component path, and each stdio MCP
+ * server's command and the files its arguments name (relative to its cwd). Each comes with the YAML node that
  * names it, so a config check can point at the line to change.
  *
  * What it does not know: files an MCP server loads on its own (its imports),
@@ -10,6 +11,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { lockPathFor } from '../distribution/lock.js';
 import type { HostOwnedPath } from '../policy/host-owned-paths.js';
 import { defaultCacheDir } from '../sandbox/load/cache-location.js';
 import type { ResolvedConfig } from './resolved-types.js';
@@ -49,8 +51,9 @@ function serverFiles(command: string, args: readonly string[], cwd: string, base
  */
 export function configOwnedPaths(config: ConfigFile, baseDir: string, file?: string): ConfiguredOwnedPath[] {
   const owned: ConfiguredOwnedPath[] = [];
-  if (file !== undefined) owned.push({ kind: 'config', path: file });
+  if (file !== undefined) owned.push({ kind: 'config', path: file }, { kind: 'lock', path: lockPathFor(file) });
   const host = config.host ?? {};
+  if (config.distribution?.store_dir !== undefined) owned.push({ kind: 'store', path: resolve(baseDir, config.distribution.store_dir), at: ['distribution', 'store_dir'] });
   owned.push(host.pool?.cache_dir !== undefined
     ? { kind: 'cache', path: resolve(baseDir, host.pool.cache_dir), at: ['host', 'pool', 'cache_dir'] }
     : { kind: 'cache', path: defaultCacheDir() });
@@ -72,7 +75,7 @@ export function configOwnedPaths(config: ConfigFile, baseDir: string, file?: str
  */
 export function resolvedOwnedPaths(config: ResolvedConfig): HostOwnedPath[] {
   const owned: HostOwnedPath[] = [];
-  if (config.file !== undefined) owned.push({ kind: 'config', path: config.file });
+  if (config.file !== undefined) owned.push({ kind: 'config', path: config.file }, { kind: 'lock', path: lockPathFor(config.file) });
   for (const server of config.mcpServers) {
     if (server.transport !== 'stdio') continue;
     for (const { path } of serverFiles(server.command, server.args, server.cwd, config.baseDir)) owned.push({ kind: 'mcp-server', path });

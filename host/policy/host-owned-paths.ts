@@ -69,8 +69,8 @@ const KIND_NAMES: Record<HostOwnedKind, string> = {
   'audit-log': 'the audit log',
   component: 'a component the host loads',
   'mcp-server': 'an imported MCP server the host runs',
-  lock: 'a lock file',
-  store: 'a store',
+  lock: 'the lock file that pins remote components (toolhost.lock)',
+  store: 'the store of fetched components',
 };
 
 /** The real path of `path`, or of its nearest existing ancestor joined with the rest (it may not exist yet). */
