@@ -8,6 +8,7 @@ import { ToolRegistry, type ToolRegistryOptions } from '../core/registry.js';
 import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
+import { Sandbox } from '../sandbox/sandbox.js';
 import { SandboxLoader, type SandboxOptions } from '../sandbox/loader.js';
 import type { RemoteComponentFetch } from '../sandbox/load/component-file.js';
 import { defaultCacheDir } from '../sandbox/load/cache-location.js';
@@ -16,7 +17,7 @@ import { RemoteFetcher } from '../distribution/fetch.js';
 import type { DistributionOptions } from '../distribution/options.js';
 
 /** What `createRegistry` takes: the core registry's options, and the sandbox's instead of a loader. */
-export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader'> {
+export interface RegistryOptions extends Omit<ToolRegistryOptions, 'wasmLoader' | 'pool'> {
   /** The sandbox: worker threads, queue bound, transpile cache directory, output caps. */
   sandbox?: SandboxOptions;
   /**
@@ -41,7 +42,8 @@ export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const storeDir = storeDirOf(distribution, sandbox);
   const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
   const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, undefined, load.runtime === true);
-  const registry = new ToolRegistry({ ...rest, logger, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger) });
+  const pool = new Sandbox({ ...sandbox, fetchRemote });
+  const registry = new ToolRegistry({ ...rest, logger, pool, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger, pool) });
   // What the host runs is fetched into the store: no writable worktree may reach it (a guest would plant code there).
   registry.hostOwnedPaths.add('store', storeDir);
   return registry;

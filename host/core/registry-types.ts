@@ -83,15 +83,20 @@ export interface WorkerHeap {
   externalBytes: number;
 }
 
+/** The sandbox's pool as the registry sees it: its state, its workers' garbage, its end. */
+export interface SandboxHandle {
+  /** The pool's state, once it has started (undefined before). */
+  stats(): SandboxStats | undefined;
+  /** Collect every sandbox worker's garbage and read its heap (measurements only; undefined without a pool that can). */
+  collectWorkerGarbage(): Promise<WorkerHeap[] | undefined>;
+  close(): Promise<void>;
+}
+
 /** Loads component files into tools. The sandbox implements it; core knows nothing about Wasm. */
 export interface WasmToolLoader {
   load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]>;
-  /** The pool's state, once it has started (undefined before). */
-  stats?(): SandboxStats | undefined;
   /** Finish what loading deferred (compiling components whose description was cached). */
   warm?(): Promise<void>;
-  /** Collect every sandbox worker's garbage and read its heap (measurements only; undefined without a pool that can). */
-  collectWorkerGarbage?(): Promise<WorkerHeap[] | undefined>;
   /** Paths the loader reads code from (its cache): a writable worktree must not overlap them. */
   ownedPaths?(): HostOwnedPath[];
   close(): Promise<void>;
@@ -152,4 +157,6 @@ export interface ToolRegistryOptions {
    * made by `createRegistry` or `createHost`). The registry closes it.
    */
   wasmLoader?: WasmToolLoader;
+  /** The pool the loader runs on: `sandboxStats`, `collectWorkerGarbage`; the registry closes it after the loader. */
+  pool?: SandboxHandle;
 }

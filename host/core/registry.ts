@@ -4,7 +4,7 @@
  */
 import { planComponentNames, similarNames } from './component-names.js';
 import { checkRegistryOptions } from './registry-options.js';
-import type { SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
+import type { SandboxHandle, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
 import { performance } from 'node:perf_hooks';
 import type { AuditEntry } from '../policy/audit.js';
 import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
@@ -44,6 +44,7 @@ export class ToolRegistry {
   /** The call's layers over the tool's run, composed once. */
   readonly #run: CallHandler = compose(CALL_LAYERS, invoke);
   readonly #loader: WasmToolLoader | undefined;
+  readonly #sandbox: SandboxHandle | undefined;
   /** Where a writable worktree must not reach (the call's admission refuses it): see host/policy/host-owned-paths.ts. */
   readonly hostOwnedPaths: HostOwnedPaths;
   #closed = false;
@@ -91,6 +92,7 @@ export class ToolRegistry {
     };
     this.#schemas = new SchemaCompiler(options.schemaLimits, (tool, limit) => this.#deps.onLimit(tool, limit));
     this.#loader = options.wasmLoader;
+    this.#sandbox = options.pool;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
     if (this.#deps.audit.file !== undefined) this.hostOwnedPaths.add('audit-log', this.#deps.audit.file);
     options.fleet?.bind({ cancelLocal: (callId, principal) => this.#tracker.cancel(callId, principal) });
@@ -153,16 +155,12 @@ export class ToolRegistry {
 
   /** The sandbox pool's state, once a component has started it (undefined before, or without a sandbox). */
   sandboxStats(): SandboxStats | undefined {
-    return this.#loader?.stats?.();
+    return this.#sandbox?.stats();
   }
 
-  /**
-   * Collect every sandbox worker's garbage and read its heap: for measurements
-   * (the benchmark's no-growth check), never needed to serve calls. Undefined
-   * before the pool started, or with process containment.
-   */
+  /** Collect every sandbox worker's garbage and read its heap (measurements; undefined before the pool started, or in a sandbox process). */
   async collectWorkerGarbage(): Promise<WorkerHeap[] | undefined> {
-    return this.#loader?.collectWorkerGarbage?.();
+    return this.#sandbox?.collectWorkerGarbage();
   }
 
   /** Compile what loading deferred, so the first calls do not wait for it (servers do this before they listen). */
@@ -384,6 +382,7 @@ export class ToolRegistry {
     this.#closed = true;
     this.#tracker.cancelAll();
     await this.#loader?.close();
+    await this.#sandbox?.close();
   }
 
   #wasmLoader(): WasmToolLoader {

@@ -4,19 +4,15 @@
  * modules once → ask a worker for `describe()` (cached too) → one
  * SandboxedTool per tool the component carries.
  */
-import { join } from 'node:path';
 import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
-import type { LoadedComponentTools, SandboxStats, WasmLoadOptions, WasmToolLoader, WorkerHeap } from '../core/registry.js';
+import type { LoadedComponentTools, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, type CachedComponent } from './load/component-cache.js';
-import type { ComponentIds } from './load/component-ids.js';
-import { readComponentSources, type ComponentSource, type RemoteComponentFetch } from './load/component-file.js';
-import { SandboxPool, type SandboxPoolOptions } from './pool.js';
+import { readComponentSources, type ComponentSource } from './load/component-file.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
-import { ProcessSandboxPool } from './process/supervisor.js';
-import type { Containment, SandboxRunner } from './sandbox-runner.js';
+import { Sandbox } from './sandbox.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './load/supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, tableElementsForHeap } from './load/memory-cap.js';
@@ -30,34 +26,8 @@ import type { HostOwnedPath } from '../policy/host-owned-paths.js';
 /** The interface every 0.1.0 tool component exports (see tool-world.ts for both worlds). */
 export const TOOL_EXPORT = TOOL_EXPORTS['0.1.0'];
 
-export interface SandboxOptions extends SandboxPoolOptions {
-  /**
-   * Where guest code runs (default `thread`): worker threads of this process,
-   * or (`process`) of a supervised child process, so that a fatal error of V8
-   * in a worker ends that process (restarted; its calls end with TOOL_CRASHED)
-   * and never this one.
-   */
-  containment?: Containment;
-  /** Where transpiled components are cached (default: see `defaultCacheDir`). */
-  cacheDir?: string;
-  /** Caps on captured guest output. */
-  outputLimits?: Partial<GuestOutputLimits>;
-  /**
-   * Elements a component's tables may hold in all (default DEFAULT_TABLE_ELEMENTS; never more than a
-   * quarter of the worker heap holds, see `tableElementsForHeap`), split over every table its core instances define.
-   */
-  tableElements?: number;
-  /**
-   * Wall-clock budget of a component's `describe()` at load, its
-   * instantiation included (ms, default 10 s): past it the load fails with
-   * COMPONENT_INVALID and the worker is replaced.
-   */
-  describeTimeoutMs?: number;
-  /** Process containment: how long the sandbox process may leave heartbeats unanswered before it is killed and replaced (ms, default 10 s; 0: never). */
-  heartbeatMs?: number;
-  /** Fetches remote sources (`oci://`, `https://`) into verified bytes (createRegistry supplies it). */
-  fetchRemote?: RemoteComponentFetch;
-}
+import type { SandboxOptions } from './sandbox-options.js';
+export type { SandboxOptions };
 
 /** Hung spare instances after which a component is quarantined. */
 const QUARANTINE_STRIKES = 2;
@@ -85,13 +55,19 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #quarantined = new Set<string>();
   /** Components compiled or being compiled, by id: where the sandbox process gets their module bytes. */
   readonly #handles = new Map<string, ComponentHandle>();
-  #pool: SandboxRunner | undefined;
+  readonly #sandbox: Sandbox;
+  /** Whether the sandbox was made here (then the loader closes it; else its maker does). */
+  readonly #ownsSandbox: boolean;
 
-  constructor(options: SandboxOptions, logger: Logger) {
+  /** `sandbox`: the pool to run on (createRegistry makes one and hands it to the registry too); made here when absent. */
+  constructor(options: SandboxOptions, logger: Logger, sandbox?: Sandbox) {
     this.#options = options;
     this.#logger = logger;
     this.#cache = new ComponentCache(options.cacheDir);
     this.#limits = { ...DEFAULT_GUEST_OUTPUT_LIMITS, ...options.outputLimits };
+    this.#ownsSandbox = sandbox === undefined;
+    this.#sandbox = sandbox ?? new Sandbox(options);
+    this.#sandbox.supply({ moduleBytes: (componentId, memoryMb) => this.#moduleBytes(componentId, memoryMb), wedged: (componentId) => this.#wedged(componentId) });
   }
 
   /** The transpile cache's directory: the host imports glue from it, so no writable worktree may overlap it. */
@@ -104,36 +80,9 @@ export class SandboxLoader implements WasmToolLoader {
     return this.#cache;
   }
 
-  /** The pool's state, once it has started. */
-  stats(): SandboxStats | undefined {
-    const pool = this.#pool;
-    if (!pool) return undefined;
-    const stats: SandboxStats = { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization, containment: this.#containment };
-    if (pool.process) stats.process = { ...pool.process };
-    if (pool.handedBack) stats.handedBack = { ...pool.handedBack };
-    if (pool.spins) stats.spins = { ...pool.spins };
-    return stats;
-  }
-
-  /** Collect every worker's garbage and read its heap (measurements only; the in-process pool only). */
-  async collectWorkerGarbage(): Promise<WorkerHeap[] | undefined> {
-    return this.#pool?.collectGarbage?.();
-  }
-
-  get #containment(): Containment {
-    return this.#options.containment ?? 'thread';
-  }
-
-  /** The worker pool (in this process, or in a sandbox process), started on first use. */
-  get pool(): SandboxRunner {
-    if (!this.#pool) {
-      const { containment: _containment, cacheDir: _cacheDir, outputLimits: _outputLimits, tableElements: _tableElements, describeTimeoutMs: _describeTimeoutMs, fetchRemote: _fetchRemote, ...poolOptions } = this.#options;
-      this.#pool = this.#containment === 'process'
-        ? new ProcessSandboxPool({ ...poolOptions, moduleBytes: (componentId, memoryMb) => this.#moduleBytes(componentId, memoryMb) })
-        : new SandboxPool(this.#options);
-      this.#pool.onWedged((componentId) => this.#wedged(componentId));
-    }
-    return this.#pool;
+  /** The sandbox the components run on (its pool, stats and end). */
+  get sandbox(): Sandbox {
+    return this.#sandbox;
   }
 
   /**
@@ -184,7 +133,7 @@ export class SandboxLoader implements WasmToolLoader {
     const tools = compiled.tools.map((info) => new SandboxedTool(
       { ...toolSpec(info, source.name), grant, ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }) },
       handle,
-      () => this.pool,
+      () => this.#sandbox.pool,
       isolation,
       this.#limits,
     ));
@@ -214,7 +163,7 @@ export class SandboxLoader implements WasmToolLoader {
       quarantined: () => this.#quarantined.has(source.id),
       ...variants,
       // With process containment the modules are compiled in the sandbox process: this process only caps and checks them.
-      ...readiness(this.#containment === 'process' ? variants.bytesFor : variants.modulesFor),
+      ...readiness(this.#sandbox.containment === 'process' ? variants.bytesFor : variants.modulesFor),
     };
     this.#handles.set(source.id, handle);
     try {
@@ -257,7 +206,7 @@ export class SandboxLoader implements WasmToolLoader {
         details: { reason: 'describe-timeout', timeoutMs },
       })), timeoutMs);
     };
-    const outcome = await this.pool.run(
+    const outcome = await this.#sandbox.pool.run(
       { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl, memoryMb: DEFAULT_POLICY_DEFAULTS.memoryMb },
       {
         // (A wall clock: the worker's describe does not publish a CPU clock to watch.)
@@ -289,13 +238,11 @@ export class SandboxLoader implements WasmToolLoader {
     const cold = [...this.#cold];
     this.#cold.clear();
     await Promise.all(cold.map((handle) => handle.prepare(DEFAULT_POLICY_DEFAULTS.memoryMb)));
-    const pool = this.pool;
-    if (pool instanceof ProcessSandboxPool) for (const handle of cold) pool.warm(handle.id, DEFAULT_POLICY_DEFAULTS.memoryMb);
+    for (const handle of cold) this.#sandbox.warm(handle.id, DEFAULT_POLICY_DEFAULTS.memoryMb);
   }
 
   async close(): Promise<void> {
-    await this.#pool?.close();
-    this.#pool = undefined;
+    if (this.#ownsSandbox) await this.#sandbox.close();
   }
 }
 
