@@ -149,7 +149,10 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   };
   if (preparing) accounting.preparing = true;
   if (keptEvicted !== undefined) accounting.keptEvicted = keptEvicted;
-  return outcome.ok ? { ...outcome, accounting } : { ok: false, error: outcome.error, accounting };
+  if (!outcome.ok) return { ok: false, error: outcome.error, accounting };
+  // One shape for a plain value (a spread made the answer's shape depend on the outcome's).
+  if (outcome.content === undefined && outcome.noValue === undefined) return { ok: true, value: outcome.value, accounting };
+  return { ...outcome, accounting };
 }
 
 function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: number, error: unknown): WorkerOutcome {
