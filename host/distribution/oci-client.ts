@@ -271,13 +271,7 @@ async function readAll(response: EgressStreamResponse, what: string, cap: number
     throw fromEgress(error, what, limit);
   }
   if (total > cap) throw integrity('too-large', what, `over the cap of ${cap} bytes`, { limitHit: limit });
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return Buffer.concat(chunks, total);
 }
 
 function header(response: EgressStreamResponse, name: string): string | undefined {
