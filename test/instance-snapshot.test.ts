@@ -11,7 +11,7 @@ import { parse } from '@bytecodealliance/jco';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GLUE_RESOURCES, GLUE_STATE, type GlueHandleTable, type GlueResources } from '../host/sandbox/load/glue-patch.js';
 import { SNAPSHOT_EXPORT_PREFIX } from '../host/sandbox/load/snapshot-exports.js';
-import { InstanceSnapshot, restoreMemory, saveMemory, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
+import { InstanceSnapshot, restoreMemory, saveMemory, savedImage, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
 
 const P = SNAPSHOT_EXPORT_PREFIX;
 const WAT = `(module
@@ -134,7 +134,7 @@ describe('putting a memory back', () => {
     live.fill(0x22, 65_536, 66_900);
     live[131_071] = 0x33;
     const saved = saveMemory(memory);
-    const bytes = Buffer.from(saved.bytes);
+    const bytes = savedImage(saved);
     expect(saved.runs?.map(({ start, end, source }) => [start, end, source !== undefined])).toEqual([
       [0, 4096, true],
       [4096, 65_536, false],
@@ -160,7 +160,7 @@ describe('putting a memory back', () => {
     live.fill(0x42, 1_000_000, 1_004_000);
     live.fill(0x43, 2_000_000, 2_600_000);
     const saved = saveMemory(memory);
-    const bytes = Buffer.from(saved.bytes);
+    const bytes = savedImage(saved);
     expect(saved.runs!.filter((run) => run.source === undefined).length).toBe(3);
     for (let round = 0; round < 2; round += 1) {
       for (const at of [0, 69_999, 70_000, 73_727, 73_728, 500_000, 999_999, 1_002_000, 1_004_095, 1_004_096, 2_621_439]) live[at]! ^= 0x5a;
@@ -176,7 +176,7 @@ describe('putting a memory back', () => {
     const memory = new WebAssembly.Memory({ initial: 1, maximum: 2 });
     new Uint8Array(memory.buffer).fill(7);
     const saved = saveMemory(memory);
-    const bytes = Buffer.from(saved.bytes);
+    const bytes = savedImage(saved);
     restoreMemory(saved);
     memory.grow(1);
     new Uint8Array(memory.buffer).fill(1, 0, 100);

@@ -169,6 +169,8 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (pool.containment !== undefined) sandbox.containment = pool.containment;
   if (pool.heartbeat_ms !== undefined) sandbox.heartbeatMs = pool.heartbeat_ms;
   if (pool.kept_instances_mb !== undefined) sandbox.keptInstanceMb = pool.kept_instances_mb;
+  if (pool.memory_budget_mb !== undefined) sandbox.memoryBudgetMb = pool.memory_budget_mb;
+  if (pool.idle_release_ms !== undefined) sandbox.idleReleaseMs = pool.idle_release_ms;
   const limits = host.output_limits;
   if (limits) {
     const outputLimits: NonNullable<SandboxOptions['outputLimits']> = {};

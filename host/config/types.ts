@@ -77,6 +77,8 @@ export interface HostSection {
     containment?: 'process' | 'thread';
     heartbeat_ms?: number;
     kept_instances_mb?: number;
+    memory_budget_mb?: number;
+    idle_release_ms?: number;
   };
   output_limits?: {
     stdio_bytes?: number;

@@ -59,6 +59,10 @@ export interface CallAccounting {
   isolation?: 'call' | 'conversation' | 'worker';
   /** Time spent creating the instance during the call (0 for prewarmed and reused instances). */
   instantiateMs?: number;
+  /** The instance was made anew because the worker had dropped its component's instances (`host.pool.memory_budget_mb`, `idle_release_ms`). */
+  reinstantiated?: boolean;
+  /** Components whose instances the call's worker dropped for its memory budget or idleness since its previous answer. */
+  evictions?: number;
   /** The worker thread that ran a sandboxed call. */
   workerThreadId?: number;
   /** Outgoing requests the network policy refused (the guest saw HTTP-request-denied): the first few only (see `networkDeniedCount`). */

@@ -8,7 +8,7 @@ import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
 import type { LoadedComponentTools, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
-import { ComponentCache, type CachedComponent } from './load/component-cache.js';
+import { ComponentCache, GLUE_FILE, type CachedComponent } from './load/component-cache.js';
 import { readComponentSources, type ComponentSource } from './load/component-file.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
@@ -55,6 +55,8 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #quarantined = new Set<string>();
   /** Components compiled or being compiled, by id: where the sandbox process gets their module bytes. */
   readonly #handles = new Map<string, ComponentHandle>();
+  /** Glue modules by their sha256: the URL the first entry with that glue was imported from (see `#glueUrl`). */
+  readonly #glueUrls = new Map<string, string>();
   readonly #sandbox: Sandbox;
   /** Whether the sandbox was made here (then the loader closes it; else its maker does). */
   readonly #ownsSandbox: boolean;
@@ -113,38 +115,54 @@ export class SandboxLoader implements WasmToolLoader {
 
   /** Load one component from its bytes. */
   async loadSource(source: ComponentSource, options: WasmLoadOptions = {}): Promise<LoadedComponentTools> {
-    const isolation = options.isolation ?? 'call';
+    const { id, name, path } = source;
     // Loading a component again is the operator's way to lift its quarantine.
-    this.#quarantined.delete(source.id);
-    this.#strikes.delete(source.id);
-    let pending = this.#compiled.get(source.id);
+    this.#quarantined.delete(id);
+    this.#strikes.delete(id);
+    let pending = this.#compiled.get(id);
     if (!pending) {
       pending = this.#compile(source);
-      this.#compiled.set(source.id, pending);
-      pending.catch(() => this.#compiled.delete(source.id));
+      this.#compiled.set(id, pending);
+      pending.catch(() => this.#compiled.delete(id));
     }
-    const compiled = await pending;
-    const handle: ComponentHandle = { ...compiled.handle, name: source.name };
+    return this.#toolsOf(await pending, id, name, path, options);
+  }
+
+  /**
+   * A compiled component's tools, as loaded under `name` with `options`. (A
+   * method of its own: the closures made here must not share a scope with a
+   * `ComponentSource`, whose bytes they would keep alive.)
+   */
+  #toolsOf(compiled: CompiledComponent, id: string, name: string, path: string | undefined, options: WasmLoadOptions): LoadedComponentTools {
+    const isolation = options.isolation ?? 'call';
+    const handle: ComponentHandle = { ...compiled.handle, name };
     if (options.memoryMb !== undefined && !(Number.isInteger(options.memoryMb) && options.memoryMb > 0)) {
       throw new ToolhostError('INVALID_INPUT', 'memoryMb must be a positive integer');
     }
     const grant: ToolGrant = { ...options.grant, ...(options.memoryMb === undefined ? {} : { memoryMb: options.memoryMb }) };
     if (grant.egressAllow) parseEgressAllowlist(grant.egressAllow);
     const tools = compiled.tools.map((info) => new SandboxedTool(
-      { ...toolSpec(info, source.name), grant, ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }) },
+      { ...toolSpec(info, name), grant, ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }) },
       handle,
       () => this.#sandbox.pool,
       isolation,
       this.#limits,
     ));
-    const result: LoadedComponentTools = { component: source.name, id: source.id, cache: compiled.cached.cache, tools };
-    if (source.path !== undefined) result.path = source.path;
+    const result: LoadedComponentTools = { component: name, id, cache: compiled.cached.cache, tools };
+    if (path !== undefined) result.path = path;
     return result;
   }
 
   async #compile(source: ComponentSource): Promise<CompiledComponent> {
     const what = source.path === undefined ? `component "${source.name}"` : `"${source.path}"`;
-    const cached = await this.#cache.prepare(source.id, source.bytes, what);
+    // Nothing made below may hold `source`: its bytes (~12 MB for componentize-js) would live as long as the
+    // component (a closure over it kept every loaded component's file in memory: 120 MB for 10 JS tools).
+    const { id, name } = source;
+    const cached = await this.#cache.prepare(id, source.bytes, what);
+    return this.#compileCached(id, name, cached, what);
+  }
+
+  async #compileCached(id: string, name: string, cached: CachedComponent, what: string): Promise<CompiledComponent> {
     const { meta } = cached;
     if (worldOfExports(meta.exports) === undefined) {
       const found = meta.exports.filter((name) => name.includes(':')).join(', ') || 'nothing';
@@ -157,21 +175,36 @@ export class SandboxLoader implements WasmToolLoader {
     // A component's tables in all, within what a worker's heap can hold while they grow.
     const variants = modulesPerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512)), this.#cache.ids);
     const handle: ComponentHandle = {
-      id: source.id,
-      name: source.name,
-      moduleUrl: cached.moduleUrl,
-      quarantined: () => this.#quarantined.has(source.id),
+      id,
+      name,
+      moduleUrl: this.#glueUrl(cached),
+      quarantined: () => this.#quarantined.has(id),
       ...variants,
       // With process containment the modules are compiled in the sandbox process: this process only caps and checks them.
       ...readiness(this.#sandbox.containment === 'process' ? variants.bytesFor : variants.modulesFor),
     };
-    this.#handles.set(source.id, handle);
+    this.#handles.set(id, handle);
     try {
       return await this.#describeOnce(handle, cached, what);
     } catch (error) {
-      this.#handles.delete(source.id);
+      this.#handles.delete(id);
       throw error;
     }
+  }
+
+  /**
+   * The glue module to import for `cached`: the first loaded entry's with the same glue (by its sha256, checked
+   * when each entry was read), so components whose glue is the same (one toolchain, one world, e.g. copies
+   * that differ only in a custom section) share one imported module per worker instead of one each (~400 KB of
+   * source and its compiled JS for componentize-js glue).
+   */
+  #glueUrl(cached: CachedComponent): string {
+    const digest = cached.meta.sha256[GLUE_FILE];
+    if (digest === undefined) return cached.moduleUrl;
+    const known = this.#glueUrls.get(digest);
+    if (known !== undefined) return known;
+    this.#glueUrls.set(digest, cached.moduleUrl);
+    return cached.moduleUrl;
   }
 
   async #describeOnce(handle: ComponentHandle, cached: CachedComponent, what: string): Promise<CompiledComponent> {

@@ -2,7 +2,7 @@
 import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DEFAULT_KEPT_INSTANCE_MB } from './protocol.js';
+import { DEFAULT_IDLE_RELEASE_MS, DEFAULT_KEPT_INSTANCE_MB, DEFAULT_MEMORY_BUDGET_MB } from './protocol.js';
 
 export interface SandboxPoolOptions {
   /** Worker threads (default: the machine's cores). */
@@ -39,6 +39,14 @@ export interface SandboxPoolOptions {
    * worker/kept-instances.ts), each counted as a `kept_instances_mb` limit hit.
    */
   keptInstanceMb?: number;
+  /**
+   * Memory (MiB) the spares, snapshots and `worker`-isolation instances the workers hold between calls may take in
+   * all (default 512), split evenly over the workers: past its share a worker drops the least recently called
+   * components' instances (see worker/memory-budget.ts); their next call instantiates anew.
+   */
+  memoryBudgetMb?: number;
+  /** A component uncalled this long (ms, default 60 000; 0: never) has its instances dropped by every worker. */
+  idleReleaseMs?: number;
 }
 
 export interface ResolvedPoolOptions {
@@ -50,6 +58,8 @@ export interface ResolvedPoolOptions {
   waitBehind: { averageMs: number; withinMs: number };
   spinMicros: number;
   keptInstanceMb: number;
+  memoryBudgetMb: number;
+  idleReleaseMs: number;
 }
 
 /** See SandboxPoolOptions.spinMicros: longer than a main thread's turnaround between two calls at concurrency 1 (~35 µs). */
@@ -72,7 +82,11 @@ export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions
   if (!Number.isInteger(spinMicros) || spinMicros < 0 || spinMicros > 10_000) throw new TypeError('options.spinMicros must be an integer from 0 to 10000');
   const keptInstanceMb = options.keptInstanceMb ?? DEFAULT_KEPT_INSTANCE_MB;
   if (!Number.isInteger(keptInstanceMb) || keptInstanceMb < 1) throw new TypeError('options.keptInstanceMb must be a positive integer');
-  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros, keptInstanceMb };
+  const memoryBudgetMb = options.memoryBudgetMb ?? DEFAULT_MEMORY_BUDGET_MB;
+  if (!Number.isInteger(memoryBudgetMb) || memoryBudgetMb < 1) throw new TypeError('options.memoryBudgetMb must be a positive integer');
+  const idleReleaseMs = options.idleReleaseMs ?? DEFAULT_IDLE_RELEASE_MS;
+  if (!Number.isInteger(idleReleaseMs) || idleReleaseMs < 0) throw new TypeError('options.idleReleaseMs must be a non-negative integer');
+  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros, keptInstanceMb, memoryBudgetMb, idleReleaseMs };
 }
 
 /**

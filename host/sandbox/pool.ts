@@ -132,7 +132,12 @@ export class SandboxPool {
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxHeapMb },
       // A worker's env is its own empty copy: guest glue never sees the host's.
       env: {},
-      workerData: { keptInstanceBytes: this.#options.keptInstanceMb * 1024 * 1024 } satisfies SandboxWorkerData,
+      workerData: {
+        keptInstanceBytes: this.#options.keptInstanceMb * 1024 * 1024,
+        // The host's memory budget, split evenly over the workers (worker/memory-budget.ts).
+        memoryBudgetBytes: Math.floor((this.#options.memoryBudgetMb * 1024 * 1024) / this.#options.threads),
+        idleReleaseMs: this.#options.idleReleaseMs,
+      } satisfies SandboxWorkerData,
       // Only measurement tasks (collect) go through piscina's dispatch: any idle worker the pool is not stopping.
       loadBalancer: (_task, workers) => workers.find((worker) => worker.currentUsage === 0 && !this.#stops.isDying(worker.id)) ?? null,
     });

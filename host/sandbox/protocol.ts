@@ -325,14 +325,7 @@ export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; 
 /** The compiled core modules of a component, by the file name jco's glue asks for. */
 export type CoreModules = Array<[string, WebAssembly.Module]>;
 
-/** The default budget of one worker's kept instances (sandbox `keptInstanceMb`, `host.pool.kept_instances_mb`; see worker/kept-instances.ts). */
-export const DEFAULT_KEPT_INSTANCE_MB = 512;
-
-/** What the pool tells its workers (piscina's `workerData`). */
-export interface SandboxWorkerData {
-  /** Bytes of linear memory this worker's kept instances (`conversation` isolation) may hold in all. */
-  keptInstanceBytes: number;
-}
+export { DEFAULT_IDLE_RELEASE_MS, DEFAULT_KEPT_INSTANCE_MB, DEFAULT_MEMORY_BUDGET_MB, type SandboxWorkerData } from './worker-data.js';
 
 /** What the worker measured about one task. */
 export interface WorkerAccounting {
@@ -365,6 +358,10 @@ export interface WorkerAccounting {
   queuedMs?: number;
   /** Instances kept for other conversations that keeping this call's dropped (the worker's kept-instance budget). */
   keptEvicted?: number;
+  /** Components whose instances (spares, snapshots, kept) the worker dropped for its memory budget or idleness since its last answer. */
+  evictions?: number;
+  /** The call's instance was made anew because the worker had dropped its component's instances (evicted). */
+  reinstantiated?: true;
 }
 
 /** The tool information a component's `describe` returns. */

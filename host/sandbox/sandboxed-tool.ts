@@ -208,9 +208,13 @@ export class SandboxedTool implements Tool {
     };
     if (accounting.peakMemoryBytes !== undefined) measured.peakMemoryBytes = accounting.peakMemoryBytes;
     if (accounting.cpuMs !== undefined) measured.cpuMs = round(accounting.cpuMs);
+    if (accounting.reinstantiated === true) measured.reinstantiated = true;
+    if (accounting.evictions !== undefined) measured.evictions = accounting.evictions;
     events.account(measured);
     // Other conversations' kept instances this call's dropped (the worker's budget): each a limit hit.
     for (let i = 0; i < (accounting.keptEvicted ?? 0); i++) events.limit?.('kept_instances_mb');
+    // Components whose instances the worker dropped for its share of the memory budget (or idleness): each a limit hit.
+    for (let i = 0; i < (accounting.evictions ?? 0); i++) events.limit?.('memory_budget_mb');
     accountNetwork();
     if (overLimit !== undefined) throw overLimitError();
     // What the network policy refused is a fact for the call's accounting; the

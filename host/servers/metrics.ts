@@ -66,6 +66,18 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     labelNames: ['tool', 'limit'] as const,
     registers: [prometheus],
   });
+  const evictions = new Counter({
+    name: 'toolhost_instance_evictions_total',
+    help: 'Components whose instances (spares, snapshots, worker-isolation instances) a worker dropped for host.pool.memory_budget_mb or idle_release_ms, reported with the next call it answered (by that call\'s tool).',
+    labelNames: ['tool'] as const,
+    registers: [prometheus],
+  });
+  const reinstantiations = new Counter({
+    name: 'toolhost_instance_reinstantiations_total',
+    help: 'Calls whose instance was made anew because their worker had dropped the component\'s instances (evicted), by tool.',
+    labelNames: ['tool'] as const,
+    registers: [prometheus],
+  });
   new Gauge({
     name: 'toolhost_pool_utilization_ratio',
     help: 'Share of sandbox worker time spent running tasks since the pool started.',
@@ -196,6 +208,9 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     calls.inc({ tool, outcome, stage: event.type === 'result' ? 'run' : event.stage });
     if (event.type === 'result' || event.stage === 'run') latency.observe({ tool }, event.accounting.wallMs / 1000);
     if (event.type === 'error' && BUDGET_CODES.has(event.code)) budgetKills.inc({ tool, code: event.code });
+    const { accounting } = event;
+    if (accounting.evictions !== undefined) evictions.inc({ tool }, accounting.evictions);
+    if (accounting.reinstantiated === true) reinstantiations.inc({ tool });
   });
 
   return {

@@ -39,7 +39,7 @@ import { ComponentIds } from './component-ids.js';
  * 10: the state digest is a flat list compared item by item, not a JSON string.
  */
 const CACHE_FORMAT = 10;
-const GLUE_FILE = 'component.mjs';
+export const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {
   const entry = fileURLToPath(import.meta.resolve('@bytecodealliance/jco-transpile'));

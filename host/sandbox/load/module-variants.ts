@@ -15,6 +15,9 @@ import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
 
+/** How long capped bytes for the sandbox process are kept after they are made (ms). */
+const BYTES_KEPT_MS = 30_000;
+
 /**
  * The component's core modules with their memories and tables capped, once
  * per (component, cap) and kept, so no call compiles: compiled here
@@ -24,7 +27,6 @@ import { exposeSnapshotState } from './snapshot-exports.js';
  * `planMemoryCaps`), so it bounds the component's total.
  */
 export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
-  let sources: Promise<{ files: Array<[string, Uint8Array]>; instances: Map<string, number> }> | undefined;
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
     // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
@@ -36,11 +38,10 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
       }
       return bytes;
     };
-    sources ??= (async () => ({
-      files: await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))])),
-      instances: coreInstantiations((await verified('component.mjs')).toString('utf8')),
-    }))();
-    const { files, instances } = await sources;
+    // Read for each cap, not kept: a componentize-js component's files are ~12 MB, held as long as the
+    // component was loaded (issue 28); a cap is made once per process (or sandbox process) anyway.
+    const files = await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))]));
+    const instances = coreInstantiations((await verified('component.mjs')).toString('utf8'));
     const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
     const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
     return files.map(([name, bytes]): [string, Uint8Array] => {
@@ -61,7 +62,7 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
       return [name, exposeSnapshotState(result.bytes)];
     });
   };
-  const oncePerCap = <T>(make: (memoryMb: number) => Promise<T>): ((memoryMb: number) => Promise<T>) => {
+  const oncePerCap = <T>(make: (memoryMb: number) => Promise<T>, keepMs?: number): ((memoryMb: number) => Promise<T>) => {
     const variants = new Map<number, Promise<T>>();
     return (memoryMb) => {
       let variant = variants.get(memoryMb);
@@ -69,12 +70,15 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
         variant = make(memoryMb);
         variant.catch(() => variants.delete(memoryMb));
         variants.set(memoryMb, variant);
+        // Bytes are kept a while (the load's check, then the sandbox process's compile ask for them), not
+        // for the component's life: a sandbox process that restarts has them made again.
+        if (keepMs !== undefined) variant.then(() => setTimeout(() => variants.delete(memoryMb), keepMs).unref(), () => {});
       }
       return variant;
     };
   };
   return {
-    bytesFor: oncePerCap(capped),
+    bytesFor: oncePerCap(capped, BYTES_KEPT_MS),
     modulesFor: oncePerCap(async (memoryMb) => compileCoreModules(await capped(memoryMb), what)),
   };
 }

@@ -111,8 +111,10 @@ export function decodeTask(message: LaneTask, received: Map<number, SharedArrayB
 }
 
 export function encodeAnswer(taskId: number, answer: TaskAnswer): LaneReply {
-  // Content items (bytes) and a missing value travel as the whole answer, structured-cloned.
+  // Content items (bytes) and a missing value travel as the whole answer, structured-cloned; so do the rare
+  // answers that report evictions or a re-instantiation (worker/memory-budget.ts), which the flat form lacks.
   if (!('ok' in answer) || !answer.ok || !('value' in answer) || answer.content !== undefined || answer.noValue === true) return { taskId, answer };
+  if (answer.accounting.evictions !== undefined || answer.accounting.reinstantiated === true) return { taskId, answer };
   const a = answer.accounting;
   return [taskId, answer.value, a.startedAt, INSTANCES.indexOf(a.instance), ISOLATIONS.indexOf(a.isolation), a.instantiateMs, a.cpuMs, CPU_CLOCKS.indexOf(a.cpuClock), a.peakMemoryBytes, a.messages, a.threadId, a.preparing === true ? 1 : 0, a.ranMs, a.keptEvicted];
 }

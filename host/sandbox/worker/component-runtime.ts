@@ -10,6 +10,7 @@ import type { CallTask, WorkerAccounting } from '../protocol.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { preparation } from './host-bridge.js';
 import { keptInstances } from './kept-instances.js';
+import type { BudgetedRuntime } from './memory-budget.js';
 import { whenNoTaskRuns } from './running-tasks.js';
 
 /** Instances kept per conversation, per component, in `conversation` isolation. */
@@ -19,7 +20,7 @@ const CONVERSATION_INSTANCES = 32;
  * A component as this worker knows it, at one memory cap: its glue, its
  * compiled (capped) modules, and instances kept for later.
  */
-export interface ComponentRuntime {
+export interface ComponentRuntime extends BudgetedRuntime {
   instantiate: InstantiateFn;
   modules: Map<string, WebAssembly.Module>;
   /** Made (or reset to its snapshot) while the worker was idle, for the next call. */
@@ -86,6 +87,8 @@ export function prepareSpare(runtime: ComponentRuntime, taskId: number, used?: G
   whenNoTaskRuns(() => {
     preparation.start(taskId);
     try {
+      // Dropped for the memory budget since (memory-budget.ts): its next call makes a new instance.
+      if (runtime.evicted === true) return;
       resetAwaiting(runtime);
       if (!runtime.spare) {
         const t0 = performance.now();
@@ -138,7 +141,25 @@ export function resetAwaiting(runtime: ComponentRuntime): boolean {
 }
 
 /** The instance for a call, and where it came from. */
-export function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall): { instance: GuestInstance; source: WorkerAccounting['instance']; instantiateMs: number } {
+export function acquire(runtime: ComponentRuntime, task: CallTask, active: ActiveCall): Acquired {
+  const acquired = acquireInstance(runtime, task, active);
+  // The first instance since the worker dropped this component's (memory-budget.ts): made anew, as for a first call.
+  if (runtime.evicted === true && acquired.instance.boundTo === undefined) {
+    runtime.evicted = false;
+    if (acquired.source === 'fresh') acquired.reinstantiated = true;
+  }
+  return acquired;
+}
+
+/** The instance for a call, where it came from, and whether it replaces instances the worker dropped. */
+export interface Acquired {
+  instance: GuestInstance;
+  source: WorkerAccounting['instance'];
+  instantiateMs: number;
+  reinstantiated?: true;
+}
+
+function acquireInstance(runtime: ComponentRuntime, task: CallTask, active: ActiveCall): Acquired {
   if (GuestInstance.needsBinding(active)) {
     // A worktree or an environment is read while the guest initializes: make
     // an instance for this call alone, with the call bound from the start.

@@ -13,6 +13,7 @@ import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { acquire, release, type ComponentRuntime } from './component-runtime.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
+import { memoryBudget } from './memory-budget.js';
 import { classifyGuestFailure } from './guest-failure.js';
 import { contentBytes } from '../load/tool-world.js';
 import { HostBridge, OutputLimitExceeded, answerRing, helloMainThread, laneBell, laneRing } from './host-bridge.js';
@@ -70,6 +71,10 @@ function answered(taskId: number): void {
 const runtimes = new Map<string, ComponentRuntime>();
 const now = (): number => performance.timeOrigin + performance.now();
 
+// Components uncalled for host.pool.idle_release_ms lose their instances (memory-budget.ts); between tasks only.
+const sweepEveryMs = memoryBudget.sweepEveryMs;
+if (sweepEveryMs !== undefined) setInterval(() => memoryBudget.sweep(now()), sweepEveryMs).unref();
+
 const runtimeKey = (task: SandboxTask): string => `${task.componentId}/${task.memoryMb}`;
 
 async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<ComponentRuntime> {
@@ -98,6 +103,8 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
     runtime.spare = instance;
     runtime.spareRestored = false;
   }
+  memoryBudget.touch(runtime, t0);
+  memoryBudget.enforce(runtime);
   const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', messages: bridge.messages, threadId };
   return { ok: true, tools, accounting };
 }
@@ -106,7 +113,8 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
 /** One call on a component this worker knows (synchronous: the guest runs to its end here). */
 function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, startedAt: number): WorkerOutcome {
   const active: ActiveCall = { bridge, context: task.context, capabilities: task.capabilities, stdioBudget: task.limits.stdioBytes, stdioTruncated: false };
-  const { instance, source, instantiateMs } = acquire(runtime, task, active);
+  memoryBudget.touch(runtime, startedAt);
+  const { instance, source, instantiateMs, reinstantiated } = acquire(runtime, task, active);
   const capBytes = task.memoryMb * 1024 * 1024;
 
   const cpuBefore = cpuTimeMs();
@@ -135,6 +143,9 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   bridge.guestEnded(cpuMs);
   const peakMemoryBytes = instance.memoryBytes();
   const { preparing, keptEvicted } = release(runtime, task, instance);
+  // Within the worker's share of the memory budget: the least recently called components' instances go first.
+  memoryBudget.enforce(runtime);
+  const evictions = memoryBudget.takeUnreported();
   const accounting: WorkerAccounting = {
     startedAt,
     ranMs: now() - startedAt,
@@ -149,6 +160,8 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   };
   if (preparing) accounting.preparing = true;
   if (keptEvicted !== undefined) accounting.keptEvicted = keptEvicted;
+  if (evictions > 0) accounting.evictions = evictions;
+  if (reinstantiated === true) accounting.reinstantiated = true;
   if (!outcome.ok) return { ok: false, error: outcome.error, accounting };
   // One shape for a plain value (a spread made the answer's shape depend on the outcome's).
   if (outcome.content === undefined && outcome.noValue === undefined) return { ok: true, value: outcome.value, accounting };

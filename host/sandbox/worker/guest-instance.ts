@@ -151,6 +151,11 @@ export class GuestInstance {
     );
   }
 
+  /** Bytes the instance holds between calls: its linear memory and its snapshot's copy (what the memory budget counts). */
+  heldBytes(): number {
+    return this.memoryBytes() + (this.#snapshot?.bytes ?? 0);
+  }
+
   /** Bytes of linear memory the instance holds now (memory never shrinks: this is its peak). */
   memoryBytes(): number {
     return this.#memories.reduce((sum, memory) => sum + memory.buffer.byteLength, 0);

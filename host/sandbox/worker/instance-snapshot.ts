@@ -41,10 +41,13 @@ const { Global: WasmGlobalClass, Table: WasmTableClass } = WebAssembly as unknow
   Table: abstract new (...args: never[]) => WasmTable;
 };
 
-/** A memory and its bytes when the snapshot was taken. */
+/** A memory and its bytes when the snapshot was taken (only its non-zero pages are held). */
 export interface SavedMemory {
   memory: WebAssembly.Memory;
-  bytes: Buffer;
+  /** The memory's size then. */
+  byteLength: number;
+  /** Bytes the snapshot holds: its non-zero runs, copied into one buffer. */
+  held: number;
   /** A view of the memory as it is, kept while the memory keeps its buffer (a grow replaces it; such a reset refuses anyway). */
   live?: Buffer;
   /** The snapshot as runs of zero and non-zero pages (see `saveMemory`). */
@@ -58,7 +61,7 @@ export interface SavedMemory {
 export interface MemoryRun {
   start: number;
   end: number;
-  source: Uint8Array | undefined;
+  source: Buffer | undefined;
 }
 
 /** Memories larger than this are put back chunk by chunk, writing only the chunks a call changed. */
@@ -73,23 +76,40 @@ const RUN_BYTES = 4 * 1024;
  * Record a memory as it is now, split into runs of zero and non-zero pages
  * (once: a reset reuses them). Snapshots are mostly zeros: a C guest's
  * 128 KiB is ~94 % zero pages (an empty stack and heap), a componentize-js
- * guest's 9.5 MB ~67 %. A reset then never reads the snapshot's zero pages:
- * a small memory's are written with a memset (which reads nothing), a large
- * one's are compared with a chunk of zeros that stays in the cache.
+ * guest's 9.5 MB ~67 %. Only the non-zero runs are copied (into one buffer):
+ * a componentize-js snapshot held 9.5 MB, zeros included, and now ~3 MB
+ * (issue 28: memory follows use). A reset never reads the zero pages: a small
+ * memory's are written with a memset (which reads nothing), a large one's are
+ * compared with a chunk of zeros that stays in the cache.
  */
 export function saveMemory(memory: WebAssembly.Memory): SavedMemory {
-  const bytes = Buffer.from(new Uint8Array(memory.buffer));
-  const runs: MemoryRun[] = [];
-  for (let start = 0; start < bytes.byteLength; start += RUN_BYTES) {
-    const end = Math.min(bytes.byteLength, start + RUN_BYTES);
-    const zero = ZERO_CHUNK.compare(bytes, start, end, 0, end - start) === 0;
-    const last = runs.at(-1);
-    if (last !== undefined && (last.source === undefined) === zero) last.end = end;
-    else runs.push({ start, end, source: zero ? undefined : bytes });
+  const view = Buffer.from(memory.buffer);
+  const spans: Array<{ start: number; end: number; zero: boolean }> = [];
+  for (let start = 0; start < view.byteLength; start += RUN_BYTES) {
+    const end = Math.min(view.byteLength, start + RUN_BYTES);
+    const zero = ZERO_CHUNK.compare(view, start, end, 0, end - start) === 0;
+    const last = spans.at(-1);
+    if (last !== undefined && last.zero === zero) last.end = end;
+    else spans.push({ start, end, zero });
   }
-  // Views made once, not per reset.
-  for (const run of runs) if (run.source !== undefined) run.source = bytes.subarray(run.start, run.end);
-  return { memory, bytes, runs };
+  const held = spans.reduce((sum, span) => sum + (span.zero ? 0 : span.end - span.start), 0);
+  const copy = Buffer.allocUnsafeSlow(held);
+  let offset = 0;
+  const runs: MemoryRun[] = spans.map(({ start, end, zero }) => {
+    if (zero) return { start, end, source: undefined };
+    const source = copy.subarray(offset, offset + (end - start));
+    view.copy(source, 0, start, end);
+    offset += end - start;
+    return { start, end, source };
+  });
+  return { memory, byteLength: view.byteLength, held, runs };
+}
+
+/** The memory as the snapshot holds it, whole (zeros included): for tests and checks. */
+export function savedImage(saved: SavedMemory): Buffer {
+  const image = Buffer.alloc(saved.byteLength);
+  for (const run of saved.runs) if (run.source !== undefined) image.set(run.source, run.start);
+  return image;
 }
 
 /**
@@ -103,11 +123,11 @@ export function saveMemory(memory: WebAssembly.Memory): SavedMemory {
  * twice; its zero runs are read once, not twice (~1.0 ms a reset before).
  */
 export function restoreMemory(saved: SavedMemory): void {
-  const { bytes, runs } = saved;
+  const { runs } = saved;
   const buffer = saved.memory.buffer;
   let live = saved.live;
   if (live?.buffer !== buffer) live = saved.live = Buffer.from(buffer);
-  const compare = bytes.byteLength > COMPARE_ABOVE_BYTES;
+  const compare = saved.byteLength > COMPARE_ABOVE_BYTES;
   for (let i = 0; i < runs.length; i += 1) {
     const { start, end, source } = runs[i]!;
     if (!compare) {
@@ -119,8 +139,8 @@ export function restoreMemory(saved: SavedMemory): void {
       const chunkEnd = Math.min(end, chunk + CHUNK_BYTES);
       if (source === undefined) {
         if (ZERO_CHUNK.compare(live, chunk, chunkEnd, 0, chunkEnd - chunk) !== 0) live.fill(0, chunk, chunkEnd);
-      } else if (bytes.compare(live, chunk, chunkEnd, chunk, chunkEnd) !== 0) {
-        bytes.copy(live, chunk, chunk, chunkEnd);
+      } else if (source.compare(live, chunk, chunkEnd, chunk - start, chunkEnd - start) !== 0) {
+        source.copy(live, chunk, chunk - start, chunkEnd - start);
       }
     }
   }
@@ -215,14 +235,14 @@ export class InstanceSnapshot {
     );
   }
 
-  /** Bytes of memory the snapshot holds (a copy of every linear memory). */
+  /** Bytes of memory the snapshot holds (the non-zero pages of every linear memory). */
   get bytes(): number {
-    return this.#memories.reduce((sum, saved) => sum + saved.bytes.byteLength, 0);
+    return this.#memories.reduce((sum, saved) => sum + saved.held, 0);
   }
 
   /** Whether the instance can be put back as it was (checks only; changes nothing). */
   check(): RestoreRefusal | undefined {
-    for (const saved of this.#memories) if (saved.memory.buffer.byteLength !== saved.bytes.byteLength) return 'memory-grew';
+    for (const saved of this.#memories) if (saved.memory.buffer.byteLength !== saved.byteLength) return 'memory-grew';
     for (const saved of this.#tables) if (saved.table.length !== saved.entries.length) return 'table-changed';
     if (!sameItems(this.#glueState(), this.#glueDigest)) return 'glue-state-changed';
     return undefined;

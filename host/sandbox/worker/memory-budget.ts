@@ -1,0 +1,134 @@
+/**
+ * A worker's memory budget over what it holds for components between their
+ * calls (issue 28: memory follows use, not what is loaded): each component's
+ * spare instance (with its snapshot), the instance its last call left to be
+ * reset, and the instance `worker` isolation keeps. Past the worker's share
+ * of `host.pool.memory_budget_mb`, the least recently called components'
+ * instances are dropped (evicted); a component uncalled for
+ * `host.pool.idle_release_ms` has its instances dropped as well. An evicted
+ * component's next call makes a new instance (`accounting.reinstantiated`),
+ * exactly as for a component never called in this worker: the same fresh
+ * instance, never anything a dropped instance held.
+ *
+ * What it does not count: the instance a call is running on (counted once
+ * released), instances kept per conversation (kept-instances.ts has their own
+ * budget), compiled code (shared by every worker and kept while the component
+ * is loaded), the glue's JS (an imported module stays), or the JS heap.
+ * Sizes are the instances' linear memory and snapshot copies (a memory's
+ * untouched pages count though they take no RSS: the budget errs high).
+ */
+import { workerData } from 'node:worker_threads';
+import { DEFAULT_IDLE_RELEASE_MS, DEFAULT_MEMORY_BUDGET_MB, type SandboxWorkerData } from '../protocol.js';
+import type { GuestInstance } from './guest-instance.js';
+
+/** What the budget reads and drops of a component runtime (component-runtime.ts). */
+export interface BudgetedRuntime {
+  spare?: GuestInstance;
+  spareRestored?: boolean;
+  awaitingReset?: GuestInstance;
+  kept?: GuestInstance;
+  /** Set when its instances were dropped, until a call makes a new one. */
+  evicted?: boolean;
+}
+
+export class MemoryBudget {
+  /** Least recently called first, with when each was last called (ms). */
+  readonly #order = new Map<BudgetedRuntime, number>();
+  readonly #budgetBytes: number;
+  readonly #idleMs: number;
+  /** Evictions not yet reported in an answer's accounting. */
+  #unreported = 0;
+
+  constructor(budgetBytes: number, idleMs: number) {
+    this.#budgetBytes = budgetBytes;
+    this.#idleMs = idleMs;
+  }
+
+  /** `runtime` is being called: the most recently used. */
+  touch(runtime: BudgetedRuntime, now: number): void {
+    this.#order.delete(runtime);
+    this.#order.set(runtime, now);
+  }
+
+  /** Bytes `runtime` holds between calls. */
+  static held(runtime: BudgetedRuntime): number {
+    let bytes = 0;
+    for (const instance of [runtime.spare, runtime.awaitingReset, runtime.kept]) if (instance !== undefined) bytes += instance.heldBytes();
+    return bytes;
+  }
+
+  /** Bytes every runtime holds. */
+  get bytes(): number {
+    let bytes = 0;
+    for (const runtime of this.#order.keys()) bytes += MemoryBudget.held(runtime);
+    return bytes;
+  }
+
+  /**
+   * Drop the least recently called runtimes' instances (never `current`'s)
+   * until the worker is within its budget. Returns how many were dropped.
+   */
+  enforce(current?: BudgetedRuntime): number {
+    let total = this.bytes;
+    let dropped = 0;
+    for (const runtime of this.#order.keys()) {
+      if (total <= this.#budgetBytes) break;
+      if (runtime === current) continue;
+      const held = MemoryBudget.held(runtime);
+      if (held === 0) continue;
+      MemoryBudget.evict(runtime);
+      total -= held;
+      dropped += 1;
+    }
+    this.#unreported += dropped;
+    return dropped;
+  }
+
+  /** Drop the instances of runtimes not called for the idle time (none with 0). Returns how many were dropped. */
+  sweep(now: number): number {
+    if (this.#idleMs <= 0) return 0;
+    let dropped = 0;
+    for (const [runtime, calledAt] of this.#order) {
+      if (now - calledAt < this.#idleMs) break;
+      if (MemoryBudget.held(runtime) === 0) continue;
+      MemoryBudget.evict(runtime);
+      dropped += 1;
+    }
+    this.#unreported += dropped;
+    return dropped;
+  }
+
+  /** How often `sweep` should run (ms), or undefined when idle release is off. */
+  get sweepEveryMs(): number | undefined {
+    return this.#idleMs <= 0 ? undefined : Math.max(100, Math.floor(this.#idleMs / 4));
+  }
+
+  /** Evictions since the last call (reported with its answer, then forgotten). */
+  takeUnreported(): number {
+    const count = this.#unreported;
+    this.#unreported = 0;
+    return count;
+  }
+
+  /** Drop what `runtime` holds between calls: the next call makes a new instance. */
+  static evict(runtime: BudgetedRuntime): void {
+    runtime.spare = undefined;
+    runtime.spareRestored = undefined;
+    runtime.awaitingReset = undefined;
+    runtime.kept = undefined;
+    runtime.evicted = true;
+  }
+}
+
+function fromPool(): MemoryBudget {
+  const data = workerData as Partial<SandboxWorkerData> | null | undefined;
+  const bytes = data?.memoryBudgetBytes;
+  const idle = data?.idleReleaseMs;
+  return new MemoryBudget(
+    typeof bytes === 'number' && Number.isInteger(bytes) && bytes > 0 ? bytes : (DEFAULT_MEMORY_BUDGET_MB * 1024 * 1024) / 2,
+    typeof idle === 'number' && Number.isInteger(idle) && idle >= 0 ? idle : DEFAULT_IDLE_RELEASE_MS,
+  );
+}
+
+/** This worker's memory budget (its share of the host's). */
+export const memoryBudget = fromPool();
