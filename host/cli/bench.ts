@@ -28,6 +28,7 @@ export interface BenchCommandOptions {
   json?: boolean;
   report?: string;
   quiet?: boolean;
+  scale?: string;
 }
 
 function positiveInt(text: string, flag: string): number {
@@ -79,6 +80,7 @@ export function benchOptions(tool: string | undefined, options: BenchCommandOpti
 }
 
 export async function bench(tool: string | undefined, options: BenchCommandOptions): Promise<number> {
+  if (options.scale !== undefined) return benchScale(tool, options);
   const benchOpts = benchOptions(tool, options);
   // The engine (and through it the host) loads once the command line is known to be good.
   const [{ runBench }, { checkTargets }, { formatReport }] = await Promise.all([import('../bench/suite.js'), import('../bench/targets.js'), import('../bench/table.js')]);
@@ -94,4 +96,39 @@ export async function bench(tool: string | undefined, options: BenchCommandOptio
     process.stderr.write(`bench: wrote ${file}\n`);
   }
   return [...report.rows, ...(report.paired?.rows ?? [])].some((row) => row.errors > 0) ? 1 : 0;
+}
+
+/** `toolhost bench --scale N`: N distinct components on one host, against the goals S1-S4 (see bench/scale.ts). */
+async function benchScale(tool: string | undefined, options: BenchCommandOptions): Promise<number> {
+  if (tool !== undefined) throw new UsageError('--scale runs its own components: it takes no TOOL');
+  const components = positiveInt(options.scale ?? '', '--scale');
+  if (components < 2) throw new UsageError('--scale needs at least 2 components (one C, one JS)');
+  if (options.report !== undefined && !options.report.toLowerCase().endsWith('.html')) throw new UsageError('--report must name an .html file');
+  const threads = options.threads === undefined ? undefined : positiveInt(options.threads, '--threads');
+  // Measured as a host should run: with the allocator setting the sandbox process gets (sandbox/malloc-env.ts),
+  // which a process reads at its start: without it, run again in a process that has it.
+  if (process.env.MALLOC_MMAP_THRESHOLD_ === undefined && process.argv[1] !== undefined) {
+    const [{ spawn }, { guestProcessEnv }] = await Promise.all([import('node:child_process'), import('../sandbox/malloc-env.js')]);
+    const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...process.argv.slice(2)], { env: guestProcessEnv(), stdio: 'inherit' });
+    return new Promise((done, fail) => {
+      child.on('error', fail);
+      child.on('exit', (code) => done(code ?? 1));
+    });
+  }
+  const { runScale } = await import('../bench/scale.js');
+  const { formatScaleReport, renderScaleHtml } = await import('../bench/scale-targets.js');
+  const report = await runScale({
+    components,
+    ...(threads === undefined ? {} : { threads }),
+    ...(options.config === undefined ? {} : { configPath: options.config }),
+    ...(options.calls === undefined ? {} : { workingSetCalls: positiveInt(options.calls, '--calls') }),
+    ...(options.quiet ? {} : { progress: (message: string) => process.stderr.write(`bench: ${message}\n`) }),
+  });
+  process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatScaleReport(report)}\n`);
+  if (options.report !== undefined) {
+    const file = resolve(options.report);
+    await writeFile(file, renderScaleHtml(report));
+    process.stderr.write(`bench: wrote ${file}\n`);
+  }
+  return report.s4.failed > 0 ? 1 : 0;
 }

@@ -307,9 +307,11 @@ function program(): Command {
     .option('--no-cold-start', 'leave out the cold starts (new processes, with and without the transpile cache)')
     .option('--no-peers', 'standard suite: leave out the Extism rows')
     .option('--quiet', 'no progress lines on stderr')
+    .option('--scale <n>', 'instead: N distinct components (half C, half componentize-js) on one host, against the goals S1-S4 of sizing (idle cost, ready time and RSS, cold first calls, a working set over the memory budget); --calls sets the working set\'s calls')
     .addHelpText('after', `
 Examples:
   toolhost bench                                   the standard suite, with the targets (what npm run bench runs)
+  toolhost bench --scale 500 --report scale.html   500 components on one host (the first run transpiles them: minutes)
   toolhost bench mytool --load my.wasm --args '{"text":"hi"}' --report bench.html
   toolhost bench sha256 --args '{"text":"abc"}' --isolation call,worker --concurrency 1,4,16 --json`)
     .action(async (tool: string | undefined, options: BenchCommandOptions) => {

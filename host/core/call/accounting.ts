@@ -16,6 +16,8 @@ export function accountingOf(reported: ReportedAccounting, wallMs: number, attem
   if (reported.isolation !== undefined) accounting.isolation = reported.isolation;
   if (reported.instantiateMs !== undefined) accounting.instantiateMs = reported.instantiateMs;
   if (reported.workerThreadId !== undefined) accounting.workerThreadId = reported.workerThreadId;
+  if (reported.reinstantiated !== undefined) accounting.reinstantiated = reported.reinstantiated;
+  if (reported.evictions !== undefined) accounting.evictions = reported.evictions;
   if (reported.networkDenied !== undefined) accounting.networkDenied = reported.networkDenied;
   if (reported.networkDeniedCount !== undefined) accounting.networkDeniedCount = reported.networkDeniedCount;
   if (reported.waitingForWorker !== undefined) accounting.waitingForWorker = reported.waitingForWorker;

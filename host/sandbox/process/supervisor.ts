@@ -18,6 +18,7 @@
  * only those end with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
 import { fork } from 'node:child_process';
+import { guestProcessEnv } from '../malloc-env.js';
 import { ToolhostError } from '../../base/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskInput } from '../pool.js';
@@ -207,6 +208,8 @@ export class ProcessSandboxPool implements SandboxRunner {
     const spawned = fork(script.path, [JSON.stringify(this.#options)], {
       serialization: 'advanced',
       execArgv: script.execArgv,
+      // Freed large blocks go back to the system (../malloc-env.ts).
+      env: guestProcessEnv(),
       // The child's stdout goes to the host's stderr: over MCP stdio, stdout carries the protocol and nothing else.
       stdio: ['ignore', 2, 'inherit', 'ipc'],
     });
