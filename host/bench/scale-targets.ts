@@ -14,6 +14,8 @@ export interface ScaleReport {
   meta: { date: string; node: string; cores: number; cpu: string; loadAvg: number; threads: number; components: number; notes: string[] };
   /** Loading every component once to fill the transpile cache (a warm cache only reads). */
   primeMs: number;
+  /** Components the priming transpiled (0 with a warm cache). */
+  transpiled: number;
   s1: { components: number; baseMb: number; calledMb: number; idleMb: number; calledPerComponentMb: number; idlePerComponentMb: number };
   s2: { readyMs: number; baseMb: number; rssMb: number; tools: number; listMs: number };
   s3: { coldC: Latency; coldJs: Latency; hotC: Latency; hotJs: Latency };
@@ -73,7 +75,7 @@ export function formatScaleReport(report: ScaleReport): string {
   const { meta } = report;
   const lines = [
     `toolhost bench --scale ${meta.components}: ${meta.date}, node ${meta.node}, ${meta.cores} cores (${meta.cpu}), load ${meta.loadAvg}, ${meta.threads} threads, thread containment`,
-    `transpile cache primed in ${(report.primeMs / 1000).toFixed(1)} s`,
+    `transpile cache primed in ${(report.primeMs / 1000).toFixed(1)} s (${report.transpiled} transpiled), in a process of its own`,
     ...meta.notes.map((note) => `note: ${note}`),
     '',
     ...report.targets.map((t) => `${t.id}  ${mark(t.met).padEnd(7)} goal: ${t.goal}\n    measured: ${t.measured}`),

@@ -177,11 +177,16 @@ function checkAgainstMetaSchema(schema: JsonSchema): void {
 /** Where a compiler reports a limit hit: the tool and the limit's config key. */
 export type SchemaLimitListener = (tool: string, limit: string) => void;
 
+/** Input schemas a compiler remembers by their text before it starts over. */
+const KNOWN_SCHEMAS = 4096;
+
 /** Compiles tool schemas with one ajv instance per compiler (the meta-schema check is shared). */
 export class SchemaCompiler {
   readonly #ajv = new Ajv({ ...AJV_OPTIONS, validateSchema: false });
   readonly #limits: SchemaLimits;
   readonly #onLimit: SchemaLimitListener;
+  /** Input schemas compiled, by their JSON text (see `compile`). */
+  readonly #known = new Map<string, ValidateFunction>();
 
   constructor(limits: Partial<SchemaLimits> = {}, onLimit: SchemaLimitListener = () => {}) {
     this.#limits = resolveSchemaLimits(limits);
@@ -199,14 +204,25 @@ export class SchemaCompiler {
    * INVALID_INPUT when it does not compile.
    */
   compile(toolName: string, schema: JsonSchema): ArgsValidator {
+    // Its cost first (an iterative walk: it refuses a schema too deep to serialize), then, as the same schema
+    // text compiles to the same validator, compiled once (hundreds of copies of a component registered 500
+    // tools at ~10 ms each, issue 28). A schema refused for its cost is never remembered.
     const { perDepth } = this.#analyse(toolName, 'input', schema);
-    let validate: ValidateFunction;
-    try {
-      checkAgainstMetaSchema(schema);
-      validate = this.#ajv.compile(schema);
-    } catch (error) {
-      throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": input schema does not compile: ${(error as Error).message}`);
+    const text = JSON.stringify(schema);
+    let known = this.#known.get(text);
+    if (known === undefined) {
+      let compiled: ValidateFunction;
+      try {
+        checkAgainstMetaSchema(schema);
+        compiled = this.#ajv.compile(schema);
+      } catch (error) {
+        throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": input schema does not compile: ${(error as Error).message}`);
+      }
+      known = compiled;
+      if (this.#known.size >= KNOWN_SCHEMAS) this.#known.clear();
+      this.#known.set(text, known);
     }
+    const validate = known;
     const limits = this.#limits;
     const onLimit = this.#onLimit;
     return {

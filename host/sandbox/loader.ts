@@ -9,14 +9,14 @@ import type { Logger } from '../base/logger.js';
 import type { LoadedComponentTools, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, GLUE_FILE, type CachedComponent } from './load/component-cache.js';
-import { readComponentSources, type ComponentSource } from './load/component-file.js';
+import { expandComponentPaths, isRemotePath, readComponentSources, sourceFromFile, type ComponentSource } from './load/component-file.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import { Sandbox } from './sandbox.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './load/supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, tableElementsForHeap } from './load/memory-cap.js';
-import { modulesPerCap } from './load/module-variants.js';
+import { modulesPerCap, type SharedVariants } from './load/module-variants.js';
 import { TOOL_EXPORTS, worldOfExports } from './load/tool-world.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
@@ -55,6 +55,8 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #quarantined = new Set<string>();
   /** Components compiled or being compiled, by id: where the sandbox process gets their module bytes. */
   readonly #handles = new Map<string, ComponentHandle>();
+  /** Capped and compiled core modules, shared by components with the same transpiled entry (module-variants.ts). */
+  readonly #variants: SharedVariants = new Map();
   /** Glue modules by their sha256: the URL the first entry with that glue was imported from (see `#glueUrl`). */
   readonly #glueUrls = new Map<string, string>();
   readonly #sandbox: Sandbox;
@@ -107,9 +109,20 @@ export class SandboxLoader implements WasmToolLoader {
   }
 
   async load(paths: string[], options: WasmLoadOptions): Promise<LoadedComponentTools[]> {
-    const sources = await readComponentSources(paths, this.#cache.ids, this.#options.fetchRemote, options);
     const loaded: LoadedComponentTools[] = [];
-    for (const source of sources) loaded.push(await this.loadSource(source, options));
+    const seen = new Set<string>();
+    for (const path of paths) {
+      if (isRemotePath(path)) {
+        for (const source of await readComponentSources([path], this.#cache.ids, this.#options.fetchRemote, options)) loaded.push(await this.loadSource(source, options));
+        continue;
+      }
+      for (const file of await expandComponentPaths([path])) {
+        if (seen.has(file)) continue;
+        seen.add(file);
+        // One file's bytes at a time, dropped once it is loaded: 250 componentize-js files read at once held 3 GB.
+        loaded.push(await this.loadSource(await sourceFromFile(file, this.#cache.ids), options));
+      }
+    }
     return loaded;
   }
 
@@ -173,7 +186,7 @@ export class SandboxLoader implements WasmToolLoader {
       throw new ToolhostError('COMPONENT_INVALID', `${what} imports interfaces toolhost does not provide: ${unsupported.join(', ')}`);
     }
     // A component's tables in all, within what a worker's heap can hold while they grow.
-    const variants = modulesPerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512)), this.#cache.ids);
+    const variants = modulesPerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512)), this.#cache.ids, this.#variants);
     const handle: ComponentHandle = {
       id,
       name,

@@ -7,13 +7,22 @@
  */
 import { join } from 'node:path';
 import { ToolhostError } from '../../base/errors.js';
-import type { CachedComponent } from './component-cache.js';
+import { GLUE_FILE, type CachedComponent } from './component-cache.js';
 import type { ComponentIds } from './component-ids.js';
 import { compileCoreModules } from './core-compile.js';
 import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps } from './memory-cap.js';
 import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
+
+/**
+ * Variants made, shared by every component whose transpiled entry has the same
+ * core modules and glue (by their sha256, checked when each entry was read):
+ * components that differ only in what jco's output does not carry (a custom
+ * section, a name) are capped and compiled once, not once each (issue 28:
+ * 250 copies of a componentize-js tool took ~250 ms each to warm).
+ */
+export type SharedVariants = Map<string, Promise<unknown>>;
 
 /** How long capped bytes for the sandbox process are kept after they are made (ms). */
 const BYTES_KEPT_MS = 30_000;
@@ -26,7 +35,10 @@ const BYTES_KEPT_MS = 30_000;
  * over every memory the component's core instances define (see
  * `planMemoryCaps`), so it bounds the component's total.
  */
-export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds, shared: SharedVariants = new Map()): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+  // What the variants are made from, by digest: entries whose core modules and glue are the same share them.
+  const { sha256 } = cached.meta;
+  const digest = `${tableElements}:${[...cached.meta.coreModules.map((name) => sha256[name]), sha256[GLUE_FILE]].join(',')}`;
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
     // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
@@ -62,23 +74,30 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
       return [name, exposeSnapshotState(result.bytes)];
     });
   };
-  const oncePerCap = <T>(make: (memoryMb: number) => Promise<T>, keepMs?: number): ((memoryMb: number) => Promise<T>) => {
-    const variants = new Map<number, Promise<T>>();
+  const oncePerCap = <T>(kind: string, make: (memoryMb: number) => Promise<T>, keepMs?: number): ((memoryMb: number) => Promise<T>) => {
     return (memoryMb) => {
-      let variant = variants.get(memoryMb);
+      const key = `${kind}:${memoryMb}:${digest}`;
+      let variant = shared.get(key) as Promise<T> | undefined;
       if (!variant) {
-        variant = make(memoryMb);
-        variant.catch(() => variants.delete(memoryMb));
-        variants.set(memoryMb, variant);
+        const made = make(memoryMb);
+        variant = made;
+        made.catch(() => {
+          if (shared.get(key) === made) shared.delete(key);
+        });
+        shared.set(key, made);
         // Bytes are kept a while (the load's check, then the sandbox process's compile ask for them), not
         // for the component's life: a sandbox process that restarts has them made again.
-        if (keepMs !== undefined) variant.then(() => setTimeout(() => variants.delete(memoryMb), keepMs).unref(), () => {});
+        if (keepMs !== undefined) {
+          made.then(() => setTimeout(() => {
+            if (shared.get(key) === made) shared.delete(key);
+          }, keepMs).unref(), () => {});
+        }
       }
       return variant;
     };
   };
   return {
-    bytesFor: oncePerCap(capped, BYTES_KEPT_MS),
-    modulesFor: oncePerCap(async (memoryMb) => compileCoreModules(await capped(memoryMb), what)),
+    bytesFor: oncePerCap('bytes', capped, BYTES_KEPT_MS),
+    modulesFor: oncePerCap('modules', async (memoryMb) => compileCoreModules(await capped(memoryMb), what)),
   };
 }

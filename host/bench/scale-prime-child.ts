@@ -1,0 +1,23 @@
+/**
+ * The scale scenario's priming, run as its own process by scale.ts (so what
+ * it allocates is not in the measured process's RSS):
+ *
+ *   node scale-prime-child.js CACHE_DIR|- FILE...
+ *
+ * loads every component once (transpiling those the cache lacks; nothing is
+ * compiled) and prints one JSON line: how many were transpiled.
+ */
+const [cacheDir, ...files] = process.argv.slice(2);
+if (cacheDir === undefined || files.length === 0) {
+  process.stderr.write('usage: scale-prime-child CACHE_DIR|- FILE...\n');
+  process.exit(2);
+}
+const { createRegistry } = await import('../compose/registry.js');
+const { silentLogger } = await import('../base/logger.js');
+const registry = createRegistry({ logger: silentLogger, sandbox: { ...(cacheDir === '-' ? {} : { cacheDir }) } });
+try {
+  const report = await registry.registerWasmTools(files);
+  process.stdout.write(`${JSON.stringify({ transpiled: report.components.filter((c) => c.cache === 'miss').length })}\n`);
+} finally {
+  await registry.close();
+}
