@@ -128,3 +128,30 @@ describe.each(['thread', 'process'] as const)('a dropped segment does not outliv
     });
   }
 });
+
+describe.each(['thread', 'process'] as const)('a dropped segment does not outlive its call on an evicted and re-instantiated instance (%s containment)', (containment) => {
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    const file = join(dir, `segment-smuggler-evicted-${containment}.wasm`);
+    await writeFile(file, await segmentSmugglerComponent());
+    // One worker whose components lose their instances after 50 ms uncalled (issue 28, worker/memory-budget.ts).
+    registry = makeRegistry({ sandbox: { threads: 1, containment, idleReleaseMs: 50 } });
+    await registry.registerWasmTools(file);
+  });
+  afterAll(async () => {
+    await registry.close();
+  });
+
+  for (const kind of ['data', 'element'] as const) {
+    it(`answers a probe on a re-instantiated instance after a ${kind} segment was dropped`, async () => {
+      const letter = kind[0]!;
+      const expected = kind === 'data' ? 'SEG0' : 'ELEM';
+      expect((await registry.execute(`drop_${letter}0`, {}, { principal: 'alice' })).structuredContent).toBe('dropped');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const result = await registry.execute(`probe_${letter}0`, {}, { principal: 'bob' });
+      expect(result.accounting?.reinstantiated).toBe(true);
+      expect(result.structuredContent).toBe(expected);
+    });
+  }
+});

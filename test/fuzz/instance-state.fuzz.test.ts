@@ -5,8 +5,10 @@
  * get random sequences of calls that drop segments, probe them and scribble
  * over memory, a global and the tables. The property: in the default
  * isolation every call answers what a new instance answers, whatever the
- * calls before it did, with exactly one terminal event. FUZZ_RUNS scales the
- * number of cases.
+ * calls before it did, with exactly one terminal event. The same property
+ * holds when the component's instances are dropped between calls (a tiny
+ * `idleReleaseMs`, and random pauses): the call after one runs on a
+ * re-instantiated instance (issue 28). FUZZ_RUNS scales the number of cases.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,14 +29,15 @@ describe('fuzzing instance reset with segment shapes', () => {
     await Promise.all([...registries.values()].map((registry) => registry.close()));
   });
 
-  /** One registry (one worker) per shape, made on first use. */
-  const registryFor = async (shape: SegmentShape): Promise<ToolRegistry> => {
-    const key = `${shape.data.join(',')}|${shape.elements.join(',')}`;
+  /** One registry (one worker) per shape (and per eviction setting), made on first use. */
+  const registryFor = async (shape: SegmentShape, evicting = false): Promise<ToolRegistry> => {
+    const key = `${shape.data.join(',')}|${shape.elements.join(',')}|${evicting}`;
     let registry = registries.get(key);
     if (!registry) {
       const file = join(scratch, `segments-${registries.size}.wasm`);
       writeFileSync(file, await segmentSmugglerComponent(shape));
-      registry = makeRegistry({ sandbox: { threads: 1 } });
+      // Evicting: a component uncalled for 1 ms loses its instances at the worker's next sweep (every 100 ms).
+      registry = makeRegistry({ sandbox: { threads: 1, ...(evicting ? { idleReleaseMs: 1 } : {}) } });
       await registry.registerWasmTools(file);
       registries.set(key, registry);
     }
@@ -63,5 +66,29 @@ describe('fuzzing instance reset with segment shapes', () => {
         }
       }
     }), { numRuns: runs(25) });
+  });
+
+  it('every call answers what a new instance answers when instances are dropped between calls', async () => {
+    const paused = shapes.chain((shape) => fc.tuple(fc.constant(shape), fc.array(fc.tuple(fc.constantFrom(...segmentTools(shape)), fc.boolean()), { minLength: 1, maxLength: 8 })));
+    let reinstantiated = 0;
+    await fc.assert(fc.asyncProperty(paused, async ([shape, calls]) => {
+      const registry = await registryFor(shape, true);
+      for (const [tool, pause] of calls) {
+        if (pause) await new Promise((resolve) => setTimeout(resolve, 250));
+        const events = await collect(registry.stream(tool, {}));
+        const terminals = events.filter((event) => event.type === 'result' || event.type === 'error');
+        expect(terminals).toHaveLength(1);
+        const terminal = terminals[0]!;
+        if (terminal.accounting?.reinstantiated === true) reinstantiated += 1;
+        const expected = freshAnswer(shape, tool);
+        if (expected === undefined) {
+          expect(terminal.type === 'error' ? terminal.code : terminal.type, tool).toBe('TOOL_CRASHED');
+        } else {
+          expect(terminal.type === 'result' ? terminal.data : terminal, tool).toEqual(expected);
+        }
+      }
+    }), { numRuns: runs(12) });
+    // The property ran on re-instantiated instances, not only on spares.
+    expect(reinstantiated).toBeGreaterThan(0);
   });
 });
