@@ -165,3 +165,27 @@ describe.runIf(hasCGuests).each(CONTAINMENTS)('an evicted component\'s next call
     }, 60_000);
   });
 });
+
+// componentize-js (fixtures/guests/js/js_smuggler): module state, globalThis, closures, prototypes, a Map and the heap.
+describe('an evicted JS component\'s next call', () => {
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    registry = makeRegistry({ sandbox: { idleReleaseMs: 100 } });
+    await registry.registerWasmTools(fixture('js_smuggler'));
+  }, 120_000);
+  afterAll(async () => {
+    await registry.close();
+  });
+
+  it('sees none of what the evicted instance held', async () => {
+    const nothing = { module: null, global: null, closure: null, proto: null, map: null, bulk: null, calls: 1 };
+    expect((await registry.execute('probe', {})).structuredContent).toEqual(nothing);
+    // A plant a reset could undo: without the eviction its instance would be the next call's (restored).
+    expect((await registry.execute('plant', { secret: 'js-evicted' })).isError).toBe(false);
+    await sleep(600);
+    const probed = await registry.execute('probe', {});
+    expect(probed.accounting?.reinstantiated).toBe(true);
+    expect(probed.structuredContent).toEqual(nothing);
+  }, 60_000);
+});
