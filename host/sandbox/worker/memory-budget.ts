@@ -34,6 +34,13 @@ export interface BudgetedRuntime {
 export class MemoryBudget {
   /** Least recently called first, with when each was last called (ms). */
   readonly #order = new Map<BudgetedRuntime, number>();
+  /**
+   * What each runtime held when last measured (at its calls, see `touch` and
+   * `enforce`), and their sum: kept up to date rather than summed over every
+   * runtime per call (a worker may know hundreds of components).
+   */
+  readonly #held = new Map<BudgetedRuntime, number>();
+  #total = 0;
   readonly #budgetBytes: number;
   readonly #idleMs: number;
   /** Evictions not yet reported in an answer's accounting. */
@@ -48,36 +55,36 @@ export class MemoryBudget {
   touch(runtime: BudgetedRuntime, now: number): void {
     this.#order.delete(runtime);
     this.#order.set(runtime, now);
+    this.#measure(runtime);
   }
 
   /** Bytes `runtime` holds between calls. */
   static held(runtime: BudgetedRuntime): number {
     let bytes = 0;
-    for (const instance of [runtime.spare, runtime.awaitingReset, runtime.kept]) if (instance !== undefined) bytes += instance.heldBytes();
+    if (runtime.spare !== undefined) bytes += runtime.spare.heldBytes();
+    if (runtime.awaitingReset !== undefined) bytes += runtime.awaitingReset.heldBytes();
+    if (runtime.kept !== undefined) bytes += runtime.kept.heldBytes();
     return bytes;
   }
 
-  /** Bytes every runtime holds. */
+  /** Bytes every runtime held when last measured. */
   get bytes(): number {
-    let bytes = 0;
-    for (const runtime of this.#order.keys()) bytes += MemoryBudget.held(runtime);
-    return bytes;
+    return this.#total;
   }
 
   /**
-   * Drop the least recently called runtimes' instances (never `current`'s)
-   * until the worker is within its budget. Returns how many were dropped.
+   * Measure `current` again (its call just ended), then drop the least
+   * recently called runtimes' instances (never `current`'s) until the worker
+   * is within its budget. Returns how many were dropped.
    */
   enforce(current?: BudgetedRuntime): number {
-    let total = this.bytes;
+    if (current !== undefined) this.#measure(current);
+    if (this.#total <= this.#budgetBytes) return 0;
     let dropped = 0;
     for (const runtime of this.#order.keys()) {
-      if (total <= this.#budgetBytes) break;
-      if (runtime === current) continue;
-      const held = MemoryBudget.held(runtime);
-      if (held === 0) continue;
-      MemoryBudget.evict(runtime);
-      total -= held;
+      if (this.#total <= this.#budgetBytes) break;
+      if (runtime === current || (this.#held.get(runtime) ?? 0) === 0) continue;
+      this.#evict(runtime);
       dropped += 1;
     }
     this.#unreported += dropped;
@@ -90,8 +97,9 @@ export class MemoryBudget {
     let dropped = 0;
     for (const [runtime, calledAt] of this.#order) {
       if (now - calledAt < this.#idleMs) break;
+      // Measured now: a spare made after its call's answer was not counted then.
       if (MemoryBudget.held(runtime) === 0) continue;
-      MemoryBudget.evict(runtime);
+      this.#evict(runtime);
       dropped += 1;
     }
     this.#unreported += dropped;
@@ -108,6 +116,18 @@ export class MemoryBudget {
     const count = this.#unreported;
     this.#unreported = 0;
     return count;
+  }
+
+  #measure(runtime: BudgetedRuntime): void {
+    const bytes = MemoryBudget.held(runtime);
+    this.#total += bytes - (this.#held.get(runtime) ?? 0);
+    this.#held.set(runtime, bytes);
+  }
+
+  #evict(runtime: BudgetedRuntime): void {
+    MemoryBudget.evict(runtime);
+    this.#total -= this.#held.get(runtime) ?? 0;
+    this.#held.set(runtime, 0);
   }
 
   /** Drop what `runtime` holds between calls: the next call makes a new instance. */
