@@ -256,6 +256,8 @@ export async function runScale(options: ScaleOptions): Promise<ScaleReport> {
         if (result.accounting?.reinstantiated === true) reinstantiated += 1;
       }
     };
+    // Counted over this phase: the earlier phases' calls may have evicted too.
+    const before4 = await metrics.metrics();
     t0 = performance.now();
     await Promise.all([worker(), worker(), worker(), worker()]);
     clearInterval(sampler);
@@ -268,8 +270,8 @@ export async function runScale(options: ScaleOptions): Promise<ScaleReport> {
       seconds: round((performance.now() - t0) / 1000, 1),
       evictions,
       reinstantiated,
-      metricsEvictions: metricSum(text, 'toolhost_instance_evictions_total'),
-      metricsReinstantiations: metricSum(text, 'toolhost_instance_reinstantiations_total'),
+      metricsEvictions: metricSum(text, 'toolhost_instance_evictions_total') - metricSum(before4, 'toolhost_instance_evictions_total'),
+      metricsReinstantiations: metricSum(text, 'toolhost_instance_reinstantiations_total') - metricSum(before4, 'toolhost_instance_reinstantiations_total'),
       peakRssMb: round(Math.max(peak, rssMb())),
       budgetMb: config.sandbox.memoryBudgetMb ?? 512,
     };

@@ -100,8 +100,8 @@ export class ComponentCache {
     return join(this.#root, `v${CACHE_FORMAT}-jco-transpile-${this.#transpiler}`, id);
   }
 
-  /** The cached entry for `id`, transpiling `bytes` first when there is none. */
-  async prepare(id: string, bytes: Uint8Array, what: string): Promise<CachedComponent> {
+  /** The cached entry for `id`, transpiling the component's bytes (`source`, or what it reads) first when there is none. */
+  async prepare(id: string, source: Uint8Array | (() => Promise<Uint8Array>), what: string): Promise<CachedComponent> {
     const dir = this.#entryDir(id);
     const existing = await this.#read(dir);
     if (existing === 'tampered') {
@@ -118,6 +118,8 @@ export class ComponentCache {
       this.#transpiles += 1;
       // jco-transpile is loaded only on a miss: a warm start never pays for it.
       const { transpileBytes } = await import('@bytecodealliance/jco-transpile');
+      // The component's bytes are read only now, on a miss, when they were not given (see SandboxLoader.load).
+      const bytes = typeof source === 'function' ? await source() : source;
       ({ files, imports, exports } = await transpileBytes(bytes, {
         name: 'component',
         instantiation: 'sync',
