@@ -305,6 +305,10 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
 function resolveVerify(entry: VerifyEntry, baseDir: string): TrustPolicy {
   return {
     ...(entry.keys === undefined ? {} : { keys: entry.keys.map((key) => resolve(baseDir, key)) }),
+    ...(entry.trusted_root === undefined ? {} : { trustedRoot: resolve(baseDir, entry.trusted_root) }),
+    ...(entry.identities === undefined ? {} : {
+      identities: entry.identities.map(({ issuer, subject, subject_regexp: pattern }) => ({ issuer, ...(subject === undefined ? {} : { subject }), ...(pattern === undefined ? {} : { subjectRegExp: pattern }) })),
+    }),
     ...(entry.skip === undefined ? {} : { skip: entry.skip }),
   };
 }

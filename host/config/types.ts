@@ -21,6 +21,8 @@ export interface ConfigFile {
 /** Whose signatures a remote component must carry. */
 export interface VerifyEntry {
   keys?: string[];
+  trusted_root?: string;
+  identities?: Array<{ issuer: string; subject?: string; subject_regexp?: string }>;
   skip?: boolean;
 }
 

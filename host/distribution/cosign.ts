@@ -77,9 +77,13 @@ export function signPayload(payload: Uint8Array, key: KeyObject): string {
 
 /** The outcome of checking one signature against the trusted keys and the digest. */
 export type SignatureCheck =
-  | { ok: true; key: string; fingerprint: string }
+  | { ok: true; key: string; fingerprint?: string }
   | { ok: false; reason: 'untrusted-key' }
-  | { ok: false; reason: 'wrong-digest'; names: string };
+  | { ok: false; reason: 'wrong-digest'; names: string }
+  /** Keyless: the certificate, log entry or timestamps did not verify against the pinned root. */
+  | { ok: false; reason: 'invalid-signature'; detail: string }
+  /** Keyless: verified, but by an identity no `verify.identities` entry names. */
+  | { ok: false; reason: 'untrusted-identity'; identity: string };
 
 /**
  * Check one cosign signature: first the signature against the keys (a

@@ -4,6 +4,7 @@
  * Plain data only.
  */
 import type { ConfiguredAuth } from './credentials.js';
+import type { Identity } from './keyless.js';
 import type { LockEntries } from './lock.js';
 
 /** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
@@ -15,6 +16,10 @@ export const DEFAULT_MAX_COMPONENT_BYTES = 64 * 1024 * 1024;
 export interface TrustPolicy {
   /** PEM public key files (ECDSA P-256, cosign.pub): a signature by any of them is trusted. */
   keys?: readonly string[];
+  /** Keyless: a pinned Sigstore `trusted_root.json` (Fulcio CAs, Rekor logs, CT logs); needs `identities`. */
+  trustedRoot?: string;
+  /** Keyless: the OIDC issuer and certificate subject of each trusted signer; needs `trustedRoot`. */
+  identities?: readonly Identity[];
   /** Load without verifying (a warning is logged). */
   skip?: boolean;
 }
