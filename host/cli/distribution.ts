@@ -81,7 +81,7 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
 export function addPublishCommand(root: Command): void {
   root
     .command('publish')
-    .description('push a component to an OCI registry in the CNCF Wasm layout, signed with --sign-key in cosign\'s format')
+    .description('push a component to an OCI registry in the CNCF Wasm layout, signed with --sign-key in cosign\'s format and as a Sigstore bundle referrer')
     .argument('<file>', 'the component file')
     .argument('<target>', 'oci://REGISTRY/REPO:TAG')
     .option('--sign-key <key.pem>', 'sign the pushed manifest with this ECDSA P-256 key (PKCS#8 PEM)')

@@ -16,8 +16,16 @@
  * statement names the manifest digest among its subjects. The signature is
  * checked first (a statement nobody trusted signed says nothing), then the
  * digest, as for cosign's tag form (cosign.ts).
+ *
+ * Writing (publish): a key-signed DSSE bundle whose in-toto statement names
+ * the manifest digest (cosign's sign predicate), as `cosign sign --key
+ * --new-bundle-format` writes it, less the transparency-log entry (the key is
+ * the trust, as above). Built with @sigstore/bundle's builders and
+ * @sigstore/core's DSSE encoding, signed by node:crypto.
  */
-import { bundleFromJSON, isBundleWithDsseEnvelope, type Bundle } from '@sigstore/bundle';
+import { sign, type KeyObject } from 'node:crypto';
+import { bundleFromJSON, bundleToJSON, isBundleWithDsseEnvelope, toDSSEBundle, type Bundle } from '@sigstore/bundle';
+import { dsse } from '@sigstore/core';
 import { Verifier, toSignedEntity, toTrustMaterial } from '@sigstore/verify';
 import type { SignatureCheck, TrustedKey } from './cosign.js';
 import { checkKeyless, isKeyless, type KeylessTrust } from './keyless.js';
@@ -93,4 +101,22 @@ export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, diges
     return bound({ key: trusted.source, fingerprint: trusted.fingerprint });
   }
   return { ok: false, reason: 'untrusted-key' };
+}
+
+/** The in-toto statement type a DSSE bundle signs. */
+const IN_TOTO = 'application/vnd.in-toto+json';
+
+/**
+ * A Sigstore bundle (v0.3 JSON bytes) in which `key` (ECDSA P-256) signs an in-toto statement naming `digest`
+ * (`name`: the repository, as the statement's subject name); `keyHint` identifies the key (its fingerprint).
+ */
+export function signBundle(digest: string, name: string, key: KeyObject, keyHint: string): Uint8Array {
+  const statement = Buffer.from(JSON.stringify({
+    _type: 'https://in-toto.io/Statement/v1',
+    subject: [{ name, digest: { sha256: digest.slice('sha256:'.length) } }],
+    predicateType: 'https://sigstore.dev/cosign/sign/v1',
+    predicate: {},
+  }));
+  const signature = sign('sha256', dsse.preAuthEncoding(IN_TOTO, statement), { key, dsaEncoding: 'der' });
+  return Buffer.from(JSON.stringify(bundleToJSON(toDSSEBundle({ artifact: statement, artifactType: IN_TOTO, signature, keyHint }))));
 }

@@ -98,14 +98,21 @@ export class RegistryClient {
    * caller checks every manifest it names against its subject.
    */
   async referrers(digest: string): Promise<Uint8Array | undefined> {
+    return await this.#index(`referrers/${digest}`, digest) ?? await this.referrersTag(digest);
+  }
+
+  /** The referrers tag (`sha256-<hex>`) of `digest`: the index registries without the Referrers API keep; `undefined` when there is none. */
+  async referrersTag(digest: string, scope: Scope = 'pull'): Promise<Uint8Array | undefined> {
+    return this.#index(`manifests/${digest.replace(':', '-')}`, digest, scope);
+  }
+
+  async #index(path: string, digest: string, scope: Scope = 'pull'): Promise<Uint8Array | undefined> {
     const what = `${this.#what}@${digest} (referrers)`;
     const cap = this.#options.maxManifestBytes;
-    for (const path of [`referrers/${digest}`, `manifests/${digest.replace(':', '-')}`]) {
-      const response = await this.#send('GET', path, { accept: OCI_INDEX, maxBodyBytes: cap, what, limit: 'max_manifest_bytes' });
-      if (response.status === 200) return readAll(response, what, cap, 'max_manifest_bytes');
-      if (response.status === 401 || response.status === 403 || response.status >= 500) this.#expectOk(response, what);
-      await response.body.close();
-    }
+    const response = await this.#send('GET', path, { accept: OCI_INDEX, maxBodyBytes: cap, what, limit: 'max_manifest_bytes', scope });
+    if (response.status === 200) return readAll(response, what, cap, 'max_manifest_bytes');
+    if (response.status === 401 || response.status === 403 || response.status >= 500) this.#expectOk(response, what);
+    await response.body.close();
     return undefined;
   }
 
@@ -165,10 +172,22 @@ export class RegistryClient {
 
   /** Put a manifest under a tag (or digest); returns the manifest's digest. */
   async pushManifest(reference: string, bytes: Uint8Array, mediaType: string): Promise<string> {
+    return (await this.#putManifest(reference, bytes, mediaType)).digest;
+  }
+
+  /**
+   * Put a manifest that has a `subject` (a referrer) by its digest. `indexed`: the registry said (`OCI-Subject`)
+   * that its Referrers API lists it; otherwise the referrers tag is the pusher's to update (OCI 1.1).
+   */
+  async pushReferrer(bytes: Uint8Array, mediaType: string): Promise<{ digest: string; indexed: boolean }> {
+    return this.#putManifest(sha256(bytes), bytes, mediaType);
+  }
+
+  async #putManifest(reference: string, bytes: Uint8Array, mediaType: string): Promise<{ digest: string; indexed: boolean }> {
     const put = await this.#send('PUT', `manifests/${reference}`, { scope: 'pull,push', body: bytes, contentType: mediaType });
     await put.body.close();
     this.#expectStatus(put, [201], `${this.#what}:${reference}`);
-    return sha256(bytes);
+    return { digest: sha256(bytes), indexed: header(put, 'oci-subject') !== undefined };
   }
 
   #expectOk(response: EgressStreamResponse, what: string): void {
