@@ -68,7 +68,7 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
   const component = sourceFromBytes(new Uint8Array(await readFile(file)), file);
   // The config names what the component exports and imports: read from its transpiled form (cached).
   const { meta } = await new ComponentCache(config.sandbox.cacheDir).prepare(component.id, component.bytes, `"${file}"`);
-  const credential = credentialFor(source.registry, config.distribution.auth);
+  const credential = await credentialFor(source.registry, config.distribution.auth, process.env, { helperTimeoutMs: config.distribution.credentialHelperTimeoutMs, helperMaxBytes: config.distribution.credentialHelperMaxBytes }, target);
   const report = await publishComponent(component.bytes, source, {
     exports: meta.exports,
     imports: meta.imports,

@@ -323,6 +323,8 @@ function resolveDistribution(section: DistributionSection, baseDir: string): Dis
   if (section.verify !== undefined) options.verify = resolveVerify(section.verify, baseDir);
   if (section.max_manifest_bytes !== undefined) options.maxManifestBytes = section.max_manifest_bytes;
   if (section.max_component_bytes !== undefined) options.maxComponentBytes = section.max_component_bytes;
+  if (section.credential_helper_timeout_ms !== undefined) options.credentialHelperTimeoutMs = section.credential_helper_timeout_ms;
+  if (section.credential_helper_max_bytes !== undefined) options.credentialHelperMaxBytes = section.credential_helper_max_bytes;
   return options;
 }
 

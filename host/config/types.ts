@@ -35,6 +35,8 @@ export interface DistributionSection {
   verify?: VerifyEntry;
   max_manifest_bytes?: number;
   max_component_bytes?: number;
+  credential_helper_timeout_ms?: number;
+  credential_helper_max_bytes?: number;
 }
 
 /** A fleet of hosts on one Redis. */

@@ -99,9 +99,10 @@ export class RemoteFetcher {
     return this.#oci(source, policy.skip === true ? { keys: [] } : trustOf(policy, text), policy.skip === true, signal);
   }
 
-  #client(source: OciSource, signal: AbortSignal | undefined): RegistryClient {
+  async #client(source: OciSource, signal: AbortSignal | undefined): Promise<RegistryClient> {
     const insecure = this.#options.insecureRegistries ?? [];
-    const credential = credentialFor(source.registry, this.#options.auth, this.#env);
+    const lookup = { helperTimeoutMs: this.#options.credentialHelperTimeoutMs, helperMaxBytes: this.#options.credentialHelperMaxBytes };
+    const credential = await credentialFor(source.registry, this.#options.auth, this.#env, lookup, source.text);
     return new RegistryClient(source.registry, source.repository, {
       insecureRegistries: insecure,
       maxManifestBytes: this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES,
@@ -115,7 +116,7 @@ export class RemoteFetcher {
   async #oci(source: OciSource, trust: BundleTrust, skip: boolean, signal: AbortSignal | undefined): Promise<FetchedComponent> {
     const maxManifest = this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
     const maxComponent = this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES;
-    const client = this.#client(source, signal);
+    const client = await this.#client(source, signal);
     // A pinned digest the store holds needs no registry at all; a locked tag is not resolved again.
     const pin = source.digest === undefined ? this.#options.lock?.[source.text] : undefined;
     const digest = source.digest ?? pin?.manifestDigest ?? await client.resolveTag(source.tag!);

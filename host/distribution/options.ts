@@ -44,6 +44,10 @@ export interface DistributionOptions {
   verify?: TrustPolicy;
   maxManifestBytes?: number;
   maxComponentBytes?: number;
+  /** How long a docker credential helper may take (ms, default 30 000). */
+  credentialHelperTimeoutMs?: number;
+  /** Most bytes a docker credential helper may print (default 65 536). */
+  credentialHelperMaxBytes?: number;
   /** CA certificates (PEM) for registries with a private CA. */
   ca?: string;
   /**
