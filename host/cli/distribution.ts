@@ -75,6 +75,7 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
     insecureRegistries: [...(config.distribution.insecureRegistries ?? []), ...(flags.insecureRegistry ?? [])],
     ...(signingKey === undefined ? {} : { signingKey }),
     ...(credential === undefined ? {} : { credential }),
+    ...(config.distribution.tokenRealms === undefined ? {} : { tokenRealms: config.distribution.tokenRealms }),
   });
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   return 0;

@@ -320,6 +320,7 @@ function resolveDistribution(section: DistributionSection, baseDir: string): Dis
   if (section.insecure_registries !== undefined) options.insecureRegistries = [...section.insecure_registries];
   if (section.registries !== undefined) options.registries = [...section.registries];
   if (section.auth !== undefined) options.auth = Object.fromEntries(Object.entries(section.auth).map(([registry, entry]) => [registry, { username: entry.username, passwordEnv: entry.password_env }]));
+  if (section.token_realms !== undefined) options.tokenRealms = Object.fromEntries(Object.entries(section.token_realms).map(([registry, hosts]) => [registry, [...hosts]]));
   if (section.verify !== undefined) options.verify = resolveVerify(section.verify, baseDir);
   if (section.max_manifest_bytes !== undefined) options.maxManifestBytes = section.max_manifest_bytes;
   if (section.max_component_bytes !== undefined) options.maxComponentBytes = section.max_component_bytes;

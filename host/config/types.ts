@@ -32,6 +32,7 @@ export interface DistributionSection {
   insecure_registries?: string[];
   registries?: string[];
   auth?: Record<string, { username: string; password_env: string }>;
+  token_realms?: Record<string, string[]>;
   verify?: VerifyEntry;
   max_manifest_bytes?: number;
   max_component_bytes?: number;

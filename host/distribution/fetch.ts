@@ -21,6 +21,7 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from '../base/logger.js';
+import { listedRealms } from './auth-scope.js';
 import type { BundleTrust } from './bundle.js';
 import { credentialFor } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
@@ -110,6 +111,7 @@ export class RemoteFetcher {
       ...(credential === undefined ? {} : { credential }),
       ...(this.#options.ca === undefined ? {} : { ca: this.#options.ca }),
       ...(signal === undefined ? {} : { signal }),
+      tokenRealms: listedRealms(source.registry, this.#options.tokenRealms),
     });
   }
 

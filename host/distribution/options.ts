@@ -3,6 +3,7 @@
  * toolhost.yaml, resolved), its defaults, and the per-load trust policy.
  * Plain data only.
  */
+import type { TokenRealms } from './auth-scope.js';
 import type { ConfiguredAuth } from './credentials.js';
 import type { Identity } from './keyless.js';
 import type { LockEntries } from './lock.js';
@@ -40,6 +41,8 @@ export interface DistributionOptions {
   insecureRegistries?: readonly string[];
   /** Credentials by registry: a user name and the environment variable holding the password. */
   auth?: ConfiguredAuth;
+  /** By registry (`host[:port]`): token realm hosts on another origin that may receive its credential (auth-scope.ts). */
+  tokenRealms?: TokenRealms;
   /** The trust every remote source gets unless its own entry says otherwise. */
   verify?: TrustPolicy;
   maxManifestBytes?: number;

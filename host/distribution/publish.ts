@@ -13,6 +13,7 @@
  * read, extended and written back (other referrers kept).
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { listedRealms, type TokenRealms } from './auth-scope.js';
 import { SIGSTORE_BUNDLE, signBundle } from './bundle.js';
 import { keyFingerprint, signPayload, simpleSigningPayload } from './cosign.js';
 import type { Credential } from './credentials.js';
@@ -30,6 +31,8 @@ export interface PublishOptions {
   insecureRegistries?: readonly string[];
   credential?: Credential;
   ca?: string;
+  /** `distribution.token_realms` (auth-scope.ts). */
+  tokenRealms?: TokenRealms;
 }
 
 export interface PublishReport {
@@ -60,6 +63,7 @@ export async function publishComponent(bytes: Uint8Array, target: OciSource, opt
     maxBlobBytes: DEFAULT_MAX_COMPONENT_BYTES,
     ...(options.credential === undefined ? {} : { credential: options.credential }),
     ...(options.ca === undefined ? {} : { ca: options.ca }),
+    tokenRealms: listedRealms(target.registry, options.tokenRealms),
   });
   const layer = await client.pushBlob(bytes, WASM_LAYER);
   const config = await client.pushBlob(json({
