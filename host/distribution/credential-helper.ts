@@ -15,7 +15,12 @@
  * trusted as docker trusts it).
  */
 import { spawn } from 'node:child_process';
-import type { Credential } from './credentials.js';
+
+/** A user name and password for one registry. */
+export interface Credential {
+  username: string;
+  password: string;
+}
 
 /** Default time a helper may take: 30 s (helpers such as ecr-login ask a cloud API). */
 export const DEFAULT_CREDENTIAL_HELPER_TIMEOUT_MS = 30_000;

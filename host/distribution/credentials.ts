@@ -13,14 +13,10 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { CredentialHelperError, DEFAULT_CREDENTIAL_HELPER_MAX_BYTES, DEFAULT_CREDENTIAL_HELPER_TIMEOUT_MS, runCredentialHelper, type HelperLimits } from './credential-helper.js';
+import { CredentialHelperError, DEFAULT_CREDENTIAL_HELPER_MAX_BYTES, DEFAULT_CREDENTIAL_HELPER_TIMEOUT_MS, runCredentialHelper, type Credential, type HelperLimits } from './credential-helper.js';
 import { unavailable } from './errors.js';
 
-/** A user name and password for one registry. */
-export interface Credential {
-  username: string;
-  password: string;
-}
+export type { Credential } from './credential-helper.js';
 
 /** `distribution.auth` as resolved: by registry (`host[:port]`). */
 export type ConfiguredAuth = Record<string, { username: string; passwordEnv: string }>;
