@@ -7,8 +7,9 @@
  * or by pattern); refused, with nothing stored, for another issuer or subject,
  * a certificate of a CA the root does not name, a statement about another
  * digest, a log entry edited after the log signed it, a certificate expired
- * at the time the log integrated the entry, and a trusted root with no
- * identities (which would trust anyone the CA certified).
+ * at the time the log integrated the entry, a certificate without an SCT under
+ * a root that lists CT logs, and a trusted root with no identities (which
+ * would trust anyone the CA certified).
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,6 +18,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../host/config/index.js';
 import { ToolhostError } from '../host/index.js';
+import { silentLogger } from '../host/base/logger.js';
+import { RemoteFetcher, lockEntryOf } from '../host/distribution/fetch.js';
 import type { Identity } from '../host/distribution/keyless.js';
 import type { DistributionOptions } from '../host/distribution/options.js';
 import { example, makeRegistry } from './helpers.js';
@@ -105,6 +108,9 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
   it('loads a component signed keyless by the configured identity (exact subject, or an anchored RE2 pattern)', async () => {
     const { source } = await signed('right', await ca.issue({ subject: SUBJECT, issuer: ISSUER, ...valid }));
     expect((await load(source, { storeDir: store(), ...trust(exactly) })).tools).toContain('echo');
+    // Who signed is the identity, as toolhost.lock records it.
+    const fetched = await new RemoteFetcher({ storeDir: store(), ...trust(exactly) }, silentLogger).fetch(source, undefined);
+    expect(lockEntryOf(fetched).signer).toBe(`${SUBJECT} (${ISSUER})`);
     const pattern = [{ issuer: ISSUER, subjectRegExp: 'https://github\\.com/acme/tools/\\.github/workflows/[a-z]+\\.yml@refs/tags/v[0-9]+' }];
     expect((await load(source, { storeDir: store(), ...trust(pattern) })).tools).toContain('echo');
     // Anchored: a pattern that matches only a part of the subject is no match.
@@ -176,6 +182,17 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     const { error } = await load(source, { storeDir, ...trust(exactly) });
     expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
     expect(detailOf(error)).toMatch(/expired/);
+    expect(storedBlobs(storeDir)).toEqual([]);
+  }, 60_000);
+
+  it('asks for an SCT when the pinned root lists CT logs (a certificate without one is refused)', async () => {
+    const { source } = await signed('no-sct', await ca.issue({ subject: SUBJECT, issuer: ISSUER, ...valid }));
+    const withCt = join(dir, 'trusted_root_ct.json');
+    writeFileSync(withCt, JSON.stringify(trustedRoot([ca], log, [new TestLog()])));
+    const storeDir = store();
+    const { error } = await load(source, { storeDir, verify: { trustedRoot: withCt, identities: exactly } });
+    expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
+    expect(detailOf(error)).toMatch(/expected 1 SCTs, got 0/);
     expect(storedBlobs(storeDir)).toEqual([]);
   }, 60_000);
 

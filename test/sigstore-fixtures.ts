@@ -159,23 +159,28 @@ export class TestLog {
   }
 }
 
-/** The `trusted_root.json` naming `cas` (certificate authorities) and `log` (no CT logs, no timestamp authorities). */
-export function trustedRoot(cas: readonly TestCa[], log: TestLog): unknown {
+const logInstance = (log: TestLog): unknown => ({
+  baseUrl: log.baseUrl,
+  hashAlgorithm: 'SHA2_256',
+  publicKey: { rawBytes: log.spki.toString('base64'), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start: '2020-01-01T00:00:00Z' } },
+  logId: { keyId: log.logId.toString('base64') },
+});
+
+/**
+ * The `trusted_root.json` naming `cas` (certificate authorities) and `log` (no timestamp authorities; CT logs only
+ * when `ctlogs` names some).
+ */
+export function trustedRoot(cas: readonly TestCa[], log: TestLog, ctlogs: readonly TestLog[] = []): unknown {
   return {
     mediaType: 'application/vnd.dev.sigstore.trustedroot+json;version=0.1',
-    tlogs: [{
-      baseUrl: log.baseUrl,
-      hashAlgorithm: 'SHA2_256',
-      publicKey: { rawBytes: log.spki.toString('base64'), keyDetails: 'PKIX_ECDSA_P256_SHA_256', validFor: { start: '2020-01-01T00:00:00Z' } },
-      logId: { keyId: log.logId.toString('base64') },
-    }],
+    tlogs: [logInstance(log)],
     certificateAuthorities: cas.map((ca, i) => ({
       subject: { organization: 'toolhost-test', commonName: `test fulcio ${i}` },
       uri: `https://fulcio${i}.toolhost.test`,
       certChain: { certificates: [{ rawBytes: ca.rootDer.toString('base64') }] },
       validFor: { start: '2020-01-01T00:00:00Z' },
     })),
-    ctlogs: [],
+    ctlogs: ctlogs.map(logInstance),
     timestampAuthorities: [],
   };
 }
