@@ -6,9 +6,11 @@
  * @noble/ciphers' secretbox. Read with the right password it is the same key;
  * a wrong password, a missing one, and scrypt parameters outside what cosign
  * writes are refused with messages that say so. `toolhost publish --sign-key
- * cosign.key` with COSIGN_PASSWORD signs what another host then verifies.
+ * cosign.key` with COSIGN_PASSWORD (or the password typed at its prompt on a
+ * terminal, without echo) signs what another host then verifies.
  */
 import { createPublicKey, generateKeyPairSync, randomBytes, scryptSync, type KeyObject } from 'node:crypto';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,10 +19,37 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSigningKey } from '../host/distribution/cosign.js';
 import { ToolhostError } from '../host/index.js';
 import { example, makeRegistry } from './helpers.js';
-import { runCli } from './cli-runner.js';
+import { cliEnv, cliPath, runCli } from './cli-runner.js';
 import { OciRegistry, hasRegistry } from './oci-registry.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'toolhost-cosignkey-'));
+/** util-linux `script`, to run the CLI on a terminal (the password prompt needs one). */
+const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
+
+/** Run `args` under `script` on a pseudo-terminal, typing `typed` once `prompt` appears; resolves with all it printed. */
+function onTerminal(args: string[], prompt: string, typed: string): Promise<{ code: number | null; output: string }> {
+  const quote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`)}'`;
+  const env: Record<string, string> = { ...cliEnv(), TOOLHOST_LOG: 'error' };
+  delete env.COSIGN_PASSWORD;
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qec', [process.execPath, cliPath, ...args].map(quote).join(' '), '/dev/null'], { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let output = '';
+    let sent = false;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk;
+      if (!sent && output.includes(prompt)) {
+        sent = true;
+        child.stdin.write(typed);
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
 
 /** cosign's encrypted key file for `key` under `password` (`params`: scrypt's, cosign's by default). */
 function cosignKeyFile(name: string, key: KeyObject, password: string, params = { N: 32768, r: 8, p: 1 }, label = 'ENCRYPTED SIGSTORE PRIVATE KEY'): string {
@@ -88,6 +117,18 @@ describe.skipIf(!hasRegistry)('toolhost publish --sign-key cosign.key', () => {
     // Neither pushed anything.
     expect((await fetch(`http://${registry.host}/v2/acme/encrypted/manifests/v1`, { method: 'HEAD' })).status).toBe(404);
 
+    if (hasScript) {
+      // On a terminal without COSIGN_PASSWORD: asked for, not echoed; a wrong one is refused.
+      const prompt = `Enter password for private key ${keyFile}: `;
+      const typedWrong = await onTerminal(['publish', example('ctools'), target, '--sign-key', keyFile], prompt, 'typed-wrong\r');
+      expect(typedWrong.output).toContain(prompt);
+      expect(typedWrong.output).toMatch(/wrong password/);
+      expect(typedWrong.output).not.toContain('typed-wrong');
+      const typed = await onTerminal(['publish', example('ctools'), `oci://${registry.host}/acme/encrypted:typed`, '--sign-key', keyFile], prompt, 's3cret\r');
+      expect(typed.code).toBe(0);
+      expect(typed.output).toMatch(/"manifestDigest": "sha256:[0-9a-f]{64}"/);
+      expect(typed.output).not.toContain('s3cret');
+    }
     const published = await publish({ COSIGN_PASSWORD: 's3cret' });
     expect(published.stderr).toBe('');
     const report = JSON.parse(published.stdout) as { manifestDigest: string; signature: string };

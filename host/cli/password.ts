@@ -10,10 +10,11 @@ import { UsageError } from './usage-error.js';
 /** Ask for a line on the terminal without echoing it (raw mode: Enter ends it, Backspace edits, Ctrl-C cancels). */
 async function askHidden(question: string): Promise<string> {
   const input = process.stdin;
-  process.stderr.write(question);
+  // Raw mode first: what is typed as soon as the question shows must not be echoed.
   input.setRawMode(true);
   input.setEncoding('utf8');
   input.resume();
+  process.stderr.write(question);
   return new Promise((resolve, reject) => {
     let value = '';
     const finish = (): void => {
