@@ -12,7 +12,7 @@
  */
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type TaskAnswer, type TaskWire } from './protocol.js';
 import type { PoolTask } from './pool-task.js';
-import { TaskLanes } from './transport/task-lanes.js';
+import { TaskLanes, type TaskLaneEvents } from './transport/task-lanes.js';
 import type { WorkerHoldings } from './worker-holdings.js';
 
 /** What the pool knows of its workers that decides where a task goes. */
@@ -40,10 +40,11 @@ export class TaskDispatch {
   /** Oldest first; bounded by the pool's admission (SandboxPool.run). */
   readonly #queue: QueuedTask[] = [];
 
-  constructor(workers: WorkerStates, held: WorkerHoldings) {
+  /** `lanes`: where the lanes hand a task's events and host calls, and say a worker's lane closed. */
+  constructor(workers: WorkerStates, held: WorkerHoldings, lanes: Pick<TaskLaneEvents, 'event' | 'closed'> = {}) {
     this.#workers = workers;
     this.#held = held;
-    this.lanes = new TaskLanes({ freed: () => this.drain(), stopping: (threadId) => workers.isDying(threadId) });
+    this.lanes = new TaskLanes({ ...lanes, freed: () => this.drain(), stopping: (threadId) => workers.isDying(threadId) });
   }
 
   /** Post `wire` to a worker that fits now, or queue it until one does. */
