@@ -65,8 +65,6 @@ export { resolveOptions } from './pool-options.js';
 export class SandboxPool {
   readonly #piscina: Piscina;
   readonly #options: ResolvedPoolOptions;
-  /** Tasks accepted and not given back (running, waiting, or stopped and not yet failed by their lane). */
-  #pending = 0;
   #nextTaskId = 1;
   readonly #slots = new ControlSlots();
   readonly #profiles = new TaskProfiles();
@@ -110,7 +108,7 @@ export class SandboxPool {
       // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
       event: (threadId, taskId, message) => this.#routes.get(taskId)?.receive(message, threadId),
       closed: (threadId) => this.#forgetWorker(threadId),
-    });
+    }, this.#options);
     const script = workerScript();
     this.#piscina = new Piscina({
       filename: script.filename,
@@ -158,9 +156,9 @@ export class SandboxPool {
     return this.#options.threads;
   }
 
-  /** Tasks waiting for a worker. */
+  /** Tasks waiting for a worker (see task-queue.ts). */
   get queueSize(): number {
-    return Math.max(0, this.#pending - this.#options.threads);
+    return this.#dispatch.queue.size;
   }
 
   /** Share of worker time spent with a task since the pool started (0..1). */
@@ -174,9 +172,8 @@ export class SandboxPool {
    * TOOL_CRASHED for a dead worker, or the abort reason).
    */
   run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    if (this.#pending >= this.#options.threads + this.#options.maxQueue) {
-      return Promise.reject(new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting for ${this.#options.threads} workers); try again later`));
-    }
+    const refusal = this.#dispatch.queue.refusal();
+    if (refusal) return Promise.reject(refusal);
     // Not async itself: an async function returning #run's promise would add turns to every call's answer.
     return this.#run(input, handlers);
   }
@@ -230,8 +227,10 @@ export class SandboxPool {
    * is lost (stopped for another task, or dead): nothing of it ran. Its slot goes back only when a worker answered (control-slots.ts).
    */
   async #work(task: PoolTask, message: TaskWire, profile: ProfileEntry | undefined): Promise<WorkerOutcome | TaskAbandoned> {
-    if (this.#pending++ === 0) this.#keepAlive.ref();
-    this.#bells.inFlight(this.#pending);
+    const queue = this.#dispatch.queue;
+    const accepted = queue.accept();
+    if (accepted === 1) this.#keepAlive.ref();
+    this.#bells.inFlight(accepted);
     let answered = false;
     try {
       for (let reposts = 0; ; reposts += 1) {
@@ -252,8 +251,9 @@ export class SandboxPool {
       }
     } finally {
       this.#held.release(task);
-      if (--this.#pending === 0) this.#keepAlive.unref();
-      this.#bells.inFlight(this.#pending);
+      const left = queue.giveBack();
+      if (left === 0) this.#keepAlive.unref();
+      this.#bells.inFlight(left);
       if (answered) this.#slots.release(task.slot);
     }
   }
