@@ -113,7 +113,11 @@ export class WorkerEnd implements SpinSource<LaneTask> {
   drain(): void {
     const ring = this.#ring;
     for (;;) {
-      for (let task = this.next(); task !== undefined; task = this.next()) this.#run(task);
+      // (Tasks still on the port come with message events of their own: the port is read here only for what precedes a ring call.)
+      while (ring.pending || this.#kept.length > 0) {
+        const task = this.next();
+        if (task !== undefined) this.#run(task);
+      }
       ring.listen(true);
       if (!ring.pending) return;
       ring.listen(false);
