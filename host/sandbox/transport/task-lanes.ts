@@ -20,7 +20,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { ChurnTable } from '../../core/churn-table.js';
 import type { LaneBell } from './lane-bell.js';
 import type { LaneHello } from './lane-codec.js';
-import { HostEnd } from './host-end.js';
+import { HostEnd, type HostEndEvents } from './host-end.js';
 import type { TaskRing } from './task-ring.js';
 import type { AnswerRing } from './answer-ring.js';
 import type { LaneAnswer, RpcReply, TaskAnswer, TaskWire, WorkerMessage } from '../protocol.js';
@@ -83,17 +83,21 @@ export class TaskLanes {
     this.#add(threadId, (events) => new HostEnd(threadId, port, events, { bell, ring: rings?.tasks, answers: rings?.answers }));
   }
 
-  #add(threadId: number, open: (events: ConstructorParameters<typeof HostEnd>[2]) => HostEnd): void {
-    const lane = { unanswered: new ChurnTable<number, Unanswered>(), busySince: 0 } as Lane;
-    lane.end = open({
-      answer: (answer) => this.#answer(threadId, lane, answer),
-      event: (taskId, event) => this.#events.event?.(threadId, taskId, event),
-      // The lane is gone before the answers its worker left are read: a task freed by one goes elsewhere.
-      closing: () => {
-        if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
-      },
-      closed: () => this.#close(threadId, lane),
-    });
+  #add(threadId: number, open: (events: HostEndEvents) => HostEnd): void {
+    // (The callbacks run only once the port delivers something, after `lane` is set.)
+    const lane: Lane = {
+      end: open({
+        answer: (answer) => this.#answer(threadId, lane, answer),
+        event: (taskId, event) => this.#events.event?.(threadId, taskId, event),
+        // The lane is gone before the answers its worker left are read: a task freed by one goes elsewhere.
+        closing: () => {
+          if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
+        },
+        closed: () => this.#close(threadId, lane),
+      }),
+      unanswered: new ChurnTable(),
+      busySince: 0,
+    };
     this.#lanes.set(threadId, lane);
     if (this.#polling) lane.end.polling(true);
   }
