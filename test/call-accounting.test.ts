@@ -15,6 +15,8 @@ const reported: Required<Omit<CallAccounting, 'wallMs' | 'attempts' | 'events'>>
   networkDenied: [{ url: 'http://10.0.0.1/', reason: 'private address' }],
   networkDeniedCount: 3,
   waitingForWorker: false,
+  reinstantiated: true,
+  evictions: 2,
 };
 
 function measuringTool(name: string, reports: Array<Partial<CallAccounting>>): Tool {
