@@ -17,7 +17,7 @@ import { Sandbox } from './sandbox.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './load/supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, tableElementsForHeap } from './load/memory-cap.js';
-import { modulesPerCap, type SharedVariants } from './load/module-variants.js';
+import { modulesPerCap, variantDigest, type SharedVariants } from './load/module-variants.js';
 import { TOOL_EXPORTS, worldOfExports } from './load/tool-world.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
@@ -61,6 +61,8 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #handles = new Map<string, ComponentHandle>();
   /** Capped and compiled core modules, shared by components with the same transpiled entry (module-variants.ts). */
   readonly #variants: SharedVariants = new Map();
+  /** Each compiled component's variant digest (module-variants.ts), by component id. */
+  readonly #digests = new Map<string, string>();
   /** Glue modules by their sha256: the URL the first entry with that glue was imported from (see `#glueUrl`). */
   readonly #glueUrls = new Map<string, string>();
   readonly #sandbox: Sandbox;
@@ -211,7 +213,9 @@ export class SandboxLoader implements WasmToolLoader {
       throw new ToolhostError('COMPONENT_INVALID', `${what} imports interfaces toolhost does not provide: ${unsupported.join(', ')}`);
     }
     // A component's tables in all, within what a worker's heap can hold while they grow.
-    const variants = modulesPerCap(cached, what, Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512)), this.#cache.ids, this.#variants);
+    const tableElements = Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512));
+    const variants = modulesPerCap(cached, what, tableElements, this.#cache.ids, this.#variants);
+    this.#digests.set(id, variantDigest(cached, tableElements));
     const handle: ComponentHandle = {
       id,
       name,
@@ -309,7 +313,16 @@ export class SandboxLoader implements WasmToolLoader {
     const cold = [...this.#cold];
     this.#cold.clear();
     await Promise.all(cold.map((handle) => handle.prepare(DEFAULT_POLICY_DEFAULTS.memoryMb)));
-    for (const handle of cold) this.#sandbox.warm(handle.id, DEFAULT_POLICY_DEFAULTS.memoryMb);
+    // The sandbox process compiles one component of each transpiled entry ahead: each ask carries the
+    // component's bytes over IPC (12 MB for componentize-js), and 250 copies asked at once held 3 GB in this
+    // process. The others' first calls bring their bytes (V8 then finds the compiled module it has).
+    const asked = new Set<string>();
+    for (const handle of cold) {
+      const digest = this.#digests.get(handle.id);
+      if (digest !== undefined && asked.has(digest)) continue;
+      if (digest !== undefined) asked.add(digest);
+      this.#sandbox.warm(handle.id, DEFAULT_POLICY_DEFAULTS.memoryMb);
+    }
   }
 
   async close(): Promise<void> {

@@ -24,6 +24,12 @@ import { exposeSnapshotState } from './snapshot-exports.js';
  */
 export type SharedVariants = Map<string, Promise<unknown>>;
 
+/** What a component's variants are made from, by digest: entries whose core modules and glue are the same share them. */
+export function variantDigest(cached: CachedComponent, tableElements: number): string {
+  const { sha256 } = cached.meta;
+  return `${tableElements}:${[...cached.meta.coreModules.map((name) => sha256[name]), sha256[GLUE_FILE]].join(',')}`;
+}
+
 /** How long capped bytes for the sandbox process are kept after they are made (ms). */
 const BYTES_KEPT_MS = 30_000;
 
@@ -36,9 +42,7 @@ const BYTES_KEPT_MS = 30_000;
  * `planMemoryCaps`), so it bounds the component's total.
  */
 export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds, shared: SharedVariants = new Map()): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
-  // What the variants are made from, by digest: entries whose core modules and glue are the same share them.
-  const { sha256 } = cached.meta;
-  const digest = `${tableElements}:${[...cached.meta.coreModules.map((name) => sha256[name]), sha256[GLUE_FILE]].join(',')}`;
+  const digest = variantDigest(cached, tableElements);
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
     // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
