@@ -152,7 +152,7 @@ export interface ResolvedConfig {
   /** Schema limits (`guest_limits.schema_*`, `args_depth`, `validation_steps`: only what the file sets). */
   schemaLimits: Partial<SchemaLimits>;
   /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
-  approval: 'never' | 'always';
+  approval: 'never' | 'always' | 'ask';
   /** `stderr`, or the absolute path of the audit log file. */
   auditLog: 'stderr' | { file: string };
   /** Components to load, in order. */

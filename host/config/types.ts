@@ -106,7 +106,7 @@ export interface HostSection {
     validation_steps?: number;
     client_request_bytes?: number;
   };
-  approval?: 'never' | 'always';
+  approval?: 'never' | 'always' | 'ask';
   /** `stderr` or a file path. */
   audit_log?: string;
 }
