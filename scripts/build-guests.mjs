@@ -53,6 +53,8 @@ const fixtures = {
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
     // Guests of the 0.2.0 world, their canonical ABI written by hand (the C SDK speaks 0.1.0).
     ...listFiles('test/fixtures/guests/c-v0.2', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2/${file}`], witPath: witV2Path, withSdk: false })),
+    // The same, of the world that also exports prompts and resources.
+    ...listFiles('test/fixtures/guests/c-v0.2-mcp', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2-mcp/${file}`], witPath: witV2Path, world: 'mcp-provider', withSdk: false })),
   ],
 };
 
@@ -139,7 +141,7 @@ async function buildSet(set, { force }) {
       });
     } else {
       // buildCComponent compiles the SDK's toolhost.c into each C guest.
-      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath: guest.witPath ?? witPath, ...(guest.withSdk === false ? { withSdk: false } : {}) });
+      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath: guest.witPath ?? witPath, ...(guest.world === undefined ? {} : { world: guest.world }), ...(guest.withSdk === false ? { withSdk: false } : {}) });
     }
     await writeFile(stampFile, hash);
     console.log(`guests: built ${label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -147,6 +147,8 @@ export interface ResolvedConfig {
   maxResultDepth?: number;
   /** `host.guest_limits.client_request_bytes`, when set (the registry's default otherwise). */
   clientRequestBytes?: number;
+  /** `host.guest_limits.surface_items`, when set (the registry's default otherwise). */
+  surfaceItems?: number;
   /** State limits (only what the file sets; the registry defaults the rest). */
   stateLimits: Partial<StateLimits>;
   /** Schema limits (`guest_limits.schema_*`, `args_depth`, `validation_steps`: only what the file sets). */

@@ -105,6 +105,7 @@ export interface HostSection {
     args_depth?: number;
     validation_steps?: number;
     client_request_bytes?: number;
+    surface_items?: number;
   };
   approval?: 'never' | 'always' | 'ask';
   /** `stderr` or a file path. */
