@@ -39,6 +39,9 @@ const examples = {
     { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'] },
     { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'] },
     { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
+    // The MCP conformance suite's tools, prompts and resources (0.2.0, world mcp-provider). In a folder of its
+    // own, so loading guest-tools/dist as a directory of example tools never sees it; served by conformance.yaml.
+    { name: 'conformance/conformance', kind: 'js', source: 'guest-tools/conformance/index.js', witPath: witV2Path, world: 'mcp-provider' },
     // Not a component: the Extism plugin `toolhost bench` measures as a peer (its own folder, so loading
     // guest-tools/dist as a directory of components never sees it).
     { name: 'peers/extism-echo', kind: 'extism', sources: ['guest-tools/extism/echo.c'] },
@@ -134,7 +137,8 @@ async function buildSet(set, { force }) {
       await buildJsComponent({
         source: join(root, guest.source),
         outFile,
-        witPath,
+        witPath: guest.witPath ?? witPath,
+        ...(guest.world === undefined ? {} : { world: guest.world }),
         cwd: root,
         ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}),
         ...(guest.guardExceptions === undefined ? {} : { guardExceptions: guest.guardExceptions }),

@@ -10,9 +10,13 @@
  * an unknown prompt, template or bad arguments are Invalid params (-32602); an
  * unknown resource is -32002 (the spec's Resource not found); anything else
  * the call ended with is Internal error (-32603). Each carries toolhost's
- * `{ code, message, details }` in `data`. Not offered: `resources/subscribe`
- * (components have no way to say a resource changed) and the gRPC ToolService
- * (sw4rm's proto has no room for prompts or resources).
+ * `{ code, message, details }` in `data`. `resources/subscribe` and
+ * `unsubscribe` take a URI some component offers (listed, or matched by a
+ * template); a subscribed URI gets `notifications/resources/updated` when the
+ * components offering resources change (a load or an unload: the only changes
+ * the host can see; a component cannot say that one of its resources
+ * changed). Not offered: the gRPC ToolService (sw4rm's proto has no room for
+ * prompts or resources).
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -26,6 +30,8 @@ import {
   ListResourceTemplatesRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
   type GetPromptResult,
   type ReadResourceResult,
   type ServerNotification,
@@ -64,7 +70,7 @@ export function templateMatches(template: string, uri: string): boolean {
  * that stops listening for changes.
  */
 export function serveSurfaces(server: Server, surfaces: ComponentSurfaces, options: SurfaceHandlerOptions): () => void {
-  server.registerCapabilities({ prompts: { listChanged: true }, resources: { listChanged: true }, completions: {} });
+  server.registerCapabilities({ prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true }, completions: {} });
   const run = async <T>(extra: Extra, work: (call: CallOptions) => Promise<T>): Promise<T> => {
     try {
       return await work(options.callOptions(extra));
@@ -93,6 +99,23 @@ export function serveSurfaces(server: Server, surfaces: ComponentSurfaces, optio
     return { completion: await surfaces.complete(target, argument.name, argument.value, call) };
   }));
 
+  // This session's subscriptions (URIs some component offered when subscribed).
+  const subscribed = new Set<string>();
+  const offered = async (uri: string, call: CallOptions): Promise<void> => {
+    const known = (await surfaces.listResources(call)).some((resource) => resource.uri === uri)
+      || (await surfaces.listTemplates(call)).some((template) => templateMatches(template.uriTemplate, uri));
+    if (!known) throw new ToolhostError('INVALID_INPUT', `no component offers the resource "${uri}"`, { details: { reason: 'unknown-resource', uri } });
+  };
+  server.setRequestHandler(SubscribeRequestSchema, (request, extra) => run(extra, async (call) => {
+    await offered(request.params.uri, call);
+    subscribed.add(request.params.uri);
+    return {};
+  }));
+  server.setRequestHandler(UnsubscribeRequestSchema, (request, extra) => run(extra, () => {
+    subscribed.delete(request.params.uri);
+    return Promise.resolve({});
+  }));
+
   const pending = { prompts: false, resources: false };
   let timer: NodeJS.Timeout | undefined;
   const unsubscribe = surfaces.onChanged((kinds) => {
@@ -108,6 +131,7 @@ export function serveSurfaces(server: Server, surfaces: ComponentSurfaces, optio
       const failed = (error: unknown): void => options.logger.debug({ err: (error as Error).message }, 'mcp: could not send a list_changed notification');
       if (prompts) server.sendPromptListChanged().catch(failed);
       if (resources) server.sendResourceListChanged().catch(failed);
+      if (resources) for (const uri of subscribed) server.sendResourceUpdated({ uri }).catch(failed);
     }, options.debounceMs);
     timer.unref?.();
   });
