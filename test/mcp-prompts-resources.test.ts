@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { fixture, hasCGuests, makeRegistry } from './helpers.js';
@@ -40,7 +40,7 @@ describe.skipIf(!hasCGuests)('prompts and resources from a component, over MCP',
   });
 
   it('declares the prompts, resources and completions capabilities', () => {
-    expect(client.getServerCapabilities()).toMatchObject({ prompts: { listChanged: true }, resources: { listChanged: true }, completions: {} });
+    expect(client.getServerCapabilities()).toMatchObject({ prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true }, completions: {} });
   });
 
   it('lists the component\'s prompts with their arguments, and not its surface as a tool', async () => {
@@ -87,6 +87,18 @@ describe.skipIf(!hasCGuests)('prompts and resources from a component, over MCP',
     expect((await client.complete({ ref: { type: 'ref/prompt', name: 'greeting' }, argument: { name: 'name', value: 'A' } })).completion).toEqual({ values: ['Ada', 'Alan'], total: 2, hasMore: false });
     expect((await client.complete({ ref: { type: 'ref/resource', uri: 'test://items/{id}' }, argument: { name: 'id', value: '1' } })).completion).toEqual({ values: ['1', '10'], total: 2, hasMore: false });
     await expect(client.complete({ ref: { type: 'ref/prompt', name: 'nope' }, argument: { name: 'x', value: '' } })).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it('takes subscriptions to URIs a component offers, and tells a subscriber when the component is loaded again', async () => {
+    expect(await client.subscribeResource({ uri: 'test://static/text' })).toEqual({});
+    expect(await client.subscribeResource({ uri: 'test://items/7' })).toEqual({});
+    await expect(client.subscribeResource({ uri: 'test://nowhere' })).rejects.toMatchObject({ code: -32002 });
+    const updated: string[] = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => { updated.push(notification.params.uri); });
+    expect(await client.unsubscribeResource({ uri: 'test://items/7' })).toEqual({});
+    await registry.registerWasmTools(wasm);
+    await expect.poll(() => updated, { timeout: 3000 }).toEqual(['test://static/text']);
+    await client.unsubscribeResource({ uri: 'test://static/text' });
   });
 
   it('sends prompts and resources list_changed when a component with them unloads and loads', async () => {
