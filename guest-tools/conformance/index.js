@@ -9,6 +9,7 @@
 // `npm run conformance` (scripts/conformance.mjs).
 
 import { elicit, log, progress, sample } from 'toolhost:tool/host@0.2.0';
+import { content, defineMcpComponent, mcpResult } from '../js-sdk/mcp.js';
 import { parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 
 // A 1x1 red PNG and a minimal WAV (a RIFF header with no samples).
@@ -39,17 +40,16 @@ function pause(ms) {
   while (Date.now() < end) { /* wait */ }
 }
 
-const text = (value) => ({ tag: 'text', val: value });
-const image = (data, mimeType) => ({ tag: 'image', val: { data, mimeType } });
-const embedded = (uri, mimeType, body) => ({ tag: 'resource', val: { uri, mimeType, body: { tag: 'text', val: body } } });
-const output = (content) => ({ value: undefined, content });
+const { text, image } = content;
+const embedded = content.resource;
+const output = (items) => mcpResult(items);
 
 const EMPTY = { type: 'object', properties: {} };
 
 const TOOLS = {
   test_simple_text: { description: 'Returns simple text.', run: () => output([text('This is a simple text response for testing.')]) },
   test_image_content: { description: 'Returns an image.', run: () => output([image(PNG, 'image/png')]) },
-  test_audio_content: { description: 'Returns audio.', run: () => output([{ tag: 'audio', val: { data: WAV, mimeType: 'audio/wav' } }]) },
+  test_audio_content: { description: 'Returns audio.', run: () => output([content.audio(WAV, 'audio/wav')]) },
   test_embedded_resource: {
     description: 'Returns an embedded resource.',
     run: () => output([embedded('test://embedded-resource', 'text/plain', 'This is an embedded resource content.')]),
@@ -168,28 +168,12 @@ function ask(request) {
   }
 }
 
-const NO_ANNOTATIONS = { readOnlyHint: undefined, destructiveHint: undefined, idempotentHint: undefined, openWorldHint: undefined };
-
-export const tool = {
-  describe() {
-    return Object.entries(TOOLS).map(([name, spec]) => ({
-      name,
-      description: spec.description,
-      inputSchema: JSON.stringify(spec.inputSchema ?? EMPTY),
-      outputSchema: undefined,
-      streaming: false,
-      idempotent: false,
-      title: undefined,
-      annotations: NO_ANNOTATIONS,
-      icons: [],
-    }));
-  },
-  call(name, argsText) {
-    const spec = TOOLS[name];
-    if (!spec) throw toolError('UNKNOWN_TOOL', `no tool named "${name}"`);
-    return spec.run(parseArgs(argsText));
-  },
-};
+export const tool = defineMcpComponent('conformance', Object.entries(TOOLS).map(([name, spec]) => ({
+  name,
+  description: spec.description,
+  inputSchema: spec.inputSchema ?? EMPTY,
+  run: (argsText) => spec.run(parseArgs(argsText)),
+})));
 
 const PROMPTS = [
   { name: 'test_simple_prompt', title: undefined, description: 'A simple prompt without arguments', arguments: [] },
