@@ -34,7 +34,8 @@ const examples = {
   outDir: join(root, 'guest-tools', 'dist'),
   guests: [
     { name: 'text', kind: 'js', source: 'guest-tools/text/index.js' },
-    { name: 'json', kind: 'js', source: 'guest-tools/json/index.js' },
+    // The 0.2.0 world: titles, annotations and an icon (guest-tools/js-sdk/mcp.js).
+    { name: 'json', kind: 'js', source: 'guest-tools/json/index.js', witPath: witV2Path },
     // fetch() needs componentize-js's `http` feature (wasi:http imports).
     { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'] },
     { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'] },

@@ -74,6 +74,8 @@ describe.skipIf(!hasCGuests)('annotations derived from the grant, over MCP', () 
     for (const name of ['word_count', 'regex_search', 'json_query', 'json_pointer', 'echo', 'sha256', 'read_file', 'list_dir']) {
       expect(tools.get(name)?.annotations, name).toMatchObject(SAFE);
     }
+    // json.wasm is a 0.2.0 component (guest-tools/js-sdk/mcp.js): its author's title and icon are listed too.
+    expect(tools.get('json_query')).toMatchObject({ title: 'JSON query', icons: [{ mimeType: 'image/svg+xml', sizes: ['any'] }] });
     // net.wasm's grant allows EGRESS_UNRESTRICTED, even though its default policy is deny_all: a call may ask for it.
     expect(tools.get('http_get')?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
   });

@@ -65,6 +65,10 @@ export function defineMcpComponent(componentName, tools) {
       };
       const fail = (e) => {
         if (isToolError(e)) throw e;
+        // As defineComponent: the engine's stack allows only a few hundred levels of nesting.
+        if (e instanceof Error && e.name === 'InternalError' && /too much recursion/.test(e.message)) {
+          throw toolError('TOO_DEEP', `${name}: the value is nested too deeply (this engine allows a few hundred levels)`);
+        }
         throw uncaughtError(name, e);
       };
       try {
