@@ -345,7 +345,7 @@ describe('mistakes are reported at their file, line and column', () => {
   it('every problem of a stage is listed, in document order', async () => {
     const { error, file } = await configError(['host:', '  approval: sometimes', 'tools:', '  - isolation: call', 'admin_tools: yes']);
     expect(error.details.problems).toEqual([
-      `${file}:2:13: host.approval must be one of never, always (got "sometimes")`,
+      `${file}:2:13: host.approval must be one of never, always, ask (got "sometimes")`,
       `${file}:4:5: tools[0] is missing the required key "path"`,
       `${file}:5:14: admin_tools must be true or false (got "yes")`,
     ]);

@@ -286,6 +286,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     sandbox,
     ...(host.output_limits?.max_result_depth === undefined ? {} : { maxResultDepth: host.output_limits.max_result_depth }),
     ...(host.guest_limits?.client_request_bytes === undefined ? {} : { clientRequestBytes: host.guest_limits.client_request_bytes }),
+    ...(host.guest_limits?.surface_items === undefined ? {} : { surfaceItems: host.guest_limits.surface_items }),
     stateLimits,
     schemaLimits,
     approval: host.approval ?? 'never',

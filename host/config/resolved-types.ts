@@ -147,12 +147,14 @@ export interface ResolvedConfig {
   maxResultDepth?: number;
   /** `host.guest_limits.client_request_bytes`, when set (the registry's default otherwise). */
   clientRequestBytes?: number;
+  /** `host.guest_limits.surface_items`, when set (the registry's default otherwise). */
+  surfaceItems?: number;
   /** State limits (only what the file sets; the registry defaults the rest). */
   stateLimits: Partial<StateLimits>;
   /** Schema limits (`guest_limits.schema_*`, `args_depth`, `validation_steps`: only what the file sets). */
   schemaLimits: Partial<SchemaLimits>;
   /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
-  approval: 'never' | 'always';
+  approval: 'never' | 'always' | 'ask';
   /** `stderr`, or the absolute path of the audit log file. */
   auditLog: 'stderr' | { file: string };
   /** Components to load, in order. */

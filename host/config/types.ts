@@ -110,8 +110,9 @@ export interface HostSection {
     args_depth?: number;
     validation_steps?: number;
     client_request_bytes?: number;
+    surface_items?: number;
   };
-  approval?: 'never' | 'always';
+  approval?: 'never' | 'always' | 'ask';
   /** `stderr` or a file path. */
   audit_log?: string;
 }
