@@ -146,6 +146,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         ...(http.maxConnections === undefined ? {} : { maxConnections: http.maxConnections }),
         maxConnectionsPerClient: http.maxConnectionsPerClient,
         headersTimeoutMs: http.headersTimeoutMs,
+        maxSubscriptions: http.maxSubscriptions,
         metrics,
         limitMetrics: metrics.limits,
         health: () => ({ pool: registry.sandboxStats() ?? null, ...(host.fleet === undefined ? {} : { fleet: registry.fleetStatus() }) }),

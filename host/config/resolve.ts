@@ -37,6 +37,7 @@ export const DEFAULT_MCP_HTTP = {
   maxBodyBytes: 4 * 1024 * 1024,
   maxConnectionsPerClient: 256,
   headersTimeoutMs: 10_000,
+  maxSubscriptions: 1024,
 } as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
 export const DEFAULT_GRPC = {
@@ -256,6 +257,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         ...(mcpHttp.max_connections === undefined ? {} : { maxConnections: mcpHttp.max_connections }),
         maxConnectionsPerClient: mcpHttp.max_connections_per_client ?? DEFAULT_MCP_HTTP.maxConnectionsPerClient,
         headersTimeoutMs: mcpHttp.headers_timeout_ms ?? DEFAULT_MCP_HTTP.headersTimeoutMs,
+        maxSubscriptions: mcpHttp.max_subscriptions ?? DEFAULT_MCP_HTTP.maxSubscriptions,
       },
     },
     grpc: {

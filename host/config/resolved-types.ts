@@ -108,6 +108,8 @@ export interface ServerSettings {
       maxConnections?: number;
       maxConnectionsPerClient: number;
       headersTimeoutMs: number;
+      /** 2026-07-28 `subscriptions/listen` streams open at once on this host. */
+      maxSubscriptions: number;
     };
   };
   grpc: {

@@ -210,6 +210,7 @@ export interface ServersSection {
       max_connections?: number;
       max_connections_per_client?: number;
       headers_timeout_ms?: number;
+      max_subscriptions?: number;
     };
   };
   grpc?: {

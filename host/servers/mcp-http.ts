@@ -40,84 +40,18 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
 import { gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { closeCancelledStreams } from './mcp-cancellations.js';
-import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { createModernMcp } from './mcp-modern.js';
+import { checkMcpServerOptions, createMcpServer, drainMcpServer, packageVersion, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
-import type { ServerLimitMetrics } from './metrics.js';
-import type { NamedToken } from './principals.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { authenticateRequest, serveProtectedResource } from './auth/http-guard.js';
-import type { OAuthOptions } from './auth/oauth-options.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_SUBSCRIPTIONS, type McpHttpServer, type McpHttpServerOptions } from './mcp-http-options.js';
 import { defaultAllowedHosts, defaultAllowedOrigins, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
 
-/** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
-export interface MetricsSource {
-  readonly contentType: string;
-  metrics(): Promise<string>;
-}
-
-export interface McpHttpServerOptions extends McpServerOptions {
-  /** The address to listen on (default 127.0.0.1). */
-  host?: string;
-  /** The port (default 0: an ephemeral port; read it from the result). */
-  port?: number;
-  /**
-   * Accepted `Host` headers: `name:port` (exact) or a bare `name` (any port);
-   * IPv6 in brackets (`[::1]:8080`). Default: `127.0.0.1:<port>`,
-   * `localhost:<port>`, `[::1]:<port>` and `<host>:<port>`.
-   */
-  allowedHosts?: string[];
-  /** When set, `/mcp` and `/metrics` need `Authorization: Bearer <token>`; its principal is `bearer`. */
-  bearerToken?: string;
-  /** Named tokens, each a principal of its own (beside or instead of `bearerToken`). */
-  tokens?: NamedToken[];
-  /** OAuth 2.1 access tokens (JWTs of `issuer` for the resource `audience`), beside or instead of static tokens. */
-  oauth?: OAuthOptions;
-  /** Served at `GET /metrics` (404 without it). */
-  metrics?: MetricsSource;
-  /** Extra fields for `GET /healthz` (e.g. sandbox pool stats). */
-  health?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
-  /**
-   * Accepted `Origin` headers (`scheme://host[:port]`, compared without case).
-   * Default: `http://localhost:<port>`, `http://127.0.0.1:<port>`, `http://[::1]:<port>`.
-   * Requests without an `Origin` header are not browsers' and pass.
-   */
-  allowedOrigins?: string[];
-  /** Sessions open at once; at the cap the least recently used idle session is evicted (default 1000). */
-  maxSessions?: number;
-  /** Sessions one client address may hold (default 256). */
-  maxSessionsPerClient?: number;
-  /** How long an idle session lives, in ms (default 600000: 10 minutes). */
-  sessionIdleMs?: number;
-  /** Where refusals and session ends are counted (toolhost's `createMetrics(...).limits`). */
-  limitMetrics?: ServerLimitMetrics;
-  /** Largest accepted request body, in bytes (default 4 MiB; 413 beyond). */
-  maxBodyBytes?: number;
-  /** TCP connections open at once; past it a new one is closed at once (default 4096, or a quarter of the open-file limit when lower). */
-  maxConnections?: number;
-  /** TCP connections one client address (an IPv6 /64) may hold; past it a new one is closed at once (default 256). */
-  maxConnectionsPerClient?: number;
-  /** How long a connection may take to send a request's headers, in ms (default 10000); then it is closed. */
-  headersTimeoutMs?: number;
-}
-
-/** The default of {@link McpHttpServerOptions.headersTimeoutMs}. */
-export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
-
-export interface McpHttpServer {
-  /** The MCP endpoint, e.g. `http://127.0.0.1:43123/mcp`. */
-  readonly url: string;
-  readonly port: number;
-  /** Open MCP sessions. */
-  readonly sessions: number;
-  /**
-   * Stop: new sessions get 503 and new calls an OVERLOADED result at once; calls
-   * in flight get up to `drainMs` (default 0) to finish; then every session is
-   * closed (cancelling what still runs) and the HTTP server with them.
-   */
-  close(options?: { drainMs?: number }): Promise<void>;
-}
 
 interface Session {
   transport: StreamableHTTPServerTransport;
@@ -151,6 +85,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     maxConnections,
     maxConnectionsPerClient,
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
+    maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
     ...serverOptions
   } = options;
   const connectionLimits = resolveConnectionLimits({
@@ -166,6 +101,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     throw new TypeError('options.allowedOrigins must be an array of non-empty strings');
   }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
+  if (!Number.isInteger(maxSubscriptions) || maxSubscriptions < 1) throw new TypeError('options.maxSubscriptions must be a positive integer');
   const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
@@ -181,6 +117,23 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     session.server.close().catch(() => undefined);
   });
   const pending = new Set<Session>();
+  // 2026-07-28 requests: the SDK v2's stateless handler over the same registry (mcp-modern.ts).
+  const modern = createModernMcp(registry, {
+    serverInfo: serverOptions.serverInfo ?? { name: 'toolhost', version: packageVersion() },
+    ...(serverOptions.instructions === undefined ? {} : { instructions: serverOptions.instructions }),
+    ...(serverOptions.worktree === undefined ? {} : { worktree: serverOptions.worktree }),
+    maxBodyBytes,
+    maxSubscriptions,
+    onerror: (error) => {
+      // The SDK refuses a subscriptions/listen past the cap in-band (-32603) and tells only this callback.
+      if (/subscription limit reached/i.test(error.message)) limitMetrics?.refused('mcp', 'subscriptions_full');
+      registry.logger.debug({ err: error.message }, 'mcp http: 2026-07-28 request failed');
+    },
+  });
+  const serveModern = toNodeHandler(modern.handler, {
+    maxRequestBodySize: maxBodyBytes,
+    onerror: (error) => registry.logger.warn({ err: error.message }, 'mcp http: 2026-07-28 request failed'),
+  });
   // Idle sessions also expire when nobody opens a new one.
   const sweeper = setInterval(() => sessions.sweep(), Math.min(sessionIdleMs, 60_000));
   sweeper.unref();
@@ -216,6 +169,11 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       const read = await readJson(req, maxBodyBytes);
       if (!read.ok) return rpcError(res, read.status, read.status === 413 ? -32000 : -32700, read.message);
       body = read.value;
+      // The SDK's own classification: a request with the 2026-07-28 envelope is the modern leg's.
+      if (!(await isLegacyRequest(new Request('http://mcp.invalid/mcp', { method: 'POST', headers: webHeaders(req) }), body, { maxRequestBodySize: maxBodyBytes }))) {
+        if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
+        return serveModern(req, res, body);
+      }
     }
     const sessionId = header(req, 'mcp-session-id');
     if (sessionId !== undefined) {
@@ -349,13 +307,13 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
         clearInterval(sweeper);
         if (drainMs > 0) {
           const deadline = Date.now() + drainMs;
-          await Promise.all([...sessions.values(), ...pending].map((session) => drainMcpServer(session.server, drainMs)));
+          await Promise.all([...[...sessions.values(), ...pending].map((session) => drainMcpServer(session.server, drainMs)), modern.drain(drainMs)]);
           // Then let the answers already produced reach their clients.
           await waitUntil(() => activePosts === 0, postsDone, deadline - Date.now());
         }
         const all = [...sessions.clear(), ...pending];
         // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
-        await Promise.allSettled(all.map((session) => session.server.close()));
+        await Promise.allSettled([...all.map((session) => session.server.close()), modern.close()]);
         await new Promise<void>((resolve) => {
           http.close(() => resolve());
           http.closeAllConnections();
@@ -364,6 +322,16 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       return closed;
     },
   };
+}
+
+/** A Node request's headers as web `Headers` (for the SDK's classification). */
+function webHeaders(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
+  }
+  return headers;
 }
 
 /** Resolve when `condition()` holds (re-checked whenever a waiter in `waiters` is called) or after `ms`. */
@@ -385,4 +353,5 @@ function waitUntil(condition: () => boolean, waiters: Set<() => void>, ms: numbe
   });
 }
 
+export { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_SUBSCRIPTIONS, type McpHttpServer, type McpHttpServerOptions, type MetricsSource } from './mcp-http-options.js';
 export { defaultAllowedHosts, defaultAllowedOrigins, originMatcher, hostMatcher } from './http-edges.js';
