@@ -147,6 +147,8 @@ export async function serve(options: ServeOptions): Promise<number> {
         maxConnectionsPerClient: http.maxConnectionsPerClient,
         headersTimeoutMs: http.headersTimeoutMs,
         maxSubscriptions: http.maxSubscriptions,
+        // In a fleet, 2025-era sessions live in Redis: any host serves any session.
+        ...(host.fleet === undefined ? {} : { sessionDirectory: host.fleet.sessions }),
         metrics,
         limitMetrics: metrics.limits,
         health: () => ({ pool: registry.sandboxStats() ?? null, ...(host.fleet === undefined ? {} : { fleet: registry.fleetStatus() }) }),

@@ -76,6 +76,12 @@ export function resolveCluster(cluster: ClusterSection): ClusterSettings {
       ...(cluster.limits.per_tenant === undefined ? {} : { perTenant: { ...cluster.limits.per_tenant } }),
     };
   }
+  if (cluster.sessions !== undefined) {
+    settings.sessions = {
+      ...(cluster.sessions.max_sessions === undefined ? {} : { maxSessions: cluster.sessions.max_sessions }),
+      ...(cluster.sessions.max_per_principal === undefined ? {} : { maxPerPrincipal: cluster.sessions.max_per_principal }),
+    };
+  }
   return settings;
 }
 

@@ -178,4 +178,6 @@ export interface ClusterSettings {
   commandTimeoutMs?: number;
   state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
+  /** MCP sessions in Redis (their TTL is the MCP server's session idle time). */
+  sessions?: { maxSessions?: number; maxPerPrincipal?: number };
 }

@@ -43,6 +43,7 @@ export interface ClusterSection {
   command_timeout_ms?: number;
   state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number };
   limits?: { per_tool?: Record<string, number>; per_tenant?: Record<string, number> };
+  sessions?: { max_sessions?: number; max_per_principal?: number };
 }
 
 /** The host's own log levels (`TOOLHOST_LOG` overrides the file's). */

@@ -2,6 +2,7 @@
  * The MCP HTTP server's options and its handle (mcp-http.ts starts it): what a
  * user gives, with the defaults of the limits it adds.
  */
+import type { SessionDirectory } from '../core/session-directory.js';
 import type { McpServerOptions } from './mcp-server.js';
 import type { ServerLimitMetrics } from './metrics.js';
 import type { NamedToken } from './principals.js';
@@ -58,6 +59,11 @@ export interface McpHttpServerOptions extends McpServerOptions {
   headersTimeoutMs?: number;
   /** 2026-07-28 `subscriptions/listen` streams open at once (default 1024; the SDK refuses more in-band). */
   maxSubscriptions?: number;
+  /**
+   * Where 2025-era sessions are shared by a fleet (a fleet's `sessions`), so that any host serves any
+   * session: no sticky routing. Absent: sessions live in this host's memory.
+   */
+  sessionDirectory?: SessionDirectory;
 }
 
 /** The default of {@link McpHttpServerOptions.maxSubscriptions}. */

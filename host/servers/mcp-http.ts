@@ -1,9 +1,12 @@
 /**
  * MCP over Streamable HTTP on a plain `node:http` server.
  *
- * Routes: `POST|GET|DELETE /mcp` (the SDK's StreamableHTTPServerTransport, one
- * stateful session per client, each with its own SDK Server over the shared
- * registry), `GET /healthz`, `GET /metrics`.
+ * Routes: `POST|GET|DELETE /mcp`, `GET /healthz`, `GET /metrics`. `/mcp`
+ * answers two protocol eras, each request routed by the SDK v2's own
+ * classification (`isLegacyRequest`): 2026-07-28 requests (the per-request
+ * envelope) go to the stateless leg (mcp-modern.ts), everything else to the
+ * 2025-era sessions (mcp-legacy.ts: one SDK 1.x Server per session, shared
+ * through a fleet's session directory when there is one).
  *
  * Every request's `Host` header must be on the allowlist (403 otherwise): a
  * defence against DNS rebinding, checked before anything else for every route.
@@ -24,7 +27,7 @@
  * are scoped to it, see principals.ts), and a request with another
  * principal's token gets 404, as if the session did not exist.
  *
- * Sessions are bounded (see mcp-sessions.ts): idle ones expire, at the cap the
+ * Sessions are bounded (see mcp-sessions.ts, and fleet-wide, the directory): idle ones expire, at the cap the
  * least recently used idle one is evicted, and one client address holds a
  * limited number. Refusals carry a toolhost code in the JSON-RPC error's
  * `data.code` (PERMISSION_DENIED, OVERLOADED) and are counted in the metrics.
@@ -46,21 +49,13 @@ import { gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { closeCancelledStreams } from './mcp-cancellations.js';
 import { createModernMcp } from './mcp-modern.js';
 import { checkMcpServerOptions, createMcpServer, drainMcpServer, packageVersion, type McpServerOptions, type McpToolSource } from './mcp-server.js';
-import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
+import { createLegacySessions } from './mcp-legacy.js';
+import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { authenticateRequest, serveProtectedResource } from './auth/http-guard.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_SUBSCRIPTIONS, type McpHttpServer, type McpHttpServerOptions } from './mcp-http-options.js';
 import { defaultAllowedHosts, defaultAllowedOrigins, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
 
-
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: Server;
-  /** Why it is being closed, when the table closes it. */
-  ending?: SessionEndReason;
-  /** The principal of the token that opened it (undefined on a server without tokens). */
-  principal: string | undefined;
-}
 
 const MCP_PATH = '/mcp';
 const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
@@ -86,6 +81,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     maxConnectionsPerClient,
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
+    sessionDirectory,
     ...serverOptions
   } = options;
   const connectionLimits = resolveConnectionLimits({
@@ -110,13 +106,15 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   // Fail on bad server options now, not on the first session.
   checkMcpServerOptions(serverOptions);
 
-  const sessions = new SessionTable<Session>({ maxSessions, maxPerClient: maxSessionsPerClient, idleMs: sessionIdleMs }, (_id, session, reason) => {
-    session.ending = reason;
-    limitMetrics?.sessionEnded('mcp', reason);
-    registry.logger.debug({ reason }, 'mcp http: session closed by the server');
-    session.server.close().catch(() => undefined);
+  // 2025-era requests: sessions (mcp-legacy.ts), shared by the fleet when there is a session directory.
+  const legacy = createLegacySessions(registry, {
+    serverOptions,
+    limits: { maxSessions, maxPerClient: maxSessionsPerClient, idleMs: sessionIdleMs },
+    maxBodyBytes,
+    logger: registry.logger,
+    limitMetrics,
+    directory: sessionDirectory,
   });
-  const pending = new Set<Session>();
   // 2026-07-28 requests: the SDK v2's stateless handler over the same registry (mcp-modern.ts).
   const modern = createModernMcp(registry, {
     serverInfo: serverOptions.serverInfo ?? { name: 'toolhost', version: packageVersion() },
@@ -134,10 +132,6 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     maxRequestBodySize: maxBodyBytes,
     onerror: (error) => registry.logger.warn({ err: error.message }, 'mcp http: 2026-07-28 request failed'),
   });
-  // Idle sessions also expire when nobody opens a new one.
-  const sweeper = setInterval(() => sessions.sweep(), Math.min(sessionIdleMs, 60_000));
-  sweeper.unref();
-  limitMetrics?.trackSessions('mcp', () => sessions.size);
   let hostCheck: (header: string | undefined) => boolean = () => false;
   let originCheck: (header: string | undefined) => boolean = () => false;
   let closing = false;
@@ -175,60 +169,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
         return serveModern(req, res, body);
       }
     }
-    const sessionId = header(req, 'mcp-session-id');
-    if (sessionId !== undefined) {
-      const session = sessions.get(sessionId);
-      // Another principal's session is not this client's to use, nor to learn about.
-      if (!session || session.principal !== principal) return rpcError(res, 404, -32001, 'Session not found (it ended or expired: initialize a new one)');
-      const done = sessions.use(sessionId);
-      res.once('close', done);
-      try {
-        await session.transport.handleRequest(req, res, body);
-      } finally {
-        // A POST answered as JSON, or a refused GET, is over; an event stream ends on 'close'.
-        if (res.writableEnded) done();
-      }
-      return;
-    }
-    if (method !== 'POST' || !isInitializeRequest(body)) {
-      return rpcError(res, 400, -32000, 'Bad Request: no valid session id (send initialize first)');
-    }
-    if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
-    const client = req.socket.remoteAddress ?? 'unknown';
-    const room = sessions.reserve(client);
-    if (!room.ok) {
-      limitMetrics?.refused('mcp', room.reason);
-      return rpcError(res, room.reason === 'sessions_full' ? 503 : 429, -32000, room.message, { code: 'OVERLOADED', reason: room.reason });
-    }
-    const session = openSession(client, principal);
-    pending.add(session);
-    try {
-      await session.server.connect(session.transport);
-      closeCancelledStreams(session.transport);
-      await session.transport.handleRequest(req, res, body);
-    } finally {
-      sessions.release();
-      pending.delete(session);
-      // An initialize that did not create a session leaves nothing behind.
-      if (session.transport.sessionId === undefined || sessions.get(session.transport.sessionId) !== session) {
-        await session.server.close().catch(() => undefined);
-      }
-    }
-  };
-
-  const openSession = (client: string, principal: string | undefined): Session => {
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        if (!closing) sessions.add(id, client, session);
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId !== undefined && sessions.delete(transport.sessionId)) limitMetrics?.sessionEnded('mcp', 'closed');
-    };
-    const session: Session = { transport, principal, server: createMcpServer(registry, principal === undefined ? serverOptions : { ...serverOptions, principal }) };
-    session.server.onerror = (error) => registry.logger.debug({ err: error.message }, 'mcp http: session error');
-    return session;
+    await legacy.handle(req, res, method, body, principal);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -245,7 +186,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     if (path === '/healthz') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET, HEAD');
       const extra = health ? await health() : {};
-      return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: sessions.size, ...extra });
+      return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: legacy.size, ...extra });
     }
     if (path !== MCP_PATH && path !== '/metrics') return sendJson(res, 404, { error: 'not found' });
     let principal: string | undefined;
@@ -299,21 +240,19 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     url,
     port: bound,
     get sessions() {
-      return sessions.size;
+      return legacy.size;
     },
     close({ drainMs = 0 } = {}) {
       closed ??= (async () => {
         closing = true;
-        clearInterval(sweeper);
         if (drainMs > 0) {
           const deadline = Date.now() + drainMs;
-          await Promise.all([...[...sessions.values(), ...pending].map((session) => drainMcpServer(session.server, drainMs)), modern.drain(drainMs)]);
+          await Promise.all([legacy.drain(drainMs), modern.drain(drainMs)]);
           // Then let the answers already produced reach their clients.
           await waitUntil(() => activePosts === 0, postsDone, deadline - Date.now());
         }
-        const all = [...sessions.clear(), ...pending];
         // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
-        await Promise.allSettled([...all.map((session) => session.server.close()), modern.close()]);
+        await Promise.allSettled([legacy.close(), modern.close()]);
         await new Promise<void>((resolve) => {
           http.close(() => resolve());
           http.closeAllConnections();
