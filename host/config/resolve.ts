@@ -370,5 +370,14 @@ function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth'
     ...(section.tenant_claim === undefined ? {} : { tenantClaim: section.tenant_claim }),
     ...(section.scope_labels === undefined ? {} : { scopeLabels: Object.fromEntries(Object.entries(section.scope_labels).map(([scope, labels]) => [scope, { ...labels }])) }),
     ...(section.resource_name === undefined ? {} : { resourceName: section.resource_name }),
+    ...(section.max_jwks_bytes === undefined ? {} : { maxJwksBytes: section.max_jwks_bytes }),
+    ...(section.introspection === undefined ? {} : {
+      introspection: {
+        endpoint: section.introspection.endpoint,
+        clientId: section.introspection.client_id,
+        clientSecretEnv: section.introspection.client_secret_env,
+        ...(section.introspection.cache_ms === undefined ? {} : { cacheMs: section.introspection.cache_ms }),
+      },
+    }),
   };
 }

@@ -86,6 +86,9 @@ export interface ServerSettings {
     tenantClaim?: string;
     scopeLabels?: Record<string, { network?: string; privilege?: string }>;
     resourceName?: string;
+    maxJwksBytes?: number;
+    /** RFC 7662 introspection of opaque tokens; the secret is read from `clientSecretEnv` when the servers start. */
+    introspection?: { endpoint: string; clientId: string; clientSecretEnv: string; cacheMs?: number };
   };
   mcp: {
     /** How long a call's answer waits for the ping after its last progress notification (ms; absent: the server's default). */

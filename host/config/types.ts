@@ -191,6 +191,8 @@ export interface OAuthSection {
   tenant_claim?: string;
   scope_labels?: Record<string, { network?: string; privilege?: string }>;
   resource_name?: string;
+  max_jwks_bytes?: number;
+  introspection?: { endpoint: string; client_id: string; client_secret_env: string; cache_ms?: number };
 }
 
 export interface ServersSection {

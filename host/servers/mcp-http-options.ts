@@ -7,6 +7,7 @@ import type { McpServerOptions } from './mcp-server.js';
 import type { ServerLimitMetrics } from './metrics.js';
 import type { NamedToken } from './principals.js';
 import type { OAuthOptions } from './auth/oauth-options.js';
+import type { OAuthVerifier } from './auth/authenticator.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
 export interface MetricsSource {
@@ -31,6 +32,8 @@ export interface McpHttpServerOptions extends McpServerOptions {
   tokens?: NamedToken[];
   /** OAuth 2.1 access tokens (JWTs of `issuer` for the resource `audience`), beside or instead of static tokens. */
   oauth?: OAuthOptions;
+  /** Instead of `oauth`: a verifier shared with the gRPC server (`createOAuthVerifier`), so the key set is fetched once. */
+  oauthVerifier?: OAuthVerifier;
   /** Served at `GET /metrics` (404 without it). */
   metrics?: MetricsSource;
   /** Extra fields for `GET /healthz` (e.g. sandbox pool stats). */

@@ -49,7 +49,7 @@ import { gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { closeCancelledStreams } from './mcp-cancellations.js';
 import { createModernMcp } from './mcp-modern.js';
 import { checkMcpServerOptions, createMcpServer, drainMcpServer, packageVersion, type McpServerOptions, type McpToolSource } from './mcp-server.js';
-import { createLegacySessions } from './mcp-legacy.js';
+import { atExpiry, createLegacySessions } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { authenticateRequest, serveProtectedResource } from './auth/http-guard.js';
@@ -69,6 +69,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     bearerToken,
     tokens: namedTokens,
     oauth,
+    oauthVerifier,
     metrics,
     health,
     allowedOrigins,
@@ -98,7 +99,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
   if (!Number.isInteger(maxSubscriptions) || maxSubscriptions < 1) throw new TypeError('options.maxSubscriptions must be a positive integer');
-  const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth });
+  const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth, oauthVerifier });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
   }
@@ -166,7 +167,16 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       // The SDK's own classification: a request with the 2026-07-28 envelope is the modern leg's.
       if (!(await isLegacyRequest(new Request('http://mcp.invalid/mcp', { method: 'POST', headers: webHeaders(req) }), body, { maxRequestBodySize: maxBodyBytes }))) {
         if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
-        return serveModern(req, res, body);
+        // A subscriptions/listen stream ends when its token expires: the client listens again with a fresh one.
+        const expiry = isListen(body) ? atExpiry(req, () => {
+          limitMetrics?.refused('mcp', 'token_expired');
+          res.destroy();
+        }) : undefined;
+        try {
+          return await serveModern(req, res, body);
+        } finally {
+          clearTimeout(expiry);
+        }
       }
     }
     await legacy.handle(req, res, method, body, principal);
@@ -261,6 +271,10 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       return closed;
     },
   };
+}
+
+function isListen(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'subscriptions/listen';
 }
 
 /** A Node request's headers as web `Headers` (for the SDK's classification). */

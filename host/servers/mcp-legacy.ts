@@ -74,6 +74,15 @@ export interface LegacySessions {
 }
 
 const SYNTHETIC = 'http://toolhost.invalid/mcp';
+
+/** Run `expire` when the request's access token expires (`req.auth.expiresAt`, seconds); undefined without one. */
+export function atExpiry(req: IncomingMessage, expire: () => void): NodeJS.Timeout | undefined {
+  const expiresAt = (req as IncomingMessage & { auth?: { expiresAt?: number } }).auth?.expiresAt;
+  if (expiresAt === undefined) return undefined;
+  const timer = setTimeout(expire, Math.min(Math.max(0, expiresAt * 1000 - Date.now()), 2 ** 31 - 1));
+  timer.unref();
+  return timer;
+}
 const NOT_FOUND = 'Session not found (it ended or expired: initialize a new one)';
 
 export function createLegacySessions(registry: McpToolSource, options: LegacyOptions): LegacySessions {
@@ -242,9 +251,15 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
         // Ended in the fleet before the client hears it is: its next request, on any host, gets 404.
         if (method === 'DELETE' && session.shared) await directory?.delete(sessionId).catch(() => undefined);
         const done = sessions.use(sessionId);
+        // The session's event stream (GET) ends when the token that opened it expires: the client reconnects with a fresh one.
+        const expiry = method === 'GET' ? atExpiry(req, () => {
+          limitMetrics?.refused('mcp', 'token_expired');
+          session.transport.closeStandaloneSSEStream();
+        }) : undefined;
         try {
           await serve(session, req, res, body);
         } finally {
+          clearTimeout(expiry);
           done();
         }
         return;
