@@ -155,9 +155,9 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     if (directory !== undefined && session.shared) {
       session.relay = relayForeignMessages(session.transport, (message) => {
         directory.relay(session.id, JSON.stringify(message)).catch((error: unknown) => logger.debug({ err: (error as Error).message }, 'mcp http: could not relay a message'));
-      }, (level) => {
+      }, async (level) => {
         session.state.logLevel = level;
-        directory.update(session.id, JSON.stringify(session.state)).catch(() => undefined);
+        await directory.update(session.id, JSON.stringify(session.state)).catch(() => undefined);
       });
     }
   };

@@ -28,9 +28,10 @@ export interface SessionRelay {
 /**
  * Wrap `transport` (after the server and the cancellations wrapper are
  * connected) so that messages for another host go to `relay`.
- * `onSetLevel` is told of every `logging/setLevel` request (the session's state).
+ * `onSetLevel` is told of every `logging/setLevel` request (the session's state); the request reaches
+ * the server once it has resolved.
  */
-export function relayForeignMessages(transport: Transport, relay: (message: JSONRPCMessage) => void, onSetLevel: (level: string) => void): SessionRelay {
+export function relayForeignMessages(transport: Transport, relay: (message: JSONRPCMessage) => void, onSetLevel: (level: string) => Promise<void>): SessionRelay {
   const receive = transport.onmessage;
   if (!receive) throw new Error('relayForeignMessages: connect the MCP server to the transport first');
   /** Requests this host's server sent to the client and has no answer for yet. */
@@ -47,7 +48,11 @@ export function relayForeignMessages(transport: Transport, relay: (message: JSON
       }
     } else if (isJSONRPCRequest(message)) {
       running.add(message.id);
-      if (message.method === 'logging/setLevel' && typeof message.params?.level === 'string') onSetLevel(message.params.level);
+      if (message.method === 'logging/setLevel' && typeof message.params?.level === 'string') {
+        // Stored before it is answered: the client's next request, on any host, sees the new level.
+        void onSetLevel(message.params.level).finally(() => receive.call(transport, message, extra));
+        return;
+      }
     } else {
       const cancelled = cancelledRequestId(message);
       if (cancelled !== undefined && !running.delete(cancelled)) relay(message);
