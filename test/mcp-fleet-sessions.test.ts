@@ -19,9 +19,9 @@ import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http
 import { createMetrics, type HostMetrics } from '../host/servers/metrics.js';
 import { callWithProgress } from './fixtures/mcp/progress.js';
 import { makeRegistry } from './helpers.js';
-import { hasRedis, RedisServer } from './redis-server.js';
+import { hasRedis, RedisServer, until } from './redis-server.js';
 
-const TOKENS = [{ principal: 'alice', token: 'alice-token-0123456789' }, { principal: 'bob', token: 'bob-token-0123456789' }];
+const TOKENS = [{ principal: 'alice', token: 'alice-token-0123456789' }, { principal: 'bob', token: 'bob-token-0123456789' }, { principal: 'carol', token: 'carol-token-0123456789' }];
 const MAX_PER_PRINCIPAL = 4;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -218,6 +218,22 @@ describe.runIf(hasRedis)('MCP sessions shared by a fleet on Redis: no sticky rou
     const alice = await initialize(hosts[1]!, TOKENS[0]!.token);
     expect(alice.status).toBe(200);
     await alice.text();
+  });
+
+  it('a session outlives a Redis restart that lost its record: the host holding it registers it again', async () => {
+    const client = await legacyClient(TOKENS[2]!.token, () => 0);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await redis.stop();
+    // While Redis is away, the host that holds the session serves it.
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await redis.start();
+    await until(() => hosts.every((host) => host.fleet.link.up), 10_000, 'the hosts to reconnect');
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    // Registered again: the other host can serve it now.
+    const session = (client.transport as StreamableHTTPClientTransport).sessionId!;
+    const other = await raw(hosts[1]!, TOKENS[2]!.token, { id: 9, method: 'tools/list' }, session);
+    expect(other.status).toBe(200);
+    await other.text();
   });
 
   it('a 2026-07-28 client alternating between the hosts needs nothing shared', async () => {

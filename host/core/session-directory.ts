@@ -22,18 +22,22 @@ export interface SharedSession {
   state: string;
 }
 
-export type SessionAdmission = { ok: true } | { ok: false; reason: 'fleet_sessions_full' | 'principal_sessions_full'; message: string };
+export type SessionAdmission = { ok: true } | { ok: false; reason: 'fleet_sessions_full' | 'principal_sessions_full' | 'session_exists'; message: string };
 
 export interface SessionDirectory {
   /** How long an unused session lives, in ms. */
   readonly ttlMs: number;
-  /** Register a new session within the caps (sessions in the fleet, per principal). Rejects with FLEET_UNAVAILABLE. */
+  /**
+   * Register a session within the caps (sessions in the fleet, per principal): a new one, or one a
+   * host still holds whose record is gone (Redis restarted empty). `session_exists` when the id is
+   * taken or its session was ended (a tombstone stays for the TTL). Rejects with FLEET_UNAVAILABLE.
+   */
   create(session: SharedSession): Promise<SessionAdmission>;
   /** The session (its TTL renewed), or undefined when it ended or expired. Rejects with FLEET_UNAVAILABLE. */
   get(id: string): Promise<SharedSession | undefined>;
   /** Replace a session's state (best effort: resolves when it does not exist). */
   update(id: string, state: string): Promise<void>;
-  /** End a session (its client said so). */
+  /** End a session (its client said so); it cannot be created again for the TTL. */
   delete(id: string): Promise<void>;
   /** Send `message` to every host (the one holding what it answers takes it). */
   relay(sessionId: string, message: string): Promise<void>;

@@ -47,20 +47,28 @@ return 'ok'`;
 const TOUCH = `${NOW}
 local value = redis.call('GET', KEYS[1])
 if not value then return false end
+local principal = cjson.decode(value)['p']
+if principal == nil then return false end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 local expiry = now + tonumber(ARGV[1])
 redis.call('ZADD', KEYS[2], 'XX', expiry, ARGV[2])
-local principal = cjson.decode(value)['p']
 local set = ARGV[3] .. principal
 redis.call('ZADD', set, 'XX', expiry, ARGV[2])
 redis.call('PEXPIRE', set, ARGV[1])
 return value`;
 
-/** KEYS: session, all; ARGV: id, principal-set prefix. */
+/**
+ * KEYS: session, all; ARGV: id, principal-set prefix, ttl. Leaves a tombstone for the TTL: a host
+ * still holding the session must not create it again (it does when the record is merely gone, as
+ * after a Redis restart).
+ */
 const DELETE = `local value = redis.call('GET', KEYS[1])
-redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[1], '{"ended":true}', 'PX', ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[1])
-if value then redis.call('ZREM', ARGV[2] .. cjson.decode(value)['p'], ARGV[1]) end
+if value then
+  local principal = cjson.decode(value)['p']
+  if principal ~= nil then redis.call('ZREM', ARGV[2] .. principal, ARGV[1]) end
+end
 return 1`;
 
 /** KEYS: session; ARGV: the new value. Keeps the TTL. */
@@ -103,7 +111,7 @@ export class RedisSessionDirectory implements SessionDirectory {
     if (answer === 'ok') return { ok: true };
     if (answer === 'principal') return { ok: false, reason: 'principal_sessions_full', message: `this principal holds ${this.#maxPerPrincipal} sessions in the fleet (at most ${this.#maxPerPrincipal}); end one or let one expire` };
     if (answer === 'fleet') return { ok: false, reason: 'fleet_sessions_full', message: `${this.#maxSessions} sessions are open in the fleet; try again later` };
-    throw new ToolhostError('INTERNAL', `session id ${session.id} exists already`);
+    return { ok: false, reason: 'session_exists', message: `session ${session.id} exists, or ended` };
   }
 
   async get(id: string): Promise<SharedSession | undefined> {
@@ -121,7 +129,7 @@ export class RedisSessionDirectory implements SessionDirectory {
   }
 
   async delete(id: string): Promise<void> {
-    await this.#link.script(DELETE, [this.#key(id), this.#allKey()], [id, this.#principalKey('')]);
+    await this.#link.script(DELETE, [this.#key(id), this.#allKey()], [id, this.#principalKey(''), this.ttlMs]);
   }
 
   async relay(sessionId: string, message: string): Promise<void> {

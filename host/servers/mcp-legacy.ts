@@ -208,11 +208,13 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
       return local !== undefined && local.principal === principal ? local : undefined;
     }
     if (record === undefined) {
-      // Ended on another host, or expired: here too.
-      if (local !== undefined) {
-        sessions.delete(id);
-        await local.server.close().catch(() => undefined);
-      }
+      if (local === undefined) return undefined;
+      // Held here but gone from the directory: ended on another host (a tombstone: end it here too), or lost
+      // with a Redis restart, or expired while only a stream used it (register it again, within the caps).
+      const again = local.principal === principal ? await directory.create({ id, principal: principal ?? '', state: JSON.stringify(local.state) }).catch(() => undefined) : undefined;
+      if (again?.ok === true) return local;
+      sessions.delete(id);
+      await local.server.close().catch(() => undefined);
       return undefined;
     }
     if (record.principal !== (principal ?? '')) {
