@@ -37,18 +37,13 @@
  * connection must send its request headers within `headersTimeoutMs`, and an
  * idle kept-alive one is closed after Node's keep-alive timeout (5 s).
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { gateConnections, resolveConnectionLimits } from './connection-gate.js';
-import { closeCancelledStreams } from './mcp-cancellations.js';
 import { createModernMcp } from './mcp-modern.js';
-import { checkMcpServerOptions, createMcpServer, drainMcpServer, packageVersion, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
 import { atExpiry, createLegacySessions } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
 import { createAuthenticator } from './auth/authenticator.js';
