@@ -18,6 +18,8 @@ function text(result: CallToolResult): string {
 async function modernClient(url: string, headers?: Record<string, string>): Promise<Client> {
   const client = new Client({ name: 'v2-client', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), headers ? { requestInit: { headers } } : undefined));
+  // Every test of this file is about the 2026-07-28 leg (a 2025 fallback would pass the interop ones).
+  expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
   return client;
 }
 
