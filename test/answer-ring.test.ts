@@ -16,7 +16,7 @@ function valueAnswer(taskId: number, value: string, extra: { cpuMs?: number; pea
   const answer: TaskAnswer = {
     ok: true,
     value,
-    accounting: { startedAt: 1732550400123.5, instance: 'restored', isolation: 'call', instantiateMs: 0.25, cpuClock: 'thread', messages: 0, threadId: 3, ...extra },
+    accounting: { startedAt: 1732550400123.5, instance: 'restored', isolation: 'call', instantiateMs: 0.25, cpuClock: 'thread', threadId: 3, ...extra },
   };
   return encodeAnswer(taskId, answer) as ValueMessage;
 }

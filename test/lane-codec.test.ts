@@ -73,8 +73,8 @@ describe('the lane codec', () => {
   });
 
   it('a value answer travels as an array, with or without its optional numbers', () => {
-    const full: WorkerOutcome = { ok: true, value: '{"x":1}', accounting: { startedAt: 99.5, ranMs: 0.031, instance: 'restored', isolation: 'conversation', instantiateMs: 0.25, cpuMs: 0.01, cpuClock: 'thread', peakMemoryBytes: 131072, messages: 2, threadId: 3, preparing: true } };
-    const bare: WorkerOutcome = { ok: true, value: 'text', accounting: { startedAt: 1, instance: 'fresh', isolation: 'worker', instantiateMs: 1.5, cpuClock: 'none', messages: 0, threadId: 4 } };
+    const full: WorkerOutcome = { ok: true, value: '{"x":1}', accounting: { startedAt: 99.5, ranMs: 0.031, instance: 'restored', isolation: 'conversation', instantiateMs: 0.25, cpuMs: 0.01, cpuClock: 'thread', peakMemoryBytes: 131072, threadId: 3, preparing: true } };
+    const bare: WorkerOutcome = { ok: true, value: 'text', accounting: { startedAt: 1, instance: 'fresh', isolation: 'worker', instantiateMs: 1.5, cpuClock: 'none', threadId: 4 } };
     for (const answer of [full, bare]) {
       const reply = encodeAnswer(5, answer);
       expect(Array.isArray(reply)).toBe(true);
@@ -84,8 +84,8 @@ describe('the lane codec', () => {
 
   it('errors, describe results, profile misses and abandoned tasks travel as themselves', () => {
     const answers: TaskAnswer[] = [
-      { ok: false, error: { code: 'TOOL_CRASHED', message: 'trap' }, accounting: { startedAt: 1, instance: 'fresh', isolation: 'call', instantiateMs: 0, cpuClock: 'thread', messages: 0, threadId: 1 } },
-      { ok: true, tools: [], accounting: { startedAt: 1, instance: 'fresh', isolation: 'call', instantiateMs: 0, cpuClock: 'none', messages: 0, threadId: 1 } },
+      { ok: false, error: { code: 'TOOL_CRASHED', message: 'trap' }, accounting: { startedAt: 1, instance: 'fresh', isolation: 'call', instantiateMs: 0, cpuClock: 'thread', threadId: 1 } },
+      { ok: true, tools: [], accounting: { startedAt: 1, instance: 'fresh', isolation: 'call', instantiateMs: 0, cpuClock: 'none', threadId: 1 } },
       { profileMiss: 3 },
       { abandoned: 6 },
     ];

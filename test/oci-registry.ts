@@ -28,14 +28,26 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Token auth (distribution's `auth.token`): the realm it names in its challenges, and what it checks in a JWT. */
+export interface RegistryTokenAuth {
+  realm: string;
+  service: string;
+  issuer: string;
+  /** PEM certificates whose keys may sign tokens (a token carries its certificate in its `x5c` header). */
+  rootCertBundle: string;
+}
+
 export class OciRegistry {
   readonly dir = mkdtempSync(join(tmpdir(), 'toolhost-registry-'));
   port = 0;
   #child: ChildProcess | undefined;
   readonly #auth: boolean;
+  readonly #token: RegistryTokenAuth | undefined;
 
-  constructor(options: { auth?: boolean } = {}) {
+  /** `auth`: htpasswd Basic auth ({@link HTPASSWD}); `token`: Bearer tokens from a token service (JWTs it verifies). */
+  constructor(options: { auth?: boolean; token?: RegistryTokenAuth } = {}) {
     this.#auth = options.auth === true;
+    this.#token = options.token;
   }
 
   get host(): string {
@@ -51,7 +63,9 @@ export class OciRegistry {
   async start(): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
       this.port = await freePort();
-      const auth = this.#auth ? `auth:\n  htpasswd:\n    realm: toolhost-test\n    path: ${join(this.dir, 'htpasswd')}\n` : '';
+      const token = this.#token;
+      const auth = this.#auth ? `auth:\n  htpasswd:\n    realm: toolhost-test\n    path: ${join(this.dir, 'htpasswd')}\n`
+        : token !== undefined ? `auth:\n  token:\n    realm: ${token.realm}\n    service: ${token.service}\n    issuer: ${token.issuer}\n    rootcertbundle: ${token.rootCertBundle}\n` : '';
       if (this.#auth) writeFileSync(join(this.dir, 'htpasswd'), `${HTPASSWD.line}\n`);
       writeFileSync(join(this.dir, 'config.yml'), `version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: ${join(this.dir, 'data')}\nhttp:\n  addr: 127.0.0.1:${this.port}\n  secret: toolhost-test\n${auth}`);
       const child = spawn('docker-registry', ['serve', join(this.dir, 'config.yml')], { stdio: 'ignore' });

@@ -48,7 +48,7 @@ function answering(worker: MessagePort, answer: (wire: TaskWire) => LaneAnswer |
 
 const outcome = (taskId: number): LaneAnswer => ({
   taskId,
-  answer: { ok: true, tools: [], accounting: { startedAt: 0, instance: 'fresh', isolation: 'call', instantiateMs: 0, cpuClock: 'none', messages: 0, threadId: 1 } },
+  answer: { ok: true, tools: [], accounting: { startedAt: 0, instance: 'fresh', isolation: 'call', instantiateMs: 0, cpuClock: 'none', threadId: 1 } },
 });
 
 describe('task lanes', () => {

@@ -1,4 +1,4 @@
-/** A lane's task ring: calls cross in shared memory exactly as posted, and no call is stranded (the kick handshake). */
+/** A lane's task ring: calls cross in shared memory exactly as posted, no call is stranded (the kick handshake), and the worker takes ring calls and posted tasks in the order they were sent. */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, Worker } from 'node:worker_threads';
@@ -83,32 +83,28 @@ describe('a task ring', () => {
 });
 
 describe('a worker reading its lane', () => {
-  // The real reader (built into dist/ by `npm install`) in another thread, against the pool's handshake.
+  // The worker's real end of the lane (built into dist/ by `npm install`) in another thread, against the pool's handshake.
   const workerSource = `
     const { parentPort, workerData } = require('node:worker_threads');
     (async () => {
-      const { TaskRing } = await import(workerData.ring);
-      const { LaneReader } = await import(workerData.reader);
-      const ring = new TaskRing(workerData.buffer);
-      ring.listen(true);
+      const { WorkerEnd } = await import(workerData.end);
       let seed = 1;
-      const reader = new LaneReader(workerData.port, ring, (task) => {
+      new WorkerEnd(workerData.port, (task) => {
         // Now and then busy for a while, so the pool puts calls in the ring of a worker that runs one.
         seed = (seed * 1103515245 + 12345) % 2147483648;
         const until = performance.now() + (seed % 4 === 0 ? (seed % 50) / 1000 : 0);
         while (performance.now() < until);
         parentPort.postMessage(Array.isArray(task) ? task[0] : task.taskId);
-      });
-      workerData.port.on('message', (message) => reader.onMessage(message));
+      }, { ring: workerData.buffer });
       parentPort.postMessage('ready');
     })();
   `;
 
-  it('runs every call once, whether the pool kicked it or it was busy or the ring was full (no call stranded)', async () => {
+  it('runs every call once and in order, whether the pool kicked it or it was busy or the ring was full (no call stranded)', async () => {
     const { port1, port2 } = new MessageChannel();
     const ring = new TaskRing();
     const dist = (file: string): string => pathToFileURL(join(root, 'dist', 'host', 'sandbox', file)).href;
-    const worker = new Worker(workerSource, { eval: true, workerData: { port: port2, buffer: ring.buffer, ring: dist('transport/task-ring.js'), reader: dist('transport/lane-reader.js') }, transferList: [port2] });
+    const worker = new Worker(workerSource, { eval: true, workerData: { port: port2, buffer: ring.buffer, end: dist('transport/worker-end.js') }, transferList: [port2] });
     closers.push(() => worker.terminate(), () => port1.close());
     const ran: number[] = [];
     let wake: (() => void) | undefined;
@@ -121,16 +117,20 @@ describe('a worker reading its lane', () => {
     const total = 6000;
     let kicks = 0;
     let posted = 0;
+    // Every message on the port, kicks included: a ring call names how many came before it (as the pool's end does).
+    let onPort = 0;
     for (let taskId = 1; taskId <= total; taskId += 1) {
       // At most a ring's worth in flight; a pause now and then lets the worker go back to its event loop.
       while (taskId - ran.length > RING_SLOTS + 2) await new Promise<void>((resolve) => (wake = resolve));
       const message = call(taskId, JSON.stringify({ taskId }), `c-${taskId}`);
-      if (taskId % 97 === 0 || !ring.push(message)) {
-        // What does not go in the ring is posted, as the pool does (the reader takes the port first).
+      if (taskId % 97 === 0 || taskId % 89 === 1 || !ring.push(message, onPort)) {
+        // What does not go in the ring is posted, as the pool does: right behind calls still in the ring.
         port1.postMessage({ kind: 'describe', taskId });
+        onPort += 1;
         posted += 1;
       } else if (ring.listening) {
         port1.postMessage(LANE_KICK);
+        onPort += 1;
         kicks += 1;
       }
       if (taskId % 13 === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -144,7 +144,8 @@ describe('a worker reading its lane', () => {
       });
     }
     expect(ran.length).toBe(total);
-    expect(new Set(ran).size).toBe(total);
+    // In the order they were sent: a posted task does not overtake the ring calls sent before it, nor they it.
+    expect(ran).toEqual(Array.from({ length: total }, (_, i) => i + 1));
     // Every path was taken: kicks to a listening worker, calls taken without one, posts.
     expect(kicks).toBeGreaterThan(0);
     expect(total - posted - kicks).toBeGreaterThan(0);
@@ -154,8 +155,11 @@ describe('a worker reading its lane', () => {
     // finishes that call and goes back to listening. A stranded call never runs. (The handshake's window,
     // between the worker's last look and its `listen`, is too narrow to hit on purpose from outside.)
     for (let taskId = total + 1; taskId <= total + 3000; taskId += 1) {
-      expect(ring.push(call(taskId, '{}', `c-${taskId}`))).toBe(true);
-      if (ring.listening) port1.postMessage(LANE_KICK);
+      expect(ring.push(call(taskId, '{}', `c-${taskId}`), onPort)).toBe(true);
+      if (ring.listening) {
+        port1.postMessage(LANE_KICK);
+        onPort += 1;
+      }
       const answered = await new Promise<boolean>((resolve) => {
         wake = () => resolve(true);
         setTimeout(() => resolve(ran.at(-1) === taskId), 5_000);

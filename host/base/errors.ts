@@ -27,7 +27,7 @@ export const ERROR_CODES = {
   COMPONENT_INVALID: 'A component could not be loaded: not a component, or it does not export toolhost:tool/tool.',
   INTERNAL: 'A bug or an unexpected failure inside toolhost.',
   FLEET_UNAVAILABLE: 'The fleet\'s shared store (Redis) is unreachable: shared state cannot be written and fleet-wide cancel cannot answer; local calls still run.',
-  SOURCE_UNTRUSTED: 'A remote component (oci:// or https://) was refused before anything ran: no trust is configured for it, it has no signature, its signature is by an untrusted key or for another digest, or distribution.registries does not allow its source (`details.reason`).',
+  SOURCE_UNTRUSTED: 'A remote component (oci:// or https://) was refused before anything ran: no trust is configured for it, it has no signature, its signature is by an untrusted key or identity, does not verify against the pinned trusted root, or is for another digest, or distribution.registries does not allow its source (`details.reason`).',
   SOURCE_INTEGRITY: 'A remote component\'s bytes are not what was pinned or published: a digest mismatch, a manifest of the wrong shape, or a blob over its size cap (`details.reason`); nothing was stored.',
   CLIENT_UNSUPPORTED: 'A tool asked its caller for something it cannot answer (sampling, elicitation): the call did not come over MCP, the MCP client did not declare the capability, or the embedder passed no hook.',
   SOURCE_UNAVAILABLE: 'A remote component could not be fetched (registry or server unreachable, not found, authentication refused) and the store does not hold it.',

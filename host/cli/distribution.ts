@@ -52,26 +52,30 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
   const { parseSource } = await import('../distribution/source.js');
   const source = parseSource(target);
   if (source.kind !== 'oci' || source.tag === undefined) throw new UsageError(`publish needs a tag reference oci://REGISTRY/REPO:TAG, not ${target}`);
-  const [{ publishComponent }, { readSigningKey }, { credentialFor }, { sourceFromBytes }, { ComponentCache }, { loadHostConfig }] = await Promise.all([
+  const [{ publishComponent }, { readSigningKey, signingKeyNeedsPassword }, { credentialFor }, { sourceFromBytes }, { ComponentCache }, { loadHostConfig }, { cosignPassword }] = await Promise.all([
     import('../distribution/publish.js'),
     import('../distribution/cosign.js'),
     import('../distribution/credentials.js'),
     import('../sandbox/load/component-file.js'),
     import('../sandbox/load/component-cache.js'),
     import('../compose/host.js'),
+    import('./password.js'),
   ]);
   const { config } = await loadHostConfig(flags.config === undefined ? {} : { configPath: flags.config });
-  const signingKey = flags.signKey === undefined ? undefined : readSigningKey(flags.signKey);
+  // cosign's encrypted cosign.key takes its password from COSIGN_PASSWORD, or a prompt on a terminal.
+  const password = flags.signKey !== undefined && signingKeyNeedsPassword(flags.signKey) ? await cosignPassword(flags.signKey) : undefined;
+  const signingKey = flags.signKey === undefined ? undefined : readSigningKey(flags.signKey, password);
   const component = sourceFromBytes(new Uint8Array(await readFile(file)), file);
   // The config names what the component exports and imports: read from its transpiled form (cached).
   const { meta } = await new ComponentCache(config.sandbox.cacheDir).prepare(component.id, component.bytes, `"${file}"`);
-  const credential = credentialFor(source.registry, config.distribution.auth);
+  const credential = await credentialFor(source.registry, config.distribution.auth, process.env, { helperTimeoutMs: config.distribution.credentialHelperTimeoutMs, helperMaxBytes: config.distribution.credentialHelperMaxBytes }, target);
   const report = await publishComponent(component.bytes, source, {
     exports: meta.exports,
     imports: meta.imports,
     insecureRegistries: [...(config.distribution.insecureRegistries ?? []), ...(flags.insecureRegistry ?? [])],
     ...(signingKey === undefined ? {} : { signingKey }),
     ...(credential === undefined ? {} : { credential }),
+    ...(config.distribution.tokenRealms === undefined ? {} : { tokenRealms: config.distribution.tokenRealms }),
   });
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   return 0;
@@ -81,10 +85,10 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
 export function addPublishCommand(root: Command): void {
   root
     .command('publish')
-    .description('push a component to an OCI registry in the CNCF Wasm layout, signed with --sign-key in cosign\'s format')
+    .description('push a component to an OCI registry in the CNCF Wasm layout, signed with --sign-key in cosign\'s format and as a Sigstore bundle referrer')
     .argument('<file>', 'the component file')
     .argument('<target>', 'oci://REGISTRY/REPO:TAG')
-    .option('--sign-key <key.pem>', 'sign the pushed manifest with this ECDSA P-256 key (PKCS#8 PEM)')
+    .option('--sign-key <key.pem>', 'sign the pushed manifest with this ECDSA P-256 key (PKCS#8 PEM, or cosign\'s encrypted cosign.key: password from COSIGN_PASSWORD or a prompt)')
     .option('--insecure-registry <host:port>', 'reach this registry over plain http (repeatable; loopback always may be)', collect)
     .option('--config <path>', 'the config file (distribution.auth, insecure_registries, the cache)')
     .action(async (file: string, target: string, flags: PublishFlags) => {

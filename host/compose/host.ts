@@ -166,7 +166,7 @@ export async function loadHostConfig(options: OpenHostOptions = {}): Promise<Hos
     const verify = config.distribution.verify ?? {};
     config.distribution = {
       ...config.distribution,
-      verify: { keys: [...(verify.keys ?? []), ...(trust.keys ?? []).map((key) => resolve(cwd, key))], ...(trust.skip === true || verify.skip === true ? { skip: true } : {}) },
+      verify: { ...verify, keys: [...(verify.keys ?? []), ...(trust.keys ?? []).map((key) => resolve(cwd, key))], ...(trust.skip === true || verify.skip === true ? { skip: true } : {}) },
     };
   }
   // toolhost.lock next to the config file: its tags are fetched by their pinned digests only.

@@ -313,6 +313,10 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
 function resolveVerify(entry: VerifyEntry, baseDir: string): TrustPolicy {
   return {
     ...(entry.keys === undefined ? {} : { keys: entry.keys.map((key) => resolve(baseDir, key)) }),
+    ...(entry.trusted_root === undefined ? {} : { trustedRoot: resolve(baseDir, entry.trusted_root) }),
+    ...(entry.identities === undefined ? {} : {
+      identities: entry.identities.map(({ issuer, subject, subject_regexp: pattern }) => ({ issuer, ...(subject === undefined ? {} : { subject }), ...(pattern === undefined ? {} : { subjectRegExp: pattern }) })),
+    }),
     ...(entry.skip === undefined ? {} : { skip: entry.skip }),
   };
 }
@@ -324,9 +328,12 @@ function resolveDistribution(section: DistributionSection, baseDir: string): Dis
   if (section.insecure_registries !== undefined) options.insecureRegistries = [...section.insecure_registries];
   if (section.registries !== undefined) options.registries = [...section.registries];
   if (section.auth !== undefined) options.auth = Object.fromEntries(Object.entries(section.auth).map(([registry, entry]) => [registry, { username: entry.username, passwordEnv: entry.password_env }]));
+  if (section.token_realms !== undefined) options.tokenRealms = Object.fromEntries(Object.entries(section.token_realms).map(([registry, hosts]) => [registry, [...hosts]]));
   if (section.verify !== undefined) options.verify = resolveVerify(section.verify, baseDir);
   if (section.max_manifest_bytes !== undefined) options.maxManifestBytes = section.max_manifest_bytes;
   if (section.max_component_bytes !== undefined) options.maxComponentBytes = section.max_component_bytes;
+  if (section.credential_helper_timeout_ms !== undefined) options.credentialHelperTimeoutMs = section.credential_helper_timeout_ms;
+  if (section.credential_helper_max_bytes !== undefined) options.credentialHelperMaxBytes = section.credential_helper_max_bytes;
   return options;
 }
 

@@ -21,6 +21,8 @@ export interface ConfigFile {
 /** Whose signatures a remote component must carry. */
 export interface VerifyEntry {
   keys?: string[];
+  trusted_root?: string;
+  identities?: Array<{ issuer: string; subject?: string; subject_regexp?: string }>;
   skip?: boolean;
 }
 
@@ -30,9 +32,12 @@ export interface DistributionSection {
   insecure_registries?: string[];
   registries?: string[];
   auth?: Record<string, { username: string; password_env: string }>;
+  token_realms?: Record<string, string[]>;
   verify?: VerifyEntry;
   max_manifest_bytes?: number;
   max_component_bytes?: number;
+  credential_helper_timeout_ms?: number;
+  credential_helper_max_bytes?: number;
 }
 
 /** A fleet of hosts on one Redis. */

@@ -45,10 +45,11 @@ export interface WasmLoadOptions {
   /** The policy these tools' calls get where they say nothing (within the grant). */
   defaultPolicy?: ExecutionPolicyInput;
   /**
-   * Remote sources only (`oci://`): whose signature they must carry — public key files (PEM, ECDSA P-256), or
-   * `skip` (loaded unverified, with a warning). Absent: the host's `distribution.verify`. See docs/distribution.md.
+   * Remote sources only (`oci://`): whose signature they must carry — public key files (PEM, ECDSA P-256), a
+   * pinned Sigstore trusted root with the identities trusted under it (keyless), or `skip` (loaded unverified,
+   * with a warning). Absent: the host's `distribution.verify`. See docs/distribution.md.
    */
-  verify?: { keys?: readonly string[]; skip?: boolean };
+  verify?: { keys?: readonly string[]; trustedRoot?: string; identities?: ReadonlyArray<{ issuer: string; subject?: string; subjectRegExp?: string }>; skip?: boolean };
   /**
    * A load asked for at runtime by a client (the `toolhost_load` admin tool): a remote source must be in
    * `distribution.registries` (none are, unless configured) and verified (`skip` does not apply).

@@ -1,21 +1,34 @@
 /**
  * Sigstore bundles (`application/vnd.dev.sigstore.bundle.v0.3+json`, as
  * `cosign sign --new-bundle-format` attaches them as OCI 1.1 referrers),
- * verified with a public key by @sigstore/verify, fully offline: every
- * threshold (transparency log, certificate transparency, timestamps) is 0 and
- * the key is the only trust (transparency-log entries a bundle carries are
- * not consulted: there is no pinned log to check them against). Keyless
- * bundles (a Fulcio certificate) are not trusted here: no key signed them.
+ * verified by @sigstore/verify, fully offline, in one of two ways:
+ *
+ * - signed by a key (`publicKey` material): against each trusted key, with
+ *   every threshold (transparency log, certificate transparency, timestamps)
+ *   0 — the key is the only trust; log entries the bundle carries are not
+ *   consulted (there is no pinned log to check them against);
+ * - keyless (a Fulcio certificate): against the pinned trusted root and the
+ *   identity policy (keyless.ts); without a trusted root such a bundle is
+ *   signed by nobody trusted.
  *
  * What a bundle must say: a message signature over the manifest's bytes (its
  * message digest the manifest digest), or a DSSE envelope whose in-toto
  * statement names the manifest digest among its subjects. The signature is
  * checked first (a statement nobody trusted signed says nothing), then the
  * digest, as for cosign's tag form (cosign.ts).
+ *
+ * Writing (publish): a key-signed DSSE bundle whose in-toto statement names
+ * the manifest digest (cosign's sign predicate), as `cosign sign --key
+ * --new-bundle-format` writes it, less the transparency-log entry (the key is
+ * the trust, as above). Built with @sigstore/bundle's builders and
+ * @sigstore/core's DSSE encoding, signed by node:crypto.
  */
-import { bundleFromJSON, isBundleWithDsseEnvelope, type Bundle } from '@sigstore/bundle';
+import { sign, type KeyObject } from 'node:crypto';
+import { bundleFromJSON, bundleToJSON, isBundleWithDsseEnvelope, toDSSEBundle, type Bundle } from '@sigstore/bundle';
+import { dsse } from '@sigstore/core';
 import { Verifier, toSignedEntity, toTrustMaterial } from '@sigstore/verify';
 import type { SignatureCheck, TrustedKey } from './cosign.js';
+import { checkKeyless, isKeyless, type KeylessTrust } from './keyless.js';
 
 /** The media type (artifact type and layer) of a Sigstore bundle referrer. */
 export const SIGSTORE_BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -27,13 +40,14 @@ const EMPTY_ROOT = { mediaType: 'application/vnd.dev.sigstore.trustedroot+json;v
 
 function parse(bytes: Uint8Array): Bundle | undefined {
   try {
-    const bundle = bundleFromJSON(JSON.parse(Buffer.from(bytes).toString('utf8')));
-    // The key is the trust: log entries (and the timestamps they would give) are not consulted.
-    return { ...bundle, verificationMaterial: { ...bundle.verificationMaterial, tlogEntries: [], timestampVerificationData: undefined } } as Bundle;
+    return bundleFromJSON(JSON.parse(Buffer.from(bytes).toString('utf8')));
   } catch {
     return undefined;
   }
 }
+
+/** The bundle as a key checks it: the key is the trust, log entries (and the timestamps they would give) are not consulted. */
+const keyOnly = (bundle: Bundle): Bundle => ({ ...bundle, verificationMaterial: { ...bundle.verificationMaterial, tlogEntries: [], timestampVerificationData: undefined } }) as Bundle;
 
 /** The digests (`sha256:<hex>`) a DSSE bundle's in-toto statement names as subjects. */
 function statementSubjects(bundle: Bundle): string[] {
@@ -46,26 +60,63 @@ function statementSubjects(bundle: Bundle): string[] {
   }
 }
 
+/** The trust a bundle is checked against: keys, and (keyless) a pinned root with its identities. */
+export interface BundleTrust {
+  keys: readonly TrustedKey[];
+  keyless?: KeylessTrust | undefined;
+}
+
+/** The digests a verified bundle names: its statement's subjects (DSSE), or its message digest. */
+const namedDigests = (bundle: Bundle): string[] => bundle.content.$case === 'dsseEnvelope'
+  ? statementSubjects(bundle)
+  : [`sha256:${Buffer.from(bundle.content.messageSignature.messageDigest?.digest ?? []).toString('hex')}`];
+
 /**
- * Check one Sigstore bundle against the trusted keys and the manifest (its
- * bytes and digest). A bundle that does not parse is signed by nobody.
+ * Check one Sigstore bundle against the trust and the manifest (its bytes and digest). A bundle that does not
+ * parse is signed by nobody.
  */
-export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, digest: string, keys: readonly TrustedKey[]): SignatureCheck {
+export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, digest: string, trust: BundleTrust): SignatureCheck {
   const bundle = parse(bundleBytes);
   if (bundle === undefined) return { ok: false, reason: 'untrusted-key' };
-  const dsse = isBundleWithDsseEnvelope(bundle);
-  for (const trusted of keys) {
+  const artifact = isBundleWithDsseEnvelope(bundle) ? undefined : Buffer.from(manifest);
+  const bound = (signed: { key: string; fingerprint?: string }): SignatureCheck => {
+    const names = namedDigests(bundle);
+    // A message signature verified over these very bytes binds this digest; its own message digest must agree.
+    return names.includes(digest) ? { ok: true, ...signed } : { ok: false, reason: 'wrong-digest', names: names.join(', ') };
+  };
+  if (isKeyless(bundle)) {
+    if (trust.keyless === undefined) return { ok: false, reason: 'untrusted-key' };
+    const check = checkKeyless(bundle, artifact, trust.keyless);
+    return check.ok ? bound({ key: check.signer }) : check;
+  }
+  const entity = toSignedEntity(keyOnly(bundle), artifact);
+  for (const trusted of trust.keys) {
     const material = toTrustMaterial(EMPTY_ROOT as unknown as Parameters<typeof toTrustMaterial>[0], () => ({ publicKey: trusted.key, validFor: () => true }));
     const verifier = new Verifier(material, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 });
     try {
-      verifier.verify(toSignedEntity(bundle, dsse ? undefined : Buffer.from(manifest)));
+      verifier.verify(entity);
     } catch {
       continue;
     }
-    const names = bundle.content.$case === 'dsseEnvelope' ? statementSubjects(bundle) : [`sha256:${Buffer.from(bundle.content.messageSignature.messageDigest?.digest ?? []).toString('hex')}`];
-    // A message signature verified over these very bytes binds this digest; its own message digest must agree.
-    if (!names.includes(digest)) return { ok: false, reason: 'wrong-digest', names: names.join(', ') };
-    return { ok: true, key: trusted.source, fingerprint: trusted.fingerprint };
+    return bound({ key: trusted.source, fingerprint: trusted.fingerprint });
   }
   return { ok: false, reason: 'untrusted-key' };
+}
+
+/** The in-toto statement type a DSSE bundle signs. */
+const IN_TOTO = 'application/vnd.in-toto+json';
+
+/**
+ * A Sigstore bundle (v0.3 JSON bytes) in which `key` (ECDSA P-256) signs an in-toto statement naming `digest`
+ * (`name`: the repository, as the statement's subject name); `keyHint` identifies the key (its fingerprint).
+ */
+export function signBundle(digest: string, name: string, key: KeyObject, keyHint: string): Uint8Array {
+  const statement = Buffer.from(JSON.stringify({
+    _type: 'https://in-toto.io/Statement/v1',
+    subject: [{ name, digest: { sha256: digest.slice('sha256:'.length) } }],
+    predicateType: 'https://sigstore.dev/cosign/sign/v1',
+    predicate: {},
+  }));
+  const signature = sign('sha256', dsse.preAuthEncoding(IN_TOTO, statement), { key, dsaEncoding: 'der' });
+  return Buffer.from(JSON.stringify(bundleToJSON(toDSSEBundle({ artifact: statement, artifactType: IN_TOTO, signature, keyHint }))));
 }

@@ -1,7 +1,7 @@
 /**
- * The egress checker for fetching components: the source's own host is
- * reachable wherever it is (a registry on a private network or on loopback is
- * the operator's choice), every other host a redirect leads to must be public
+ * The egress checker for fetching components: the source's own host (and the
+ * token realms the operator listed for it) is reachable wherever it is (a
+ * registry on a private network or on loopback is the operator's choice), every other host a redirect leads to must be public
  * (an object store), and plain http is spoken only to loopback hosts and
  * insecure registries, on every hop. Built on net/'s checker, so DNS answers
  * are pinned as for any other egress.
@@ -13,9 +13,9 @@ import { plainHttpAllowed } from './source.js';
 export class SourceChecker extends EgressChecker {
   readonly #insecure: readonly string[];
 
-  /** @param host the source's host name (no port): allowed whatever its address. */
-  constructor(host: string, insecureRegistries: readonly string[]) {
-    super({ label: 'EGRESS_UNRESTRICTED', allow: parseEgressAllowlist([host.replace(/^\[|\]$/g, '')]) });
+  /** @param hosts the source's host name (no port), and any the operator listed for it: allowed whatever their address. */
+  constructor(hosts: string | readonly string[], insecureRegistries: readonly string[]) {
+    super({ label: 'EGRESS_UNRESTRICTED', allow: parseEgressAllowlist((typeof hosts === 'string' ? [hosts] : hosts).map((host) => host.replace(/^\[|\]$/g, ''))) });
     this.#insecure = insecureRegistries;
   }
 

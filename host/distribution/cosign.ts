@@ -6,13 +6,13 @@
  * `dev.cosignproject.cosign/signature`). All cryptography is node:crypto's.
  *
  * Keys: public keys as PEM (SPKI, what `cosign generate-key-pair` writes as
- * cosign.pub); signing keys as PKCS#8 or SEC1 PEM. cosign's own encrypted
- * `cosign.key` (scrypt + NaCl secretbox) is not read yet: convert it with
- * `cosign import-key-pair` / openssl, or sign with cosign itself.
+ * cosign.pub); signing keys as PKCS#8 or SEC1 PEM, or cosign's own encrypted
+ * `cosign.key` (scrypt + NaCl secretbox, cosign-key.ts) with its password.
  */
 import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ToolhostError } from '../base/errors.js';
+import { decryptCosignKey, isEncryptedCosignKey } from './cosign-key.js';
 
 /** A trusted public key and where it came from (a file, or `inline`). */
 export interface TrustedKey {
@@ -46,17 +46,28 @@ export function readPublicKey(file: string): TrustedKey {
   return { key, source: file, fingerprint: keyFingerprint(key) };
 }
 
-/** Read a PEM signing key (PKCS#8 or SEC1, unencrypted) from a file. */
-export function readSigningKey(file: string): KeyObject {
+/** Whether a signing key file is cosign's encrypted `cosign.key` (which needs a password). */
+export function signingKeyNeedsPassword(file: string): boolean {
+  return isEncryptedCosignKey(readFileSync(file, 'utf8'));
+}
+
+/**
+ * Read a signing key from a file: a PEM key (PKCS#8 or SEC1, unencrypted), or cosign's encrypted `cosign.key`
+ * with `password` (what COSIGN_PASSWORD or a prompt gave).
+ * @throws INVALID_INPUT for an unreadable or unsupported key, a missing or wrong password.
+ */
+export function readSigningKey(file: string, password?: string): KeyObject {
   const text = readFileSync(file, 'utf8');
-  if (text.includes('ENCRYPTED SIGSTORE PRIVATE KEY') || text.includes('ENCRYPTED COSIGN PRIVATE KEY')) {
-    throw new ToolhostError('INVALID_INPUT', `${file} is cosign's encrypted key format, which toolhost cannot read yet: export a PKCS#8 PEM key (e.g. generate one with openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256) or sign with cosign itself`);
-  }
   let key: KeyObject;
-  try {
-    key = createPrivateKey(text);
-  } catch (error) {
-    throw new ToolhostError('INVALID_INPUT', `cannot read the signing key ${file}: ${(error as Error).message}`);
+  if (isEncryptedCosignKey(text)) {
+    if (password === undefined) throw new ToolhostError('INVALID_INPUT', `${file} is cosign's encrypted key: give its password in COSIGN_PASSWORD (or run interactively to be asked for it)`);
+    key = decryptCosignKey(text, password, file);
+  } else {
+    try {
+      key = createPrivateKey(text);
+    } catch (error) {
+      throw new ToolhostError('INVALID_INPUT', `cannot read the signing key ${file}: ${(error as Error).message}`);
+    }
   }
   checkP256(key, file);
   return key;
@@ -77,9 +88,13 @@ export function signPayload(payload: Uint8Array, key: KeyObject): string {
 
 /** The outcome of checking one signature against the trusted keys and the digest. */
 export type SignatureCheck =
-  | { ok: true; key: string; fingerprint: string }
+  | { ok: true; key: string; fingerprint?: string }
   | { ok: false; reason: 'untrusted-key' }
-  | { ok: false; reason: 'wrong-digest'; names: string };
+  | { ok: false; reason: 'wrong-digest'; names: string }
+  /** Keyless: the certificate, log entry or timestamps did not verify against the pinned root. */
+  | { ok: false; reason: 'invalid-signature'; detail: string }
+  /** Keyless: verified, but by an identity no `verify.identities` entry names. */
+  | { ok: false; reason: 'untrusted-identity'; identity: string };
 
 /**
  * Check one cosign signature: first the signature against the keys (a

@@ -21,7 +21,8 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from '../base/logger.js';
-import { readPublicKey, type TrustedKey } from './cosign.js';
+import { listedRealms } from './auth-scope.js';
+import type { BundleTrust } from './bundle.js';
 import { credentialFor } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
 import { componentLayer, parseImageManifest } from './layout.js';
@@ -31,6 +32,7 @@ import type { LockEntry } from './lock.js';
 import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type UrlSource } from './source.js';
 import { registrySignatures, sameSignature, verifySignatures } from './signatures.js';
 import { ComponentStore, type StoredSignature } from './store.js';
+import { trustOf } from './trust.js';
 import { fetchUrl } from './url-fetch.js';
 
 /** A fetched, verified component. */
@@ -95,16 +97,13 @@ export class RemoteFetcher {
     if (runtime && policy.skip === true) {
       throw untrusted('no-trust', text, 'a component loaded at runtime is always verified (verify.skip / --insecure-skip-verify does not apply to it): name the publisher\'s key in distribution.verify.keys');
     }
-    const keys = policy.skip === true ? [] : (policy.keys ?? []).map(readPublicKey);
-    if (policy.skip !== true && keys.length === 0) {
-      throw untrusted('no-trust', text, 'no trust is configured for remote components, so it is refused: name the publisher\'s public key with distribution.verify.keys (or verify.keys on the tool entry, or --verify-key FILE); --insecure-skip-verify (verify: { skip: true }) loads it unverified');
-    }
-    return this.#oci(source, keys, policy.skip === true, signal);
+    return this.#oci(source, policy.skip === true ? { keys: [] } : trustOf(policy, text), policy.skip === true, signal);
   }
 
-  #client(source: OciSource, signal: AbortSignal | undefined): RegistryClient {
+  async #client(source: OciSource, signal: AbortSignal | undefined): Promise<RegistryClient> {
     const insecure = this.#options.insecureRegistries ?? [];
-    const credential = credentialFor(source.registry, this.#options.auth, this.#env);
+    const lookup = { helperTimeoutMs: this.#options.credentialHelperTimeoutMs, helperMaxBytes: this.#options.credentialHelperMaxBytes };
+    const credential = await credentialFor(source.registry, this.#options.auth, this.#env, lookup, source.text);
     return new RegistryClient(source.registry, source.repository, {
       insecureRegistries: insecure,
       maxManifestBytes: this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES,
@@ -112,13 +111,14 @@ export class RemoteFetcher {
       ...(credential === undefined ? {} : { credential }),
       ...(this.#options.ca === undefined ? {} : { ca: this.#options.ca }),
       ...(signal === undefined ? {} : { signal }),
+      tokenRealms: listedRealms(source.registry, this.#options.tokenRealms),
     });
   }
 
-  async #oci(source: OciSource, keys: TrustedKey[], skip: boolean, signal: AbortSignal | undefined): Promise<FetchedComponent> {
+  async #oci(source: OciSource, trust: BundleTrust, skip: boolean, signal: AbortSignal | undefined): Promise<FetchedComponent> {
     const maxManifest = this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
     const maxComponent = this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES;
-    const client = this.#client(source, signal);
+    const client = await this.#client(source, signal);
     // A pinned digest the store holds needs no registry at all; a locked tag is not resolved again.
     const pin = source.digest === undefined ? this.#options.lock?.[source.text] : undefined;
     const digest = source.digest ?? pin?.manifestDigest ?? await client.resolveTag(source.tag!);
@@ -142,7 +142,7 @@ export class RemoteFetcher {
       const kept = stored === undefined ? [] : await this.#store.signatures(digest);
       let refusal: unknown;
       try {
-        if (kept.length > 0) signer = verifySignatures(kept, manifestBytes, digest, keys, what);
+        if (kept.length > 0) signer = verifySignatures(kept, manifestBytes, digest, trust, what);
       } catch (error) {
         refusal = error;
       }
@@ -152,7 +152,7 @@ export class RemoteFetcher {
           throw refusal ?? error;
         });
         signatures = [...fresh, ...kept.filter((entry) => !fresh.some((other) => sameSignature(entry, other)))];
-        signer = verifySignatures(signatures, manifestBytes, digest, keys, what);
+        signer = verifySignatures(signatures, manifestBytes, digest, trust, what);
       }
     }
 

@@ -29,7 +29,7 @@ export interface LockEntry {
   /** The component's (layer's) sha256. */
   layerDigest: string;
   size: number;
-  /** `sha256:` of the accepted key's SPKI (DER); `skipped` when verification was skipped; `pinned` for a URL's digest. */
+  /** `sha256:` of the accepted key's SPKI (DER); `SUBJECT (ISSUER)` for a keyless signature; `skipped` when verification was skipped; `pinned` for a URL's digest. */
   signer: string;
 }
 

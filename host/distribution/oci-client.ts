@@ -3,10 +3,11 @@
  * pinned client (undici) and a {@link SourceChecker}.
  *
  * - Auth: a 401's challenge is answered once per client: `Bearer` by asking
- *   the realm for a token (anonymously, or with the registry's Basic
- *   credential), `Basic` with the credential. The `Authorization` header goes
- *   only to the registry's origin (and the token realm): redirects are
- *   followed by net/redirects.ts, which drops it when the origin changes.
+ *   the realm for a token (with the registry's Basic credential only where
+ *   auth-scope.ts allows it, else anonymously), `Basic` with the credential.
+ *   The `Authorization` header goes only to the registry's origin (and an
+ *   allowed token realm): redirects are followed by net/redirects.ts, which
+ *   drops it when the origin changes.
  * - Reads are verified while streaming: a manifest by digest and every blob
  *   against its descriptor (sha256 and size), under a size cap; a blob whose
  *   descriptor is over the cap is not requested at all. Bytes are returned only
@@ -20,6 +21,7 @@ import { createHash } from 'node:crypto';
 import { EgressError } from '../net/errors.js';
 import { followRedirectsStream } from '../net/redirects.js';
 import type { EgressStreamResponse } from '../net/pinned-client.js';
+import { realmMayReceiveCredential } from './auth-scope.js';
 import { SourceChecker } from './checker.js';
 import type { Credential } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
@@ -36,6 +38,8 @@ export interface RegistryClientOptions {
   maxBlobBytes: number;
   /** CA certificates (PEM) to trust instead of Node's (private registries, tests). */
   ca?: string;
+  /** Token realm hosts (`host[:port]`) this registry's credential may be sent to (auth-scope.ts `listedRealms`). */
+  tokenRealms?: readonly string[];
   signal?: AbortSignal;
 }
 
@@ -50,6 +54,8 @@ export class RegistryClient {
   readonly #checker: SourceChecker;
   readonly #origin: string;
   #authorization: string | undefined;
+  /** The token realm host the credential was withheld from (auth-scope.ts), for messages. */
+  #withheld: string | undefined;
 
   constructor(registry: string, repository: string, options: RegistryClientOptions) {
     this.registry = registry;
@@ -58,7 +64,9 @@ export class RegistryClient {
     const url = new URL(`http://${registry}/`);
     // Plain http where it is allowed at all (loopback, insecure registries), as docker does; TLS everywhere else.
     this.#origin = `${plainHttpAllowed(url, options.insecureRegistries) ? 'http' : 'https'}://${registry}`;
-    this.#checker = new SourceChecker(url.hostname, options.insecureRegistries);
+    // Listed token realms are the operator's choice, as the registry is: reachable even on a private address.
+    const realmHosts = (options.tokenRealms ?? []).map((host) => new URL(`http://${host}/`).hostname);
+    this.#checker = new SourceChecker([url.hostname, ...realmHosts], options.insecureRegistries);
   }
 
   get #what(): string {
@@ -98,14 +106,21 @@ export class RegistryClient {
    * caller checks every manifest it names against its subject.
    */
   async referrers(digest: string): Promise<Uint8Array | undefined> {
+    return await this.#index(`referrers/${digest}`, digest) ?? await this.referrersTag(digest);
+  }
+
+  /** The referrers tag (`sha256-<hex>`) of `digest`: the index registries without the Referrers API keep; `undefined` when there is none. */
+  async referrersTag(digest: string, scope: Scope = 'pull'): Promise<Uint8Array | undefined> {
+    return this.#index(`manifests/${digest.replace(':', '-')}`, digest, scope);
+  }
+
+  async #index(path: string, digest: string, scope: Scope = 'pull'): Promise<Uint8Array | undefined> {
     const what = `${this.#what}@${digest} (referrers)`;
     const cap = this.#options.maxManifestBytes;
-    for (const path of [`referrers/${digest}`, `manifests/${digest.replace(':', '-')}`]) {
-      const response = await this.#send('GET', path, { accept: OCI_INDEX, maxBodyBytes: cap, what, limit: 'max_manifest_bytes' });
-      if (response.status === 200) return readAll(response, what, cap, 'max_manifest_bytes');
-      if (response.status === 401 || response.status === 403 || response.status >= 500) this.#expectOk(response, what);
-      await response.body.close();
-    }
+    const response = await this.#send('GET', path, { accept: OCI_INDEX, maxBodyBytes: cap, what, limit: 'max_manifest_bytes', scope });
+    if (response.status === 200) return readAll(response, what, cap, 'max_manifest_bytes');
+    if (response.status === 401 || response.status === 403 || response.status >= 500) this.#expectOk(response, what);
+    await response.body.close();
     return undefined;
   }
 
@@ -165,10 +180,22 @@ export class RegistryClient {
 
   /** Put a manifest under a tag (or digest); returns the manifest's digest. */
   async pushManifest(reference: string, bytes: Uint8Array, mediaType: string): Promise<string> {
+    return (await this.#putManifest(reference, bytes, mediaType)).digest;
+  }
+
+  /**
+   * Put a manifest that has a `subject` (a referrer) by its digest. `indexed`: the registry said (`OCI-Subject`)
+   * that its Referrers API lists it; otherwise the referrers tag is the pusher's to update (OCI 1.1).
+   */
+  async pushReferrer(bytes: Uint8Array, mediaType: string): Promise<{ digest: string; indexed: boolean }> {
+    return this.#putManifest(sha256(bytes), bytes, mediaType);
+  }
+
+  async #putManifest(reference: string, bytes: Uint8Array, mediaType: string): Promise<{ digest: string; indexed: boolean }> {
     const put = await this.#send('PUT', `manifests/${reference}`, { scope: 'pull,push', body: bytes, contentType: mediaType });
     await put.body.close();
     this.#expectStatus(put, [201], `${this.#what}:${reference}`);
-    return sha256(bytes);
+    return { digest: sha256(bytes), indexed: header(put, 'oci-subject') !== undefined };
   }
 
   #expectOk(response: EgressStreamResponse, what: string): void {
@@ -178,7 +205,8 @@ export class RegistryClient {
   #expectStatus(response: EgressStreamResponse, ok: number[], what: string): void {
     if (ok.includes(response.status)) return;
     void response.body.close();
-    const hint = response.status === 401 || response.status === 403 ? ' (authentication refused: set distribution.auth or log in with docker login)' : '';
+    const hint = response.status !== 401 && response.status !== 403 ? ''
+      : this.#withheld === undefined ? ' (authentication refused: set distribution.auth or log in with docker login)' : ` (authentication refused: ${this.#withheldHint()})`;
     throw unavailable(what, `the registry answered ${response.status}${hint}`, { status: response.status });
   }
 
@@ -218,17 +246,23 @@ export class RegistryClient {
     const realm = new URL(params.realm);
     if (params.service !== undefined) realm.searchParams.set('service', params.service);
     realm.searchParams.set('scope', `repository:${this.repository}:${scope}`);
-    // The realm gets the Basic credential only when it is the registry's own host (docker sends it to any realm; we do not).
-    const sameHost = realm.host === new URL(this.#origin).host;
-    const headers: Array<[string, string]> = basic !== undefined && sameHost ? [['authorization', basic]] : [];
+    // The realm gets the Basic credential only where auth-scope.ts allows it (docker sends it to any realm; we do not).
+    const allowed = realmMayReceiveCredential(this.#origin, realm, this.#options.tokenRealms ?? []);
+    if (basic !== undefined && !allowed) this.#withheld = realm.host;
+    const headers: Array<[string, string]> = basic !== undefined && allowed ? [['authorization', basic]] : [];
     const response = await this.#egress(realm.href, 'GET', headers, undefined, 1024 * 1024, what);
     if (response.status !== 200) {
       await response.body.close();
-      throw unavailable(what, `the token service ${realm.host} answered ${response.status}`, { status: response.status });
+      const hint = this.#withheld === undefined ? '' : `: ${this.#withheldHint()}`;
+      throw unavailable(what, `the token service ${realm.host} answered ${response.status}${hint}`, { status: response.status, ...(this.#withheld === undefined ? {} : { withheldFrom: this.#withheld }) });
     }
     const body = JSON.parse(Buffer.from(await readAll(response, what, 1024 * 1024, 'token')).toString('utf8')) as { token?: unknown; access_token?: unknown };
     const token = typeof body.token === 'string' ? body.token : body.access_token;
     return typeof token === 'string' && token !== '' ? `Bearer ${token}` : undefined;
+  }
+
+  #withheldHint(): string {
+    return `the registry's token service is ${this.#withheld ?? ''}, another host than ${this.registry}, and toolhost sends it the registry's credentials only when distribution.token_realms lists it for ${this.registry}`;
   }
 
   async #egress(url: string, method: string, headers: Array<[string, string]>, body: Uint8Array | undefined, maxBodyBytes: number | undefined, what: string, limit?: string): Promise<EgressStreamResponse> {

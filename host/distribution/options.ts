@@ -3,7 +3,9 @@
  * toolhost.yaml, resolved), its defaults, and the per-load trust policy.
  * Plain data only.
  */
+import type { TokenRealms } from './auth-scope.js';
 import type { ConfiguredAuth } from './credentials.js';
+import type { Identity } from './keyless.js';
 import type { LockEntries } from './lock.js';
 
 /** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
@@ -15,6 +17,10 @@ export const DEFAULT_MAX_COMPONENT_BYTES = 64 * 1024 * 1024;
 export interface TrustPolicy {
   /** PEM public key files (ECDSA P-256, cosign.pub): a signature by any of them is trusted. */
   keys?: readonly string[];
+  /** Keyless: a pinned Sigstore `trusted_root.json` (Fulcio CAs, Rekor logs, CT logs); needs `identities`. */
+  trustedRoot?: string;
+  /** Keyless: the OIDC issuer and certificate subject of each trusted signer; needs `trustedRoot`. */
+  identities?: readonly Identity[];
   /** Load without verifying (a warning is logged). */
   skip?: boolean;
 }
@@ -35,10 +41,16 @@ export interface DistributionOptions {
   insecureRegistries?: readonly string[];
   /** Credentials by registry: a user name and the environment variable holding the password. */
   auth?: ConfiguredAuth;
+  /** By registry (`host[:port]`): token realm hosts on another origin that may receive its credential (auth-scope.ts). */
+  tokenRealms?: TokenRealms;
   /** The trust every remote source gets unless its own entry says otherwise. */
   verify?: TrustPolicy;
   maxManifestBytes?: number;
   maxComponentBytes?: number;
+  /** How long a docker credential helper may take (ms, default 30 000). */
+  credentialHelperTimeoutMs?: number;
+  /** Most bytes a docker credential helper may print (default 65 536). */
+  credentialHelperMaxBytes?: number;
   /** CA certificates (PEM) for registries with a private CA. */
   ca?: string;
   /**

@@ -13,8 +13,8 @@
  * digest as it is read; a referrer whose subject is another digest is
  * ignored. Finding signatures decides nothing: {@link verifySignatures} does.
  */
-import { SIGSTORE_BUNDLE_TYPES, checkBundle } from './bundle.js';
-import { checkSignature, type TrustedKey } from './cosign.js';
+import { SIGSTORE_BUNDLE_TYPES, checkBundle, type BundleTrust } from './bundle.js';
+import { checkSignature } from './cosign.js';
 import { untrusted } from './errors.js';
 import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, cosignSignatureTag, parseImageManifest } from './layout.js';
 import type { RegistryClient } from './oci-client.js';
@@ -73,24 +73,42 @@ export async function registrySignatures(client: RegistryClient, digest: string,
   return [...await cosignTagSignatures(client, digest, cap), ...await referrerBundles(client, digest, cap)];
 }
 
+/** The trust, as a refusal names it: the key files, the trusted root and its identities. */
+function trustText(trust: BundleTrust): string {
+  const keyless = trust.keyless === undefined ? [] : [`keyless: ${trust.keyless.identities.map(({ identity }) => `${identity.subject ?? `/${identity.subjectRegExp ?? ''}/`} (${identity.issuer})`).join(', ')} under ${trust.keyless.source}`];
+  return [...trust.keys.map((key) => key.source), ...keyless].join('; ');
+}
+
 /**
- * The key that signed `digest` among `signatures` (`manifest`: its bytes, which a bundle's message signature
- * covers); else the refusal that says what failed.
+ * Who signed `digest` among `signatures` (`manifest`: its bytes, which a bundle's message signature covers): the
+ * key file (and its fingerprint) or the keyless identity; else the refusal that says what failed, the most telling
+ * of the signatures' failures (another digest, then an untrusted identity, then a signature that did not verify,
+ * then an untrusted key).
  */
-export function verifySignatures(signatures: readonly StoredSignature[], manifest: Uint8Array, digest: string, keys: readonly TrustedKey[], what: string): { key: string; fingerprint: string } {
+export function verifySignatures(signatures: readonly StoredSignature[], manifest: Uint8Array, digest: string, trust: BundleTrust, what: string): { key: string; fingerprint?: string } {
   if (signatures.length === 0) {
     throw untrusted('unsigned', what, `has no signature (no ${cosignSignatureTag(digest)} tag and no Sigstore bundle referrer in the repository): sign it (toolhost publish --sign-key, or cosign sign --key) or configure trust otherwise`);
   }
   let otherDigest: string | undefined;
+  let identity: string | undefined;
+  let invalid: string | undefined;
   for (const entry of signatures) {
     const check = 'bundle' in entry
-      ? checkBundle(Buffer.from(entry.bundle, 'base64'), manifest, digest, keys)
-      : checkSignature(Buffer.from(entry.payload, 'base64'), entry.signature, digest, keys);
-    if (check.ok) return { key: check.key, fingerprint: check.fingerprint };
+      ? checkBundle(Buffer.from(entry.bundle, 'base64'), manifest, digest, trust)
+      : checkSignature(Buffer.from(entry.payload, 'base64'), entry.signature, digest, trust.keys);
+    if (check.ok) return check.fingerprint === undefined ? { key: check.key } : { key: check.key, fingerprint: check.fingerprint };
     if (check.reason === 'wrong-digest') otherDigest = check.names;
+    if (check.reason === 'untrusted-identity') identity = check.identity;
+    if (check.reason === 'invalid-signature') invalid = check.detail;
   }
   if (otherDigest !== undefined) {
-    throw untrusted('wrong-digest', what, `its signature by a trusted key names another digest (${otherDigest || 'none'}), not ${digest}`, { signedDigest: otherDigest });
+    throw untrusted('wrong-digest', what, `its signature by a trusted signer names another digest (${otherDigest || 'none'}), not ${digest}`, { signedDigest: otherDigest });
   }
-  throw untrusted('untrusted-key', what, `is signed, but by none of the trusted keys (${keys.map((key) => key.source).join(', ')})`, { signatures: signatures.length });
+  if (identity !== undefined) {
+    throw untrusted('untrusted-identity', what, `is signed keyless by ${identity}, which no verify.identities entry names (trusted: ${trustText(trust)})`, { identity });
+  }
+  if (invalid !== undefined) {
+    throw untrusted('invalid-signature', what, `has a keyless signature that does not verify against the trusted root ${trust.keyless?.source ?? ''}: ${invalid}`, { detail: invalid });
+  }
+  throw untrusted('untrusted-key', what, `is signed, but by none of the trusted signers (${trustText(trust)})`, { signatures: signatures.length });
 }

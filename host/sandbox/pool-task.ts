@@ -2,13 +2,12 @@
  * One task of the sandbox pool on the main thread: its control block (cancel
  * flag, host-call doorbell, the guest's start as the worker publishes it),
  * its CPU watchdog, and the routing of its messages (events to the caller,
- * host calls answered on the worker's reply port).
+ * host calls answered through the worker's lane).
  *
  * A class rather than closures made per task: most calls use none of it
  * beyond the control block (no budget, no events, no host calls), and every
  * closure and typed-array view made per call was paid by every call.
  */
-import type { MessagePort } from 'node:worker_threads';
 import { ToolhostError } from '../base/errors.js';
 import type { ControlSlot } from './transport/control-slots.js';
 import type { ProfileEntry } from './transport/task-profiles.js';
@@ -25,7 +24,6 @@ import {
   CONTROL_F64_CPU_USED_MS,
   CONTROL_F64_CPU_START_MS,
   CONTROL_F64_STARTED_AT,
-  CONTROL_RPC_DOORBELL,
   CONTROL_STARTED,
   CONTROL_TID,
   type RpcReply,
@@ -76,10 +74,7 @@ export class PoolTask {
   /** What the pool watches: aborting it stops the task (the caller's signal, or the budget's controller). */
   readonly signal: StopSignal | undefined;
   readonly #handlers: PoolTaskHandlers;
-  readonly #replyPort: (threadId: number) => MessagePort | undefined;
-  #received = 0;
-  #expected = Number.POSITIVE_INFINITY;
-  #drained: (() => void) | undefined;
+  readonly #reply: (threadId: number, reply: RpcReply) => void;
   #budgetAbort: TaskStop | undefined;
   #watchdog: NodeJS.Timeout | undefined;
   /** The last CPU reading, for when the thread is already gone (a stopped worker). */
@@ -90,13 +85,13 @@ export class PoolTask {
   };
   readonly #forwardAbort = (): void => this.#budgetAbort!.abort(this.#handlers.signal!.reason);
 
-  /** `replyPort` finds a worker's reply port (host calls are answered there). */
-  constructor(taskId: number, slot: ControlSlot, handlers: PoolTaskHandlers, replyPort: (threadId: number) => MessagePort | undefined) {
+  /** `reply` answers a host call of worker `threadId` (nothing happens when that worker is gone). */
+  constructor(taskId: number, slot: ControlSlot, handlers: PoolTaskHandlers, reply: (threadId: number, reply: RpcReply) => void) {
     this.taskId = taskId;
     this.slot = slot;
     this.submittedAt = performance.timeOrigin + performance.now();
     this.#handlers = handlers;
-    this.#replyPort = replyPort;
+    this.#reply = reply;
     const budget = handlers.cpuBudgetMs;
     if (budget !== undefined) {
       // The caller's signal is forwarded to the budget's controller: the pool watches one signal.
@@ -234,43 +229,16 @@ export class PoolTask {
     this.#watchdog = undefined;
   }
 
-  /** One of the task's messages, posted by worker `threadId`. */
+  /** One of the task's messages, from worker `threadId` (all of them reach the task before its answer). */
   receive(message: WorkerMessage, threadId: number): void {
-    this.#received += 1;
     if (message.type === 'rpc') {
-      const answer = (reply: RpcReply): void => {
-        const port = this.#replyPort(threadId);
-        // No port: the worker is gone, and nobody waits for the answer.
-        if (!port) return;
-        port.postMessage(reply);
-        const flags = this.slot.flags;
-        Atomics.store(flags, CONTROL_RPC_DOORBELL, 1);
-        Atomics.notify(flags, CONTROL_RPC_DOORBELL);
-      };
       this.#handlers.rpc(message.request).then(
-        (value) => answer({ id: message.id, ok: true, value }),
-        (error: unknown) => answer({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
+        (value) => this.#reply(threadId, { id: message.id, ok: true, value }),
+        (error: unknown) => this.#reply(threadId, { id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) }),
       );
     } else {
       this.#handlers.onMessage(message);
     }
-    if (this.#received >= this.#expected) this.#drained?.();
-  }
-
-  /**
-   * Wait until the worker's `messages` messages have all been handled (they
-   * were posted before its result, so they are already in flight), or `timeoutMs`.
-   */
-  drain(messages: number, timeoutMs: number): Promise<void> | undefined {
-    this.#expected = messages;
-    if (this.#received >= messages) return undefined;
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.#drained = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 
   /** Release what the task listens to. */

@@ -7,11 +7,11 @@
  * not piscina's: a task no worker has claimed is taken back, a claimed one
  * loses its worker (PoolTask.untilStopped). Each task gets an id and a
  * shared control block for its flags (pool-task.ts; a reused slot, control-slots.ts); a call
- * carries its profile's id rather than its fixed parts (task-profiles.ts);
- * its events and host calls travel on channels each worker set up once (see
- * protocol.ts).
+ * carries its profile's id rather than its fixed parts (task-profiles.ts).
+ * How anything travels to a worker and back is the transport's
+ * (transport/host-end.ts): one ordered channel per worker, so a task's
+ * events and host calls reach the pool before its answer.
  */
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ToolhostError } from '../base/errors.js';
 import { ChurnTable } from '../core/churn-table.js';
@@ -22,8 +22,8 @@ import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
 import { AnswerPoll } from './transport/answer-poll.js';
 import { LaneBells, type SpinCounts } from './transport/lane-bell.js';
-import { TaskRing } from './transport/task-ring.js';
-import { AnswerRing } from './transport/answer-ring.js';
+import { KeepAlive } from './transport/keep-alive.js';
+import { isHello } from './transport/lane-codec.js';
 import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
 import { LaneClosed } from './transport/task-lanes.js';
@@ -38,11 +38,11 @@ import {
   type DescribeTask,
   type SandboxWorkerData,
   type TaskAbandoned,
+  type RpcReply,
   type TaskWire,
   type WorkerMessage,
   type WorkerHeap,
   type WorkerOutcome,
-  type WorkerPost,
 } from './protocol.js';
 
 /** Messages a task's caller sees (the pool handles host calls itself). */
@@ -56,9 +56,6 @@ export interface TaskHandlers extends PoolTaskHandlers {
 
 export type TaskInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'> | Omit<DescribeTask, 'taskId' | 'control' | 'submittedAt'>;
 
-/** How long to wait for a task's last messages after its result arrived (they are already in flight). */
-const DRAIN_TIMEOUT_MS = 2_000;
-
 /** Times a task that no worker claimed is posted again after the worker holding it was lost. */
 const REPOSTS = 3;
 
@@ -68,15 +65,11 @@ export { resolveOptions } from './pool-options.js';
 export class SandboxPool {
   readonly #piscina: Piscina;
   readonly #options: ResolvedPoolOptions;
-  /** Tasks accepted and not given back (running, waiting, or stopped and not yet failed by their lane). */
-  #pending = 0;
   #nextTaskId = 1;
   readonly #slots = new ControlSlots();
   readonly #profiles = new TaskProfiles();
   /** Where each running task's messages go, by task id (a ChurnTable, not a Map: see churn-table.ts). */
   readonly #routes = new ChurnTable<number, PoolTask>();
-  /** Each worker's reply port, by thread id (from its hello). */
-  readonly #replies = new Map<number, MessagePort>();
   /** Each worker's spare preparations, watched against their budget (see spare-watch.ts). */
   readonly #spares: SpareWatch;
   /** Each worker's lane bell (from its hello): may it spin for its next task, and does it (see lane-bell.ts). */
@@ -95,12 +88,8 @@ export class SandboxPool {
   #closing = false;
   /** What the last worker that died on its own said (a worker that fails as it starts never says hello). */
   #lastWorkerError: Error | undefined;
-  /**
-   * Keeps the process alive while the pool has tasks (ref'd only then):
-   * piscina's workers do not (it refs a worker only for its own tasks), nor
-   * do the lanes, and a task may wait for a worker that is still starting.
-   */
-  readonly #keepAlive = new MessageChannel();
+  /** Keeps the process alive while the pool has tasks (see keep-alive.ts). */
+  readonly #keepAlive = new KeepAlive();
   /** Tasks taken back before a worker claimed them, and tasks posted again (see SandboxRunner.handedBack). */
   readonly #handedBack = { abandoned: 0, reposted: 0 };
   /** Which tasks each worker holds (what decides whether a task may wait behind another). */
@@ -115,7 +104,11 @@ export class SandboxPool {
       isDying: (threadId) => this.#closing || this.#stops.isDying(threadId),
       isPreparing: (threadId) => this.#spares.isPreparing(threadId),
       isAwake: (threadId) => this.#bells.isSpinning(threadId) || this.#spares.isQuickPreparing(threadId),
-    }, this.#held);
+    }, this.#held, {
+      // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
+      event: (threadId, taskId, message) => this.#routes.get(taskId)?.receive(message, threadId),
+      closed: (threadId) => this.#forgetWorker(threadId),
+    }, this.#options);
     const script = workerScript();
     this.#piscina = new Piscina({
       filename: script.filename,
@@ -136,10 +129,7 @@ export class SandboxPool {
       // Only measurement tasks (collect) go through piscina's dispatch: any idle worker the pool is not stopping.
       loadBalancer: (_task, workers) => workers.find((worker) => worker.currentUsage === 0 && !this.#stops.isDying(worker.id)) ?? null,
     });
-    this.#piscina.on('message', (post: WorkerPost) => this.#onWorkerPost(post));
-    // A port counts for the event loop only while it listens (and while its other end lives: both are kept).
-    this.#keepAlive.port1.on('message', () => {});
-    this.#keepAlive.port1.unref();
+    this.#piscina.on('message', (post: unknown) => this.#onWorkerPost(post));
     // A worker that dies with no piscina task (all of ours travel on lanes) is reported here, not to a task:
     // its lane's tasks fail when the lane closes. Unheard, piscina's 'error' event would throw.
     this.#piscina.on('error', (error: unknown) => this.#workerDied(error instanceof Error ? error : new Error(String(error))));
@@ -166,9 +156,9 @@ export class SandboxPool {
     return this.#options.threads;
   }
 
-  /** Tasks waiting for a worker. */
+  /** Tasks waiting for a worker (see task-queue.ts). */
   get queueSize(): number {
-    return Math.max(0, this.#pending - this.#options.threads);
+    return this.#dispatch.queue.size;
   }
 
   /** Share of worker time spent with a task since the pool started (0..1). */
@@ -182,24 +172,23 @@ export class SandboxPool {
    * TOOL_CRASHED for a dead worker, or the abort reason).
    */
   run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    if (this.#pending >= this.#options.threads + this.#options.maxQueue) {
-      return Promise.reject(new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#options.maxQueue} waiting for ${this.#options.threads} workers); try again later`));
-    }
+    const refusal = this.#dispatch.queue.refusal();
+    if (refusal) return Promise.reject(refusal);
     // Not async itself: an async function returning #run's promise would add turns to every call's answer.
     return this.#run(input, handlers);
   }
 
-  readonly #replyPort = (threadId: number): MessagePort | undefined => this.#replies.get(threadId);
+  readonly #reply = (threadId: number, reply: RpcReply): void => this.#dispatch.lanes.reply(threadId, reply);
 
   async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
     const slot = this.#slots.acquire();
-    const task = new PoolTask(this.#nextTaskId++, slot, handlers, this.#replyPort);
+    const task = new PoolTask(this.#nextTaskId++, slot, handlers, this.#reply);
     const { taskId } = task;
     this.#routes.set(taskId, task);
     try {
       const base = { taskId, control: slot.ref, submittedAt: task.submittedAt };
       const profile = input.kind === 'call' ? this.#profiles.entry(input) : undefined;
-      const message: TaskWire = input.kind === 'call' ? this.#profiles.wire(input, profile!, base, this.#replies.keys()) : { ...input, ...base };
+      const message: TaskWire = input.kind === 'call' ? this.#profiles.wire(input, profile!, base, this.#dispatch.lanes.threads()) : { ...input, ...base };
       task.profile = profile;
       let outcome: WorkerOutcome | TaskAbandoned;
       try {
@@ -223,8 +212,7 @@ export class SandboxPool {
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
       if (profile) recordRun(profile, accounting.ranMs ?? performance.timeOrigin + performance.now() - accounting.startedAt);
       if (accounting.preparing) this.#spares.watch(accounting.threadId, taskId, input.componentId);
-      const drained = task.drain(accounting.messages, DRAIN_TIMEOUT_MS);
-      if (drained) await drained;
+      // Its events and host calls were all handled: the lane delivers them before the answer (see transport/host-end.ts).
       return outcome;
     } finally {
       task.dispose();
@@ -239,8 +227,10 @@ export class SandboxPool {
    * is lost (stopped for another task, or dead): nothing of it ran. Its slot goes back only when a worker answered (control-slots.ts).
    */
   async #work(task: PoolTask, message: TaskWire, profile: ProfileEntry | undefined): Promise<WorkerOutcome | TaskAbandoned> {
-    if (this.#pending++ === 0) this.#keepAlive.port1.ref();
-    this.#bells.inFlight(this.#pending);
+    const queue = this.#dispatch.queue;
+    const accepted = queue.accept();
+    if (accepted === 1) this.#keepAlive.ref();
+    this.#bells.inFlight(accepted);
     let answered = false;
     try {
       for (let reposts = 0; ; reposts += 1) {
@@ -261,8 +251,9 @@ export class SandboxPool {
       }
     } finally {
       this.#held.release(task);
-      if (--this.#pending === 0) this.#keepAlive.port1.unref();
-      this.#bells.inFlight(this.#pending);
+      const left = queue.giveBack();
+      if (left === 0) this.#keepAlive.unref();
+      this.#bells.inFlight(left);
       if (answered) this.#slots.release(task.slot);
     }
   }
@@ -312,30 +303,23 @@ export class SandboxPool {
     this.#stops.stop(threadId, answering);
   }
 
-  /** A message a worker posted on its parentPort: a hello, or one of a task's messages. */
-  #onWorkerPost(post: WorkerPost): void {
-    if (typeof post !== 'object' || post === null) return;
-    if (post.toolhost === 'hello') {
-      const { threadId, tasks, replies, status } = post;
-      this.#replies.set(threadId, replies);
-      this.#spares.add(threadId, status);
-      this.#dispatch.lanes.open(threadId, tasks, this.#bells.add(threadId, post.bell), { tasks: new TaskRing(post.ring), answers: new AnswerRing(post.answers) });
-      this.#lastWorkerError = undefined;
-      // The port closes when its worker exits (stopped by a budget, or by the pool).
-      replies.on('close', () => {
-        if (this.#replies.get(threadId) === replies) this.#replies.delete(threadId);
-        this.#spares.forget(threadId);
-        this.#bells.forget(threadId);
-        this.#stops.forget(threadId);
-        this.#held.forget(threadId);
-        this.#profiles.forget(threadId);
-      });
-      replies.unref();
-      this.#dispatch.drain();
-    } else if (post.toolhost === 'task') {
-      // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
-      this.#routes.get(post.taskId)?.receive(post.message, post.threadId);
-    }
+  /** A message a worker posted on its parentPort: its hello (everything else travels on its lane). */
+  #onWorkerPost(post: unknown): void {
+    if (!isHello(post)) return;
+    const { threadId } = post;
+    this.#spares.add(threadId, post.status);
+    this.#dispatch.lanes.welcome(post, this.#bells.add(threadId, post.bell));
+    this.#lastWorkerError = undefined;
+    this.#dispatch.drain();
+  }
+
+  /** A worker's lane closed: it exited (stopped by a budget, or by the pool). */
+  #forgetWorker(threadId: number): void {
+    this.#spares.forget(threadId);
+    this.#bells.forget(threadId);
+    this.#stops.forget(threadId);
+    this.#held.forget(threadId);
+    this.#profiles.forget(threadId);
   }
 
   /**
@@ -382,6 +366,6 @@ export class SandboxPool {
     this.#spares.stop();
     this.#dispatch.failQueued(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the task ran', { details: { reason: 'worker-exit' } }));
     await this.#piscina.destroy();
-    this.#keepAlive.port1.close();
+    this.#keepAlive.close();
   }
 }

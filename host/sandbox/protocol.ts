@@ -6,24 +6,20 @@
  * new SharedArrayBuffer cost more than the rest of a small task). A call
  * task carries what changes per call; what is the same for every call of one tool under one cap, isolation,
  * limits and network label (its profile) goes to each worker once.
- * Nothing else is made per task: each worker has persistent channels, set
- * up when the worker starts.
- * - tasks and their answers: the task lane, a MessagePort the worker sends in
- *   its hello.
- * - worker → main: the worker's `parentPort` (piscina hands messages it does
- *   not know to the pool's 'message' event); each message names its task.
- * - main → worker: a MessagePort the worker sends in its hello; the worker
- *   reads it synchronously, only while it waits for a host call's answer.
+ * Nothing else is made per task: each worker has one persistent, ordered,
+ * two-way channel, its lane, opened when the worker starts (its hello is the
+ * only message on its `parentPort`). The lane carries tasks in, their
+ * events and host calls out, host calls' answers in, and answers out; how
+ * (ports, shared-memory rings, kicks, doorbells) is the transport's alone
+ * (transport/host-end.ts, transport/worker-end.ts).
  * Each worker also shares one status block with the main thread (sent in its
  * hello): whether it is preparing a spare instance, and since when. The task
  * dispatch (task-dispatch.ts) and the spare watchdog read it; nothing is posted when a spare is
  * done (a message per call cost the main thread a wake-up per call).
  * The control block holds the cooperative cancel flag the guest reads with
- * `cancelled()`, the doorbell of the synchronous host bridge (a guest's
- * `get-state` blocks its worker until the main thread answers), and what the
- * CPU watchdog needs once the guest starts (its thread and CPU reading).
+ * `cancelled()`, the task's claim, and what the CPU watchdog needs once the
+ * guest starts (its thread and CPU reading).
  */
-import type { MessagePort } from 'node:worker_threads';
 import type { ToolErrorData } from '../base/errors.js';
 import type { LogLevel } from '../core/events.js';
 import type { WorkerHeap } from '../core/registry-types.js';
@@ -32,7 +28,7 @@ import type { GuestHttpRequest } from './wasi/http.js';
 
 /** Int32 slots of the control block. */
 export const CONTROL_CANCELLED = 0;
-export const CONTROL_RPC_DOORBELL = 1;
+/** (Int32 slot 1 is free: the host-call doorbell is the lane's now, see transport/worker-end.ts.) */
 /** 1 once the guest is about to run (the slots below are then written). */
 export const CONTROL_STARTED = 2;
 /** The kernel thread id of the guest's thread, or 0 without a per-thread CPU clock. */
@@ -283,12 +279,6 @@ export type WorkerMessage =
    */
   | { type: 'guest-starting' };
 
-/** What a worker posts on its `parentPort`. */
-export type WorkerPost =
-  /** Once, when the worker starts: its task lane, where the main thread answers its host calls, the worker's status block and its lane bell. */
-  | { toolhost: 'hello'; threadId: number; tasks: MessagePort; replies: MessagePort; status: SharedArrayBuffer; bell: SharedArrayBuffer; ring: SharedArrayBuffer; answers: SharedArrayBuffer }
-  | { toolhost: 'task'; taskId: number; threadId: number; message: WorkerMessage };
-
 export type RpcRequest =
   | { op: 'modules'; componentId: string; memoryMb: number }
   | { op: 'get-state'; key: string }
@@ -319,7 +309,7 @@ export type GuestElicitAnswer =
   | { ok: true; value: { action: 'accept' | 'decline' | 'cancel'; content?: string } }
   | { ok: false; error: { code: string; message: string; details?: string } };
 
-/** Main → worker, on the worker's reply port, read synchronously by the worker. */
+/** Main → worker, a host call's answer on the worker's lane, read synchronously by the worker. */
 export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
 /** The compiled core modules of a component, by the file name jco's glue asks for. */
@@ -352,8 +342,6 @@ export interface WorkerAccounting {
   cpuClock: 'thread' | 'process' | 'none';
   /** Linear memory of the instance after the call (memory only grows: its peak), in bytes. */
   peakMemoryBytes?: number;
-  /** Messages posted on the port, so the main thread can wait for all of them. */
-  messages: number;
   /** The worker thread that ran the task. */
   threadId: number;
   /**

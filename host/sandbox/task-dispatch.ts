@@ -12,7 +12,8 @@
  */
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type TaskAnswer, type TaskWire } from './protocol.js';
 import type { PoolTask } from './pool-task.js';
-import { TaskLanes } from './transport/task-lanes.js';
+import { TaskQueue } from './task-queue.js';
+import { TaskLanes, type TaskLaneEvents } from './transport/task-lanes.js';
 import type { WorkerHoldings } from './worker-holdings.js';
 
 /** What the pool knows of its workers that decides where a task goes. */
@@ -37,45 +38,49 @@ export class TaskDispatch {
   readonly lanes: TaskLanes;
   readonly #workers: WorkerStates;
   readonly #held: WorkerHoldings;
-  /** Oldest first; bounded by the pool's admission (SandboxPool.run). */
-  readonly #queue: QueuedTask[] = [];
+  /** The sandbox's queue (task-queue.ts): its admission is the pool's (SandboxPool.run), its waiting list this dispatch's. */
+  readonly queue: TaskQueue<QueuedTask>;
 
-  constructor(workers: WorkerStates, held: WorkerHoldings) {
+  /**
+   * `queue`: the pool's limits (a queue of its own, unbounded, by default: a test's);
+   * `lanes`: where the lanes hand a task's events and host calls, and say a worker's lane closed.
+   */
+  constructor(workers: WorkerStates, held: WorkerHoldings, lanes: Pick<TaskLaneEvents, 'event' | 'closed'> = {}, limits?: { threads: number; maxQueue: number }) {
+    this.queue = new TaskQueue(limits?.threads ?? 1, limits?.maxQueue ?? Number.POSITIVE_INFINITY);
     this.#workers = workers;
     this.#held = held;
-    this.lanes = new TaskLanes({ freed: () => this.drain(), stopping: (threadId) => workers.isDying(threadId) });
+    this.lanes = new TaskLanes({ ...lanes, freed: () => this.drain(), stopping: (threadId) => workers.isDying(threadId) });
   }
 
   /** Post `wire` to a worker that fits now, or queue it until one does. */
   dispatch(task: PoolTask, wire: TaskWire): Promise<TaskAnswer> {
-    if (this.#queue.length === 0) {
+    if (this.queue.length === 0) {
       const threadId = this.#pick(task);
       if (threadId !== undefined) return this.lanes.post(threadId, wire);
     }
     return new Promise<TaskAnswer>((resolve, reject) => {
-      this.#queue.push({ task, wire, resolve, reject });
+      this.queue.push({ task, wire, resolve, reject });
     });
   }
 
   /** Hand queued tasks to workers, oldest first, while one fits (a lane was freed, or a worker said hello). */
   drain(): void {
-    while (this.#queue.length > 0) {
-      const head = this.#queue[0]!;
+    for (let head = this.queue.head(); head !== undefined; head = this.queue.head()) {
       if (Atomics.load(head.task.slot.flags, CONTROL_CLAIM) === CLAIM_ABANDONED) {
-        this.#queue.shift();
+        this.queue.shift();
         head.resolve({ abandoned: head.task.taskId });
         continue;
       }
       const threadId = this.#pick(head.task);
       if (threadId === undefined) return;
-      this.#queue.shift();
+      this.queue.shift();
       this.lanes.send(threadId, head.wire, head.resolve, head.reject);
     }
   }
 
   /** Fail every queued task (the pool closes, or no worker can start). */
   failQueued(error: Error): void {
-    for (const queued of this.#queue.splice(0)) queued.reject(error);
+    for (const queued of this.queue.takeAll()) queued.reject(error);
   }
 
   /** A worker for `task` (recorded as handed over), or undefined when none fits. */

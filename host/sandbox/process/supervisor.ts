@@ -24,6 +24,7 @@ import { resolveOptions, type SandboxPoolOptions, type TaskHandlers, type TaskIn
 import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
 import type { StopSignal } from '../task-stop.js';
+import { TaskQueue } from '../task-queue.js';
 import { childScript } from './child-script.js';
 import type { Job, SandboxChild } from './child-record.js';
 import { DEFAULT_HEARTBEAT_MS, Heartbeat } from './heartbeat.js';
@@ -55,16 +56,15 @@ function abortFailure(signal: StopSignal): ToolhostError {
 
 export class ProcessSandboxPool implements SandboxRunner {
   readonly #options: ChildPoolOptions;
-  readonly #maxQueue: number;
   readonly #moduleBytes: ProcessPoolOptions['moduleBytes'];
   readonly #heartbeatMs: number;
-  readonly #queue: Job[] = [];
+  /** The sandbox's queue (task-queue.ts, as in thread containment): admission, and the jobs not yet handed to a child. */
+  readonly #queue: TaskQueue<Job>;
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
   /** Components compiled ahead of their first call, again in every new child. */
   readonly #warm = new Map<string, { componentId: string; memoryMb: number }>();
   #child: SandboxChild | undefined;
   #restartTimer: NodeJS.Timeout | undefined;
-  #pending = 0;
   #nextId = 1;
   #restarts = 0;
   #idleDeaths = 0;
@@ -81,7 +81,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     const resolved = resolveOptions(pool);
     // The child's own queue never fills: it is given at most `threads` tasks (and the lookahead) at a time.
     this.#options = resolved;
-    this.#maxQueue = resolved.maxQueue;
+    this.#queue = new TaskQueue(resolved.threads, resolved.maxQueue);
     this.#moduleBytes = moduleBytes;
     this.#start();
   }
@@ -91,7 +91,7 @@ export class ProcessSandboxPool implements SandboxRunner {
   }
 
   get queueSize(): number {
-    return Math.max(0, this.#pending - this.#options.threads);
+    return this.#queue.size;
   }
 
   get utilization(): number {
@@ -116,12 +116,11 @@ export class ProcessSandboxPool implements SandboxRunner {
 
   async run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
     if (this.#closed) throw new ToolhostError('TOOL_CRASHED', 'the sandbox pool is closed', { details: { reason: 'worker-exit' } });
-    if (this.#pending >= this.#options.threads + this.#maxQueue) {
-      throw new ToolhostError('OVERLOADED', `the sandbox queue is full (${this.#maxQueue} waiting for ${this.#options.threads} workers); try again later`);
-    }
+    const refusal = this.#queue.refusal();
+    if (refusal) throw refusal;
     if (Date.now() < this.#brokenUntil) throw this.#crashLoopError();
     if (handlers.signal?.aborted) throw abortFailure(handlers.signal);
-    this.#pending += 1;
+    this.#queue.accept();
     try {
       return await new Promise<WorkerOutcome>((resolve, reject) => {
         const job: Job = { id: this.#nextId++, input, handlers, resolve, reject, submittedAt: performance.now() };
@@ -133,8 +132,7 @@ export class ProcessSandboxPool implements SandboxRunner {
             return;
           }
           // Still waiting here: it leaves the queue, having used nothing.
-          const at = this.#queue.indexOf(job);
-          if (at !== -1) this.#queue.splice(at, 1);
+          this.#queue.remove(job);
           handlers.onStopped?.({ waiting: true, queuedMs: performance.now() - job.submittedAt });
           job.reject(abortFailure(handlers.signal!));
         };
@@ -162,7 +160,7 @@ export class ProcessSandboxPool implements SandboxRunner {
         this.#dispatch();
       });
     } finally {
-      this.#pending -= 1;
+      this.#queue.giveBack();
     }
   }
 
@@ -342,7 +340,7 @@ export class ProcessSandboxPool implements SandboxRunner {
         }));
       }
     }
-    this.#queue.unshift(...again.sort((a, b) => a.id - b.id));
+    this.#queue.returnToFront(again.sort((a, b) => a.id - b.id));
     child.jobs.clear();
     if (this.#closed) return;
     // A death that ended calls was paid for by them; one that ended none, in a child that finished nothing, is a loop.
@@ -352,7 +350,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     this.#utilization = 0;
     if (this.#idleDeaths >= MAX_IDLE_DEATHS) {
       this.#brokenUntil = Date.now() + CRASH_LOOP_COOLDOWN_MS;
-      for (const job of this.#queue.splice(0)) job.reject(this.#crashLoopError());
+      for (const job of this.#queue.takeAll()) job.reject(this.#crashLoopError());
       // One more try once the cool-down is over (and one more death breaks again).
       this.#idleDeaths = MAX_IDLE_DEATHS - 1;
       this.#restartTimer = setTimeout(() => this.#start(), CRASH_LOOP_COOLDOWN_MS);
@@ -374,7 +372,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#restartTimer);
-    for (const job of this.#queue.splice(0)) job.reject(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the call ran', { details: { reason: 'worker-exit' } }));
+    for (const job of this.#queue.takeAll()) job.reject(new ToolhostError('TOOL_CRASHED', 'the sandbox pool was closed before the call ran', { details: { reason: 'worker-exit' } }));
     const child = this.#child;
     if (!child || child.exited) return;
     child.heartbeat?.stop();

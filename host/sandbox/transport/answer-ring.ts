@@ -63,6 +63,11 @@ export class AnswerRing extends SharedRing {
     return this.exchangeFlag(1) === 0;
   }
 
+  /** Pool: how many port messages the worker had posted before the next answer in the ring (its slot 9, see lane-codec.ts), or -1 when it holds none. */
+  peekPosted(): number {
+    return this.next() ? this.readNumber(8) : -1;
+  }
+
   /** Pool: the next answer in the ring, if any. */
   take(): ValueMessage | undefined {
     if (!this.next()) return undefined;

@@ -20,7 +20,8 @@
  * a new SharedArrayBuffer object on the receiving side): ~0.5 µs of the
  * main thread's postMessage and ~1 µs of a round trip (2-vCPU VM).
  */
-import type { CallProfile, CallWire, GuestCallContext, Isolation, LaneAnswer, TaskAnswer, TaskWire, WorkerAccounting } from '../protocol.js';
+import type { MessagePort } from 'node:worker_threads';
+import type { CallProfile, CallWire, GuestCallContext, Isolation, LaneAnswer, RpcReply, TaskAnswer, TaskWire, WorkerAccounting, WorkerMessage } from '../protocol.js';
 
 /** What a call carries only sometimes: in one object at the end of its message, when it has any. */
 export type CallExtras = Pick<CallWire, 'fixed' | 'conversationKey' | 'env' | 'filesystem'> & Pick<GuestCallContext, 'conversationId' | 'sessionId' | 'agentName'>;
@@ -37,8 +38,36 @@ export type LaneTask = CallMessage | Exclude<TaskWire, CallWire>;
 /** A kick: the lane's ring holds a call, and the worker was waiting in its event loop (see task-ring.ts). */
 export const LANE_KICK = 0;
 
-/** What a lane's port carries to a worker: a task, or a kick. */
-export type LaneMessage = LaneTask | typeof LANE_KICK;
+/** What a lane's port carries to a worker: a task, a kick, or the answer to a host call. */
+export type LaneMessage = LaneTask | typeof LANE_KICK | RpcReply;
+
+/** Whether a message the worker received is a task (not a kick, not a host call's answer). */
+export const isTask = (message: LaneMessage): message is LaneTask => Array.isArray(message) || (message !== LANE_KICK && 'kind' in message);
+
+/** One of a task's events or host calls, as the lane's port carries it to the pool. */
+export interface LaneEvent {
+  taskId: number;
+  event: WorkerMessage;
+}
+
+/**
+ * What a worker posts on its `parentPort`, once, when it starts (nothing else
+ * goes there): its end of the lane's port, its rings, its lane bell, the
+ * host-call doorbell, and `status` (its spare-status block, which the
+ * transport carries without reading).
+ */
+export interface LaneHello {
+  toolhost: 'hello';
+  threadId: number;
+  port: MessagePort;
+  doorbell: SharedArrayBuffer;
+  bell: SharedArrayBuffer;
+  ring: SharedArrayBuffer;
+  answers: SharedArrayBuffer;
+  status: SharedArrayBuffer;
+}
+
+export const isHello = (post: unknown): post is LaneHello => typeof post === 'object' && post !== null && (post as { toolhost?: unknown }).toolhost === 'hello';
 
 const INSTANCES: ReadonlyArray<WorkerAccounting['instance']> = ['fresh', 'prewarmed', 'restored', 'reused'];
 const ISOLATIONS: readonly Isolation[] = ['call', 'conversation', 'worker'];
@@ -46,14 +75,16 @@ const CPU_CLOCKS: ReadonlyArray<WorkerAccounting['cpuClock']> = ['thread', 'proc
 
 /**
  * A call's value and its accounting: [taskId, value, startedAt, instance,
- * isolation, instantiateMs, cpuMs, cpuClock, peakMemoryBytes, messages,
+ * isolation, instantiateMs, cpuMs, cpuClock, peakMemoryBytes, posted,
  * threadId, preparing, ranMs, keptEvicted] (the three names as their index in the lists above;
- * an absent number as undefined; preparing as 1 or 0).
+ * an absent number as undefined; preparing as 1 or 0). `posted`: the messages
+ * the worker had posted on the lane's port before this answer, which is how an
+ * answer that travels in the answer ring keeps its place (see host-end.ts).
  */
 export type ValueMessage = [number, string, number, number, number, number, number | undefined, number, number | undefined, number, number, number, number | undefined, number | undefined];
 
-/** What a lane carries back to the main thread. */
-export type LaneReply = ValueMessage | LaneAnswer;
+/** What a lane carries back to the main thread: an answer, a task's event or host call, or a kick. */
+export type LaneReply = ValueMessage | LaneAnswer | LaneEvent | typeof LANE_KICK;
 
 /**
  * A task as `threadId`'s lane carries it. `sent`: the control buffers this
@@ -110,17 +141,18 @@ export function decodeTask(message: LaneTask, received: Map<number, SharedArrayB
   return wire;
 }
 
-export function encodeAnswer(taskId: number, answer: TaskAnswer): LaneReply {
+/** `posted`: the messages the worker posted on the port before this answer (read by the pool for an answer in the ring only). */
+export function encodeAnswer(taskId: number, answer: TaskAnswer, posted = 0): ValueMessage | LaneAnswer {
   // Content items (bytes) and a missing value travel as the whole answer, structured-cloned.
   if (!('ok' in answer) || !answer.ok || !('value' in answer) || answer.content !== undefined || answer.noValue === true) return { taskId, answer };
   const a = answer.accounting;
-  return [taskId, answer.value, a.startedAt, INSTANCES.indexOf(a.instance), ISOLATIONS.indexOf(a.isolation), a.instantiateMs, a.cpuMs, CPU_CLOCKS.indexOf(a.cpuClock), a.peakMemoryBytes, a.messages, a.threadId, a.preparing === true ? 1 : 0, a.ranMs, a.keptEvicted];
+  return [taskId, answer.value, a.startedAt, INSTANCES.indexOf(a.instance), ISOLATIONS.indexOf(a.isolation), a.instantiateMs, a.cpuMs, CPU_CLOCKS.indexOf(a.cpuClock), a.peakMemoryBytes, posted, a.threadId, a.preparing === true ? 1 : 0, a.ranMs, a.keptEvicted];
 }
 
-export function decodeAnswer(reply: LaneReply): LaneAnswer {
+export function decodeAnswer(reply: ValueMessage | LaneAnswer): LaneAnswer {
   if (!Array.isArray(reply)) return reply;
-  const [taskId, value, startedAt, instance, isolation, instantiateMs, cpuMs, cpuClock, peakMemoryBytes, messages, threadId, preparing, ranMs, keptEvicted] = reply;
-  const accounting: WorkerAccounting = { startedAt, instance: INSTANCES[instance]!, isolation: ISOLATIONS[isolation]!, instantiateMs, cpuClock: CPU_CLOCKS[cpuClock]!, messages, threadId };
+  const [taskId, value, startedAt, instance, isolation, instantiateMs, cpuMs, cpuClock, peakMemoryBytes, , threadId, preparing, ranMs, keptEvicted] = reply;
+  const accounting: WorkerAccounting = { startedAt, instance: INSTANCES[instance]!, isolation: ISOLATIONS[isolation]!, instantiateMs, cpuClock: CPU_CLOCKS[cpuClock]!, threadId };
   if (cpuMs !== undefined) accounting.cpuMs = cpuMs;
   if (peakMemoryBytes !== undefined) accounting.peakMemoryBytes = peakMemoryBytes;
   if (preparing === 1) accounting.preparing = true;

@@ -5,7 +5,7 @@
  * of its event loop (the spare instance is made first: its preparation was
  * scheduled before the spin), it watches its bell for up to the pool's
  * `spinMicros` and takes a task that arrives (from its port or its ring, see
- * lane-reader.ts), handling it at once. While it spins it does not listen:
+ * worker-end.ts), handling it at once. While it spins it does not listen:
  * the pool puts a call in its ring without a kick. Spins are bounded three
  * ways: only while the pool says one is welcome; never longer than
  * `spinMicros`; and after

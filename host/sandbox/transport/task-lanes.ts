@@ -1,6 +1,8 @@
 /**
- * Task lanes: one persistent channel per worker that carries the pool's
- * tasks to it and their answers back (the worker sends its end in its hello).
+ * Task lanes: the pool's ends of its workers' channels (one per worker, see
+ * host-end.ts and worker-end.ts; the worker sends its end in its hello), and
+ * which tasks each has unanswered. A lane carries a task to its worker and
+ * brings back, in order, the task's events and host calls, then its answer.
  *
  * piscina still owns the workers (it starts them, replaces one that exits,
  * caps their heaps), but a task no longer goes through piscina's per-task
@@ -17,10 +19,11 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ChurnTable } from '../../core/churn-table.js';
 import type { LaneBell } from './lane-bell.js';
-import { LANE_KICK, carriesBuffer, decodeAnswer, encodeTask, type LaneReply } from './lane-codec.js';
+import type { LaneHello } from './lane-codec.js';
+import { HostEnd, type HostEndEvents } from './host-end.js';
 import type { TaskRing } from './task-ring.js';
 import type { AnswerRing } from './answer-ring.js';
-import type { LaneAnswer, TaskAnswer, TaskWire } from '../protocol.js';
+import type { LaneAnswer, RpcReply, TaskAnswer, TaskWire, WorkerMessage } from '../protocol.js';
 
 /** Why a lane's unanswered task failed: its worker exited (`stopped`: the pool stopped it). */
 export class LaneClosed extends Error {
@@ -38,18 +41,12 @@ interface Unanswered {
 }
 
 interface Lane {
-  port: MessagePort;
-  bell: LaneBell | undefined;
-  /** Where plain calls go without a post (see task-ring.ts). */
-  ring: TaskRing | undefined;
-  /** Where the worker leaves call answers (see answer-ring.ts). */
-  answers: AnswerRing | undefined;
+  /** The pool's end of the worker's channel (host-end.ts): how anything reaches the worker or comes back. */
+  end: HostEnd;
   /** A ChurnTable, not a Map: see churn-table.ts. */
   unanswered: ChurnTable<number, Unanswered>;
   /** When the lane last went from idle to busy (performance.now()), while busy. */
   busySince: number;
-  /** The control buffers this lane has carried to its worker, by id (see lane-codec.ts). */
-  sentBuffers: Set<number>;
 }
 
 export interface TaskLaneEvents {
@@ -57,6 +54,10 @@ export interface TaskLaneEvents {
   freed(threadId: number): void;
   /** Whether the pool stopped `threadId` (its tasks fail as stopped rather than exited). */
   stopping(threadId: number): boolean;
+  /** One of task `taskId`'s events or host calls, from `threadId` (before the task's answer, in the order the worker sent them). */
+  event?(threadId: number, taskId: number, event: WorkerMessage): void;
+  /** `threadId`'s lane closed (its worker exited), after its unanswered tasks failed. */
+  closed?(threadId: number): void;
 }
 
 export class TaskLanes {
@@ -72,22 +73,38 @@ export class TaskLanes {
     this.#events = events;
   }
 
-  /** Open `threadId`'s lane on the port its worker sent (with its bell, rung after each task: see lane-bell.ts; and its ring). */
+  /** Open the lane a worker's hello brought (`bell`: the pool's view of the worker's lane bell, see lane-bell.ts). */
+  welcome(hello: LaneHello, bell?: LaneBell): void {
+    this.#add(hello.threadId, (events) => HostEnd.fromHello(hello, events, bell));
+  }
+
+  /** Open `threadId`'s lane on `port` (a test's; with its bell, rung after each task, and its rings). */
   open(threadId: number, port: MessagePort, bell?: LaneBell, rings?: { tasks: TaskRing; answers: AnswerRing }): void {
-    const lane: Lane = { port, bell, ring: rings?.tasks, answers: rings?.answers, unanswered: new ChurnTable(), busySince: 0, sentBuffers: new Set() };
+    this.#add(threadId, (events) => new HostEnd(threadId, port, events, { bell, ring: rings?.tasks, answers: rings?.answers }));
+  }
+
+  #add(threadId: number, open: (events: HostEndEvents) => HostEnd): void {
+    // (The callbacks run only once the port delivers something, after `lane` is set.)
+    const lane: Lane = {
+      end: open({
+        answer: (answer) => this.#answer(threadId, lane, answer),
+        event: (taskId, event) => this.#events.event?.(threadId, taskId, event),
+        // The lane is gone before the answers its worker left are read: a task freed by one goes elsewhere.
+        closing: () => {
+          if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
+        },
+        closed: () => this.#close(threadId, lane),
+      }),
+      unanswered: new ChurnTable(),
+      busySince: 0,
+    };
     this.#lanes.set(threadId, lane);
-    if (this.#polling) lane.answers?.polling(true);
-    port.on('message', (reply: LaneReply | typeof LANE_KICK) => {
-      if (reply === LANE_KICK) {
-        // Cleared before the ring is read: an answer the read misses comes with a kick of its own.
-        lane.answers?.polling(this.#polling);
-        this.#collect(threadId, lane);
-      } else {
-        this.#answer(threadId, lane, decodeAnswer(reply));
-      }
-    });
-    port.on('close', () => this.#close(threadId, lane));
-    port.unref();
+    if (this.#polling) lane.end.polling(true);
+  }
+
+  /** Answer a host call of a task `threadId` runs (nobody waits for it when that worker is gone). */
+  reply(threadId: number, reply: RpcReply): void {
+    this.#lanes.get(threadId)?.end.reply(reply);
   }
 
   /** The workers whose lanes are open, by thread id. */
@@ -128,21 +145,10 @@ export class TaskLanes {
     }
     if (lane.unanswered.size === 0) lane.busySince = performance.now();
     lane.unanswered.set(wire.taskId, { taskId: wire.taskId, resolve, reject });
-    const message = encodeTask(wire, lane.sentBuffers, threadId);
     try {
-      const { ring } = lane;
-      if (ring !== undefined && Array.isArray(message) && ring.carries(message) && ring.push(message)) {
-        // A worker that runs a task or spins takes it when it looks; one in its event loop needs a kick.
-        if (ring.listening) lane.port.postMessage(LANE_KICK);
-      } else {
-        lane.port.postMessage(message);
-      }
-      // After the post: a spinning worker that sees the ring finds the task in its port or ring.
-      lane.bell?.ring();
+      lane.end.send(wire);
     } catch (error) {
-      // Nothing was posted (a value that cannot be cloned): the task fails, the lane goes on; a buffer it carried did not arrive.
-      const carried = carriesBuffer(message);
-      if (carried !== undefined) lane.sentBuffers.delete(carried);
+      // Nothing was sent (a value that cannot be cloned): the task fails, the lane goes on.
       this.#take(lane, wire.taskId);
       reject(error instanceof Error ? error : new Error(String(error)));
     }
@@ -155,21 +161,12 @@ export class TaskLanes {
   polling(on: boolean): void {
     if (on === this.#polling) return;
     this.#polling = on;
-    for (const [threadId, lane] of this.#lanes) {
-      lane.answers?.polling(on);
-      if (!on) this.#collect(threadId, lane);
-    }
+    for (const lane of this.#lanes.values()) lane.end.polling(on);
   }
 
   /** Read every answer the workers left in their rings. */
   collect(): void {
-    for (const [threadId, lane] of this.#lanes) if (lane.answers?.pending === true) this.#collect(threadId, lane);
-  }
-
-  #collect(threadId: number, lane: Lane): void {
-    const ring = lane.answers;
-    if (ring === undefined) return;
-    for (let reply = ring.take(); reply !== undefined; reply = ring.take()) this.#answer(threadId, lane, decodeAnswer(reply));
+    for (const lane of this.#lanes.values()) if (lane.end.pending) lane.end.collect();
   }
 
   /** Share of lane time spent with a task unanswered since the pool started (0..1, over `threads` lanes). */
@@ -199,12 +196,10 @@ export class TaskLanes {
   }
 
   #close(threadId: number, lane: Lane): void {
-    if (this.#lanes.get(threadId) === lane) this.#lanes.delete(threadId);
-    // Answers the worker left before it exited are read, not lost with it (after the lane is gone: a task freed by one goes elsewhere).
-    this.#collect(threadId, lane);
     const unanswered = lane.unanswered.values().map(({ taskId }) => this.#take(lane, taskId)!);
     const stopped = this.#events.stopping(threadId);
     for (const waiting of unanswered) waiting.reject(new LaneClosed(threadId, stopped));
+    this.#events.closed?.(threadId);
     this.#events.freed(threadId);
   }
 }

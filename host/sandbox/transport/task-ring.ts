@@ -19,19 +19,22 @@
  * other's write.) One producer (the pool), one consumer (the worker).
  *
  * What goes in the ring: a call whose message is a taskId, control buffer id
- * and offset, submittedAt, profile id, args, call id, and the conversation,
+ * and offset, submittedAt, profile id, args, call id, the count of port
+ * messages before it, and the conversation,
  * session and agent it may name: no buffer carried, no profile, environment
  * or worktree (those still travel on the port, with anything else). A call
  * that does not fit a slot, or finds the ring full, is posted as before
- * (see shared-ring.ts). The worker reads its port before its ring
- * (see worker/lane-reader.ts): whatever a ring call relies on (its control
- * buffer, its profile) came on the port, before it.
+ * (see shared-ring.ts). Each call in the ring names how many messages the
+ * pool had posted on the port before it, and the worker takes it right after
+ * those (see worker-end.ts): whatever a ring call relies on (its control
+ * buffer, its profile) came on the port before it, and a task posted after
+ * it does not overtake it.
  */
 import type { CallExtras, CallMessage } from './lane-codec.js';
 import { SharedRing, ringBytes, type RingLayout } from './shared-ring.js';
 
 /** Slots: more than the tasks a worker holds at once (see worker-holdings.ts). A call whose strings take more than a slot is posted. */
-const LAYOUT: RingLayout = { slots: 8, slotBytes: 2048, numbers: 5, strings: 6 };
+const LAYOUT: RingLayout = { slots: 8, slotBytes: 2048, numbers: 6, strings: 6 };
 export const RING_SLOTS = LAYOUT.slots;
 /** Bytes of a task ring. */
 export const RING_BYTES = ringBytes(LAYOUT);
@@ -67,9 +70,14 @@ export class TaskRing extends SharedRing {
     return this.fits(units);
   }
 
-  /** Pool: put a call in the ring; false when the ring is full (post it instead). */
-  push(message: RingCall): boolean {
+  /**
+   * Pool: put a call in the ring; false when the ring is full (post it instead).
+   * `posted`: the messages the pool had posted on the lane's port before it (the
+   * worker takes the call after those and before the next: see worker-end.ts).
+   */
+  push(message: RingCall, posted = 0): boolean {
     if (!this.begin()) return false;
+    this.writeNumber(5, posted);
     this.writeNumber(0, message[0]);
     this.writeNumber(1, message[2]);
     this.writeNumber(2, message[3]);
@@ -89,6 +97,11 @@ export class TaskRing extends SharedRing {
   /** Pool: whether the worker has gone back to its event loop (a call put in the ring then needs a kick). Read after `push`. */
   get listening(): boolean {
     return this.loadFlag() === LISTENING;
+  }
+
+  /** Worker: how many port messages came before the next call in the ring (see `push`), or -1 when it holds none. */
+  peekPosted(): number {
+    return this.next() ? this.readNumber(5) : -1;
   }
 
   /** Worker: the next call in the ring, if any. */

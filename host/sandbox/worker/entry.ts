@@ -5,63 +5,54 @@
  * guest can always be stopped by terminating its worker.
  */
 import { performance } from 'node:perf_hooks';
-import { threadId, type MessagePort } from 'node:worker_threads';
+import { threadId } from 'node:worker_threads';
 import type { ToolErrorData } from '../../base/errors.js';
-import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestContent, GuestCapabilities, LaneAnswer, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
-import { LANE_KICK, decodeTask, encodeAnswer, type LaneMessage, type LaneTask } from '../transport/lane-codec.js';
+import type { CallProfile, CallTask, CallWire, CollectTask, CoreModules, DescribeTask, GuestContent, GuestCapabilities, SandboxTask, TaskAnswer, TaskWire, WorkerAccounting, WorkerHeap, WorkerOutcome } from '../protocol.js';
+import { decodeTask, type LaneTask } from '../transport/lane-codec.js';
 import { cpuClockKind, cpuTimeMs, threadTid } from './cpu-clock.js';
 import { acquire, release, type ComponentRuntime } from './component-runtime.js';
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { classifyGuestFailure } from './guest-failure.js';
 import { contentBytes } from '../load/tool-world.js';
-import { HostBridge, OutputLimitExceeded, answerRing, helloMainThread, laneBell, laneRing } from './host-bridge.js';
+import { HostBridge, OutputLimitExceeded, openLane } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
 import { LaneSpin } from '../transport/lane-spin.js';
-import { LaneReader } from '../transport/lane-reader.js';
 
-/** Tasks come on the lane, posted or in its ring (task-lanes.ts); piscina's own dispatch carries only measurement tasks (collect). */
-const lane = helloMainThread();
-const reader = lane ? new LaneReader(lane, laneRing, onLaneMessage) : undefined;
-if (lane && reader) lane.on('message', (message: LaneMessage) => reader.onMessage(message));
+/** Tasks come on the worker's lane (transport/worker-end.ts); piscina's own dispatch carries only measurement tasks (collect). */
+const lane = openLane(onLaneTask);
 /** Spins for the next task after an answer, when the pool welcomes it (see lane-spin.ts). */
-const spin = reader ? new LaneSpin(laneBell, reader, (task) => reader.onMessage(task), idle) : undefined;
+const spin = lane ? new LaneSpin(lane.bell, lane, (task) => lane.take(task), idle) : undefined;
 
 /** The control buffers the lane has carried, by id (see lane-codec.ts). */
 const controlBuffers = new Map<number, SharedArrayBuffer>();
 
-function onLaneMessage(message: LaneTask): void {
+function onLaneTask(message: LaneTask): void {
   if (!lane) return;
   const taskId = Array.isArray(message) ? message[0] : message.taskId;
   let answer: TaskAnswer | Promise<TaskAnswer>;
   try {
     answer = runInTurn(decodeTask(message, controlBuffers), false);
   } catch (error) {
-    postFailure(lane, taskId, error);
+    lane.fail(taskId, error);
+    answered(taskId);
     return;
   }
-  if (answer instanceof Promise) answer.then((settled) => postAnswer(lane, taskId, settled), (error: unknown) => postFailure(lane, taskId, error));
-  else postAnswer(lane, taskId, answer);
-}
-
-/** A call's value goes in the answer ring (with a kick only when the pool neither polls nor has one coming, see answer-ring.ts); anything else is posted. */
-function postAnswer(port: MessagePort, taskId: number, answer: TaskAnswer): void {
-  const reply = encodeAnswer(taskId, answer);
-  if (Array.isArray(reply) && answerRing.push(reply)) {
-    if (answerRing.needsKick()) port.postMessage(LANE_KICK);
+  if (answer instanceof Promise) {
+    answer.then((settled) => {
+      lane.answer(taskId, settled);
+      answered(taskId);
+    }, (error: unknown) => {
+      lane.fail(taskId, error);
+      answered(taskId);
+    });
   } else {
-    port.postMessage(reply);
+    lane.answer(taskId, answer);
+    answered(taskId);
   }
-  answered(taskId);
 }
 
-/** What a task threw (the worker's bug, never the guest's). */
-function postFailure(port: MessagePort, taskId: number, error: unknown): void {
-  port.postMessage({ taskId, error: error instanceof Error ? error.message : String(error) } satisfies LaneAnswer);
-  answered(taskId);
-}
-
-/** A task's answer is posted: what waited for it goes on, and the worker may spin for the next task. */
+/** A task's answer is sent: what waited for it goes on, and the worker may spin for the next task. */
 function answered(taskId: number): void {
   answerPosted(taskId);
   spin?.schedule();
@@ -98,7 +89,7 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
     runtime.spare = instance;
     runtime.spareRestored = false;
   }
-  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', messages: bridge.messages, threadId };
+  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', threadId };
   return { ok: true, tools, accounting };
 }
 
@@ -144,7 +135,6 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
     cpuMs,
     cpuClock: cpuClockKind,
     peakMemoryBytes,
-    messages: bridge.messages,
     threadId,
   };
   if (preparing) accounting.preparing = true;
@@ -157,7 +147,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
 
 function instantiateFailure(task: SandboxTask, bridge: HostBridge, startedAt: number, error: unknown): WorkerOutcome {
   const message = error instanceof Error ? error.message : String(error);
-  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', messages: bridge.messages, threadId };
+  const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: task.kind === 'call' ? task.isolation : 'call', instantiateMs: 0, cpuClock: 'none', threadId };
   return { ok: false, error: { code: 'TOOL_CRASHED', message: `the component could not be instantiated: ${message}`, details: { reason: 'instantiate' } }, accounting };
 }
 

@@ -1,15 +1,11 @@
 /**
- * The worker's side of one task: events go out on the worker's `parentPort`,
- * named by task; the few host calls that need an answer (state, compiled
- * modules, HTTP) block the worker on the control block's doorbell until the
- * main thread replies on the worker's reply port. The guest runs
- * synchronously (Node 20 has no JSPI), so blocking is the only way to answer
- * it mid-call; the main thread is never blocked.
- *
- * The reply port is made once per worker (see `helloMainThread`): a task
- * carries no port of its own, which kept ~30 µs off every call.
+ * The worker's side of one task: its events and host calls go to the pool on
+ * the worker's lane (transport/worker-end.ts, one ordered channel per
+ * worker, opened once when the worker starts: a task carries no port of its
+ * own, which kept ~30 µs off every call). The few host calls that need an
+ * answer (state, compiled modules, HTTP) block the worker until the main
+ * thread answers; the main thread is never blocked.
  */
-import { MessageChannel, parentPort, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
 import {
   CONTROL_BYTES,
   CONTROL_CANCELLED,
@@ -23,46 +19,27 @@ import {
   CLAIM_WAITING,
   DEFAULT_GUEST_OUTPUT_LIMITS,
   CONTROL_F64_STARTED_AT,
-  CONTROL_RPC_DOORBELL,
   CONTROL_STARTED,
   CONTROL_TID,
   type ControlRef,
   type GuestOutputLimits,
-  type RpcReply,
   type RpcRequest,
   type WorkerMessage,
-  type WorkerPost,
 } from '../protocol.js';
-import { LaneBell } from '../transport/lane-bell.js';
-import { TaskRing } from '../transport/task-ring.js';
-import { AnswerRing } from '../transport/answer-ring.js';
+import type { LaneTask } from '../transport/lane-codec.js';
+import { WorkerEnd } from '../transport/worker-end.js';
 import { SpareStatus } from '../spare-status.js';
 
-let replies: MessagePort | undefined;
-/** Host-call ids are unique in the worker, so a late reply to an earlier task's request is told apart. */
-let nextRpcId = 1;
 /** This worker's status block (see spare-status.ts): spare preparations, read by the pool. */
 export const preparation = new SpareStatus();
-/** This worker's lane bell (see lane-bell.ts): how it may spin for its next task. */
-export const laneBell = new LaneBell();
-/** This worker's task ring (see task-ring.ts): plain calls the pool hands it without a post. */
-export const laneRing = new TaskRing();
-/** This worker's answer ring (see answer-ring.ts): call answers the pool reads without a post. */
-export const answerRing = new AnswerRing();
 
-/** Send the main thread this worker's task lane, reply port and status block; once, when the worker starts. Returns the worker's end of the lane. */
-export function helloMainThread(): MessagePort | undefined {
-  if (replies || !parentPort) return undefined;
-  const channel = new MessageChannel();
-  replies = channel.port1;
-  // Read only with receiveMessageOnPort: the port must not keep the thread alive or dispatch events.
-  replies.unref();
-  const lane = new MessageChannel();
-  // The worker waits in its event loop until its first task: a call put in its ring needs a kick.
-  laneRing.listen(true);
-  const hello: WorkerPost = { toolhost: 'hello', threadId, tasks: lane.port2, replies: channel.port2, status: preparation.buffer, bell: laneBell.buffer, ring: laneRing.buffer, answers: answerRing.buffer };
-  parentPort.postMessage(hello, [lane.port2, channel.port2]);
-  return lane.port1;
+/** This worker's lane (undefined until it is open, and outside a worker). */
+let lane: WorkerEnd | undefined;
+
+/** Open this worker's lane, once, when the worker starts (its hello carries the status block); `run` runs each task it brings. */
+export function openLane(run: (task: LaneTask) => void): WorkerEnd | undefined {
+  lane ??= WorkerEnd.hello(preparation.buffer, run);
+  return lane;
 }
 
 /** Thrown into the guest when it sends more than its limits allow; the call ends with OUTPUT_LIMIT_EXCEEDED. */
@@ -79,7 +56,6 @@ export class HostBridge {
   readonly #control: Int32Array;
   readonly #times: Float64Array;
   readonly #limits: GuestOutputLimits | undefined;
-  #messages = 0;
   #events = 0;
   #eventBytes = 0;
   #hostCalls = 0;
@@ -115,18 +91,11 @@ export class HostBridge {
     this.post(message);
   }
 
-  /** Messages posted so far (the main thread waits for all of them before the terminal event). */
-  get messages(): number {
-    return this.#messages;
-  }
-
   post(message: WorkerMessage): void {
     // Past the host-call limit, the host's own warnings about refused calls
     // (a failed get-state is reported as a log line) would be a flood of their own.
     if (this.#hostCallsExceeded && message.type === 'log' && message.source === 'guest') return;
-    this.#messages += 1;
-    const post: WorkerPost = { toolhost: 'task', taskId: this.#taskId, threadId, message };
-    parentPort?.postMessage(post);
+    lane?.event(this.#taskId, message);
   }
 
   /** Take the task for this worker; false when the pool abandoned it first (see CONTROL_CLAIM). */
@@ -190,8 +159,7 @@ export class HostBridge {
    * long as the call may (the call's wall clock stops the worker), so they wait longer.
    */
   request(request: RpcRequest, timeoutMs = LONG_OPS.has(request.op) ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS): unknown {
-    const port = replies;
-    if (!port) throw new Error('the worker has no channel to the main thread');
+    if (!lane) throw new Error('the worker has no channel to the main thread');
     if (request.op !== 'modules' && this.#limits) {
       this.#hostCalls += 1;
       if (this.#hostCalls > this.#limits.maxHostCalls) {
@@ -203,22 +171,6 @@ export class HostBridge {
         throw new Error(`OUTPUT_LIMIT_EXCEEDED: ${message}`);
       }
     }
-    const id = nextRpcId++;
-    Atomics.store(this.#control, CONTROL_RPC_DOORBELL, 0);
-    this.post({ type: 'rpc', id, request });
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new Error(`host did not answer ${request.op} within ${timeoutMs} ms`);
-      Atomics.wait(this.#control, CONTROL_RPC_DOORBELL, 0, remaining);
-      Atomics.store(this.#control, CONTROL_RPC_DOORBELL, 0);
-      // Drain replies; a late reply to an earlier, timed-out request is skipped.
-      for (let received = receiveMessageOnPort(port); received; received = receiveMessageOnPort(port)) {
-        const reply = received.message as RpcReply;
-        if (reply.id !== id) continue;
-        if (reply.ok) return reply.value;
-        throw new Error(reply.error);
-      }
-    }
+    return lane.request(this.#taskId, request, timeoutMs);
   }
 }
