@@ -21,7 +21,7 @@ import { callWithProgress } from './fixtures/mcp/progress.js';
 import { makeRegistry } from './helpers.js';
 import { hasRedis, RedisServer, until } from './redis-server.js';
 
-const TOKENS = [{ principal: 'alice', token: 'alice-token-0123456789' }, { principal: 'bob', token: 'bob-token-0123456789' }, { principal: 'carol', token: 'carol-token-0123456789' }];
+const TOKENS = [{ principal: 'alice', token: 'alice-token-0123456789' }, { principal: 'bob', token: 'bob-token-0123456789' }, { principal: 'carol', token: 'carol-token-0123456789' }, { principal: 'dave', token: 'dave-token-0123456789' }];
 const MAX_PER_PRINCIPAL = 4;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -218,6 +218,31 @@ describe.runIf(hasRedis)('MCP sessions shared by a fleet on Redis: no sticky rou
     const alice = await initialize(hosts[1]!, TOKENS[0]!.token);
     expect(alice.status).toBe(200);
     await alice.text();
+  });
+
+  it('a host with no room to restore a session answers 503 OVERLOADED, not 404 (the client retries instead of opening another)', async () => {
+    const small = { started: [] as string[] };
+    const registry = makeRegistry();
+    for (const tool of tools(small)) registry.register(tool);
+    const server = await startMcpHttpServer(registry, { tokens: TOKENS, sessionDirectory: hosts[0]!.fleet.sessions, maxSessions: 1 });
+    const busy = new Client({ name: 'busy', version: '1.0.0' });
+    try {
+      await busy.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { Authorization: `Bearer ${TOKENS[3]!.token}` } } }));
+      const controller = new AbortController();
+      const running = busy.callTool({ name: 'slow', arguments: { tag: 'hold' } }, undefined, { signal: controller.signal }).catch(() => undefined);
+      await expect.poll(() => small.started).toContain('hold');
+      const opened = await initialize(hosts[0]!, TOKENS[2]!.token);
+      await opened.text();
+      const elsewhere = await raw({ server } as HostUnderTest, TOKENS[2]!.token, { id: 5, method: 'tools/list' }, opened.headers.get('mcp-session-id')!);
+      expect(elsewhere.status).toBe(503);
+      expect(((await elsewhere.json()) as { error: { data: unknown } }).error.data).toEqual({ code: 'OVERLOADED', reason: 'sessions_full' });
+      controller.abort();
+      await running;
+    } finally {
+      await busy.close();
+      await server.close();
+      await registry.close();
+    }
   });
 
   it('a session outlives a Redis restart that lost its record: the host holding it registers it again', async () => {

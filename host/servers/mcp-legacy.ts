@@ -29,7 +29,7 @@ import type { SessionDirectory } from '../core/session-directory.js';
 import { closeCancelledStreams } from './mcp-cancellations.js';
 import { relayForeignMessages, type SessionRelay } from './mcp-relay.js';
 import { createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
-import { SessionTable, type SessionEndReason, type SessionLimits } from './mcp-sessions.js';
+import { SessionTable, type Admit, type SessionEndReason, type SessionLimits } from './mcp-sessions.js';
 import type { ServerLimitMetrics } from './metrics.js';
 import { header, rpcError } from './http-edges.js';
 
@@ -75,6 +75,9 @@ export interface LegacySessions {
 
 const SYNTHETIC = 'http://toolhost.invalid/mcp';
 
+/** A request's session: found, none (404), or no room here to restore it (503/429). */
+type Found = Session | undefined | Extract<Admit, { ok: false }>;
+
 /** Run `expire` when the request's access token expires (`req.auth.expiresAt`, seconds); undefined without one. */
 export function atExpiry(req: IncomingMessage, expire: () => void): NodeJS.Timeout | undefined {
   const expiresAt = (req as IncomingMessage & { auth?: { expiresAt?: number } }).auth?.expiresAt;
@@ -94,7 +97,7 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     session.server.close().catch(() => undefined);
   });
   const pending = new Set<Session>();
-  const restoring = new Map<string, Promise<Session | undefined>>();
+  const restoring = new Map<string, Promise<Found>>();
   let closing = false;
   const sweeper = setInterval(() => sessions.sweep(), Math.min(options.limits.idleMs, 60_000));
   sweeper.unref();
@@ -173,9 +176,10 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
   };
 
   /** Serve a session another host created: restore it here from the directory's record. */
-  const restore = async (id: string, client: string, principal: string | undefined, stateText: string): Promise<Session | undefined> => {
+  const restore = async (id: string, client: string, principal: string | undefined, stateText: string): Promise<Found> => {
     const room = sessions.reserve(client);
-    if (!room.ok) return undefined;
+    // This host is full of busy sessions: the client retries (a 404 would make it open yet another session).
+    if (!room.ok) return room;
     const state = JSON.parse(stateText) as SessionState;
     const session = openSession(id, client, principal, state, true);
     try {
@@ -196,7 +200,7 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
   };
 
   /** The session `id` for this request, or undefined (answered 404 by the caller). */
-  const find = async (id: string, client: string, principal: string | undefined): Promise<Session | undefined> => {
+  const find = async (id: string, client: string, principal: string | undefined): Promise<Found> => {
     const local = sessions.get(id);
     if (directory === undefined || (local !== undefined && !local.shared)) return local !== undefined && local.principal === principal ? local : undefined;
     let record;
@@ -250,6 +254,7 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
         const session = await find(sessionId, client, principal);
         // Another principal's session is not this client's to use, nor to learn about.
         if (session === undefined) return rpcError(res, 404, -32001, NOT_FOUND);
+        if ('ok' in session) return refuse(res, session.reason, session.message, session.reason === 'sessions_full' ? 503 : 429);
         // Ended in the fleet before the client hears it is: its next request, on any host, gets 404.
         if (method === 'DELETE' && session.shared) await directory?.delete(sessionId).catch(() => undefined);
         const done = sessions.use(sessionId);
