@@ -82,6 +82,7 @@ describe('the example file and the embedded defaults', () => {
           maxBodyBytes: 4 * 1024 * 1024,
           maxConnectionsPerClient: 256,
           headersTimeoutMs: 10_000,
+          maxSubscriptions: 1024,
         },
       },
       grpc: {
@@ -472,7 +473,7 @@ describe('resolution', () => {
       mcp: {
         http: {
           enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],
-          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, headersTimeoutMs: 2000,
+          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, headersTimeoutMs: 2000, maxSubscriptions: 1024,
         },
       },
       // gRPC takes the MCP server's token unless it names its own.

@@ -86,6 +86,9 @@ export interface ServerSettings {
     tenantClaim?: string;
     scopeLabels?: Record<string, { network?: string; privilege?: string }>;
     resourceName?: string;
+    maxJwksBytes?: number;
+    /** RFC 7662 introspection of opaque tokens; the secret is read from `clientSecretEnv` when the servers start. */
+    introspection?: { endpoint: string; clientId: string; clientSecretEnv: string; cacheMs?: number };
   };
   mcp: {
     /** How long a call's answer waits for the ping after its last progress notification (ms; absent: the server's default). */
@@ -108,6 +111,8 @@ export interface ServerSettings {
       maxConnections?: number;
       maxConnectionsPerClient: number;
       headersTimeoutMs: number;
+      /** 2026-07-28 `subscriptions/listen` streams open at once on this host. */
+      maxSubscriptions: number;
     };
   };
   grpc: {
@@ -178,4 +183,6 @@ export interface ClusterSettings {
   commandTimeoutMs?: number;
   state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
+  /** MCP sessions in Redis (their TTL is the MCP server's session idle time). */
+  sessions?: { maxSessions?: number; maxPerPrincipal?: number };
 }

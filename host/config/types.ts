@@ -48,6 +48,7 @@ export interface ClusterSection {
   command_timeout_ms?: number;
   state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number };
   limits?: { per_tool?: Record<string, number>; per_tenant?: Record<string, number> };
+  sessions?: { max_sessions?: number; max_per_principal?: number };
 }
 
 /** The host's own log levels (`TOOLHOST_LOG` overrides the file's). */
@@ -196,6 +197,8 @@ export interface OAuthSection {
   tenant_claim?: string;
   scope_labels?: Record<string, { network?: string; privilege?: string }>;
   resource_name?: string;
+  max_jwks_bytes?: number;
+  introspection?: { endpoint: string; client_id: string; client_secret_env: string; cache_ms?: number };
 }
 
 export interface ServersSection {
@@ -216,6 +219,7 @@ export interface ServersSection {
       max_connections?: number;
       max_connections_per_client?: number;
       headers_timeout_ms?: number;
+      max_subscriptions?: number;
     };
   };
   grpc?: {

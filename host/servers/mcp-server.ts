@@ -475,7 +475,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 let cachedVersion: string | undefined;
 
 /** toolhost's version, from its package.json (found upwards from this file, in sources and in dist/). */
-function packageVersion(): string {
+export function packageVersion(): string {
   if (cachedVersion !== undefined) return cachedVersion;
   cachedVersion = '0.0.0';
   let dir = dirname(fileURLToPath(import.meta.url));
