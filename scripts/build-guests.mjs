@@ -34,11 +34,15 @@ const examples = {
   outDir: join(root, 'guest-tools', 'dist'),
   guests: [
     { name: 'text', kind: 'js', source: 'guest-tools/text/index.js' },
-    { name: 'json', kind: 'js', source: 'guest-tools/json/index.js' },
+    // The 0.2.0 world: titles, annotations and an icon (guest-tools/js-sdk/mcp.js).
+    { name: 'json', kind: 'js', source: 'guest-tools/json/index.js', witPath: witV2Path },
     // fetch() needs componentize-js's `http` feature (wasi:http imports).
     { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'] },
     { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'] },
     { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
+    // The MCP conformance suite's tools, prompts and resources (0.2.0, world mcp-provider). In a folder of its
+    // own, so loading guest-tools/dist as a directory of example tools never sees it; served by conformance.yaml.
+    { name: 'conformance/conformance', kind: 'js', source: 'guest-tools/conformance/index.js', witPath: witV2Path, world: 'mcp-provider' },
     // Not a component: the Extism plugin `toolhost bench` measures as a peer (its own folder, so loading
     // guest-tools/dist as a directory of components never sees it).
     { name: 'peers/extism-echo', kind: 'extism', sources: ['guest-tools/extism/echo.c'] },
@@ -53,6 +57,8 @@ const fixtures = {
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
     // Guests of the 0.2.0 world, their canonical ABI written by hand (the C SDK speaks 0.1.0).
     ...listFiles('test/fixtures/guests/c-v0.2', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2/${file}`], witPath: witV2Path, withSdk: false })),
+    // The same, of the world that also exports prompts and resources.
+    ...listFiles('test/fixtures/guests/c-v0.2-mcp', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2-mcp/${file}`], witPath: witV2Path, world: 'mcp-provider', withSdk: false })),
   ],
 };
 
@@ -132,14 +138,15 @@ async function buildSet(set, { force }) {
       await buildJsComponent({
         source: join(root, guest.source),
         outFile,
-        witPath,
+        witPath: guest.witPath ?? witPath,
+        ...(guest.world === undefined ? {} : { world: guest.world }),
         cwd: root,
         ...(guest.disableFeatures ? { disableFeatures: guest.disableFeatures } : {}),
         ...(guest.guardExceptions === undefined ? {} : { guardExceptions: guest.guardExceptions }),
       });
     } else {
       // buildCComponent compiles the SDK's toolhost.c into each C guest.
-      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath: guest.witPath ?? witPath, ...(guest.withSdk === false ? { withSdk: false } : {}) });
+      await buildCComponent({ sources: guest.sources.map((source) => join(root, source)), outFile, witPath: guest.witPath ?? witPath, ...(guest.world === undefined ? {} : { world: guest.world }), ...(guest.withSdk === false ? { withSdk: false } : {}) });
     }
     await writeFile(stampFile, hash);
     console.log(`guests: built ${label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -26,7 +26,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Where CallOptions may be named: its definition, admission, the registry that takes it, and the entry points and adapters above. */
-const MAY_NAME_CALL_OPTIONS = [/^core\/call\/options\.ts$/, /^core\/call\/admission\.ts$/, /^core\/registry\.ts$/, /^index\.ts$/, /^runner\.ts$/, /^servers\//, /^compose\//, /^cli\//, /^bench\//];
+const MAY_NAME_CALL_OPTIONS = [/^core\/call\/options\.ts$/, /^core\/call\/admission\.ts$/, /^core\/registry\.ts$/, /^core\/surfaces\.ts$/, /^index\.ts$/, /^runner\.ts$/, /^servers\//, /^compose\//, /^cli\//, /^bench\//];
 
 function namesCallOptions(file: string): boolean {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false);

@@ -82,6 +82,7 @@ describe('the example file and the embedded defaults', () => {
           maxBodyBytes: 4 * 1024 * 1024,
           maxConnectionsPerClient: 256,
           headersTimeoutMs: 10_000,
+          maxSubscriptions: 1024,
         },
       },
       grpc: {
@@ -345,7 +346,7 @@ describe('mistakes are reported at their file, line and column', () => {
   it('every problem of a stage is listed, in document order', async () => {
     const { error, file } = await configError(['host:', '  approval: sometimes', 'tools:', '  - isolation: call', 'admin_tools: yes']);
     expect(error.details.problems).toEqual([
-      `${file}:2:13: host.approval must be one of never, always (got "sometimes")`,
+      `${file}:2:13: host.approval must be one of never, always, ask (got "sometimes")`,
       `${file}:4:5: tools[0] is missing the required key "path"`,
       `${file}:5:14: admin_tools must be true or false (got "yes")`,
     ]);
@@ -472,7 +473,7 @@ describe('resolution', () => {
       mcp: {
         http: {
           enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],
-          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, headersTimeoutMs: 2000,
+          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, headersTimeoutMs: 2000, maxSubscriptions: 1024,
         },
       },
       // gRPC takes the MCP server's token unless it names its own.

@@ -31,6 +31,12 @@ describe('importing an MCP server over stdio', () => {
     expect(registry.definitions('mcp').find((tool) => tool.name === 'remote.divide')?.inputSchema).toMatchObject({ type: 'object', required: ['a', 'b'] });
   });
 
+  it('lists the remote server\'s annotations as it gives them (the host cannot see what its tools do)', () => {
+    const mcp = registry.definitions('mcp');
+    expect(mcp.find((tool) => tool.name === 'remote.divide')?.annotations).toEqual({ readOnlyHint: true, idempotentHint: true });
+    expect(mcp.find((tool) => tool.name === 'remote.countdown')?.annotations).toEqual({ idempotentHint: false });
+  });
+
   it('calls a remote tool through registry.execute and returns its structured content', async () => {
     const result = await registry.execute('remote.divide', { a: 7, b: 2 });
     expect(result.isError).toBe(false);

@@ -38,7 +38,7 @@ describe('toolhost serving MCP over stdio (a spawned process)', () => {
   it('lists its tools', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(['burst', 'refuse', 'shout', 'ticks']);
-    expect(tools.find((tool) => tool.name === 'shout')?.annotations).toEqual({ readOnlyHint: true, idempotentHint: true });
+    expect(tools.find((tool) => tool.name === 'shout')?.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
   });
 
   it('calls a tool, and keeps console output off stdout', async () => {

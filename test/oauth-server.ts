@@ -34,19 +34,44 @@ export interface TestAuthorizationServer {
   token(claims: Record<string, unknown>, key?: SigningKey): Promise<string>;
   /** The same claims, `alg: none`. */
   unsigned(claims: Record<string, unknown>): string;
+  /** An opaque token whose introspection answers these claims (default ones overridden; `active: false` makes it inactive). */
+  opaque(claims: Record<string, unknown>): string;
+  /** Introspection requests answered so far (with the right client credentials). */
+  readonly introspections: number;
   close(): Promise<void>;
 }
+
+/** The client credentials the introspection endpoint accepts (HTTP Basic). */
+export const INTROSPECTION_CLIENT = { clientId: 'toolhost rs', clientSecret: 's3cret:+/' };
 
 export async function startAuthorizationServer(options: { audience: string; keys: SigningKey[] }): Promise<TestAuthorizationServer> {
   let keys = options.keys;
   let jwksFetches = 0;
   let metadataFetches = 0;
+  let introspections = 0;
   let issuer = '';
+  const opaqueTokens = new Map<string, Record<string, unknown>>();
   const server: Server = createServer((req, res) => {
     const send = (body: unknown): void => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
+    if (req.url === '/introspect' && req.method === 'POST') {
+      // RFC 6749 2.3.1: the id and secret are form-encoded, then joined for Basic.
+      const basic = Buffer.from(`${encodeURIComponent(INTROSPECTION_CLIENT.clientId)}:${encodeURIComponent(INTROSPECTION_CLIENT.clientSecret)}`).toString('base64');
+      if (req.headers.authorization !== `Basic ${basic}`) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid_client"}');
+        return;
+      }
+      let body = '';
+      req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        introspections += 1;
+        const token = new URLSearchParams(body).get('token') ?? '';
+        send(opaqueTokens.get(token) ?? { active: false });
+      });
+      return;
+    }
     if (req.url === '/.well-known/oauth-authorization-server') {
       metadataFetches += 1;
       return send({ issuer, jwks_uri: `${issuer}/jwks`, token_endpoint: `${issuer}/token`, response_types_supported: ['code'] });
@@ -72,6 +97,15 @@ export async function startAuthorizationServer(options: { audience: string; keys
     },
     get metadataFetches() {
       return metadataFetches;
+    },
+    get introspections() {
+      return introspections;
+    },
+    opaque(claims) {
+      const token = `opaque-${opaqueTokens.size}-${Math.random().toString(36).slice(2)}`;
+      const { exp, ...rest } = claimsOf(claims) as Record<string, unknown>;
+      opaqueTokens.set(token, { active: true, ...rest, ...(exp === undefined ? {} : { exp }) });
+      return token;
     },
     rotate(next) {
       keys = next;

@@ -19,11 +19,11 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../host/config/index.js';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
-import { createAuthenticator } from '../host/servers/auth/authenticator.js';
+import { createAuthenticator, createOAuthVerifier } from '../host/servers/auth/authenticator.js';
 import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { makeRegistry, root } from './helpers.js';
-import { makeKey, startAuthorizationServer, type SigningKey, type TestAuthorizationServer } from './oauth-server.js';
+import { INTROSPECTION_CLIENT, makeKey, startAuthorizationServer, type SigningKey, type TestAuthorizationServer } from './oauth-server.js';
 
 type Callback<T> = (error: grpc.ServiceError | null, value?: T) => void;
 interface ToolServiceClient extends grpc.Client {
@@ -146,6 +146,46 @@ describe('OAuth access tokens on MCP HTTP and gRPC', () => {
     expect(none.headers.get('www-authenticate')).toBe('Bearer resource_metadata="https://tools.example.test/.well-known/oauth-protected-resource/mcp"');
   });
 
+  it('maps a subject outside the principal alphabet one-to-one (Auth0\'s auth0|id), and refuses an empty or huge one', async () => {
+    const whoami = async (sub: string): Promise<unknown> => {
+      const client = await mcpClient(await as.token({ sub }));
+      try {
+        return ((await client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult).structuredContent;
+      } finally {
+        await client.close();
+      }
+    };
+    expect(await whoami('auth0|5f3a9c')).toEqual({ principal: 'auth0%7C5f3a9c' });
+    // The encoded form as a literal subject is another principal: % is encoded too.
+    expect(await whoami('auth0%7C5f3a9c')).toEqual({ principal: 'auth0%257C5f3a9c' });
+    expect(await whoami('ünïcode user')).toEqual({ principal: '%C3%BCn%C3%AFcode%20user' });
+    expect(await grpcCall(await as.token({ sub: 'google-oauth2|1234' }), 'whoami')).toEqual({ principal: 'google-oauth2%7C1234' });
+    for (const sub of ['', '|'.repeat(43)]) {
+      const response = await postInitialize(await as.token({ sub }));
+      expect({ sub, status: response.status }).toEqual({ sub, status: 401 });
+      await response.text();
+    }
+  });
+
+  it('ends a session\'s event stream (GET) when the token that opened it expires', async () => {
+    const token = await as.token({ exp: now() + 2 });
+    const opened = await postInitialize(token);
+    expect(opened.status).toBe(200);
+    await opened.text();
+    const session = opened.headers.get('mcp-session-id')!;
+    const headers = { Authorization: `Bearer ${token}`, 'Mcp-Session-Id': session, Accept: 'text/event-stream' };
+    const initialized = await fetch(mcp.url, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    expect(initialized.status).toBe(202);
+    const started = Date.now();
+    const stream = await fetch(mcp.url, { headers });
+    expect(stream.status).toBe(200);
+    // Read to its end: it ends at the token's expiry (it never did before).
+    await stream.text();
+    const lived = Date.now() - started;
+    expect(lived).toBeGreaterThan(500);
+    expect(lived).toBeLessThan(4_000);
+  });
+
   it('serves RFC 9728 protected-resource metadata without a token', async () => {
     const base = mcp.url.replace(/\/mcp$/, '');
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
@@ -225,6 +265,93 @@ describe('OAuth options', () => {
     const key = await makeKey('k', 'ES256');
     const token = await new SignJWT({ sub: 'alice' }).setProtectedHeader({ alg: 'ES256', kid: 'k' }).setIssuer('http://127.0.0.1:9').setAudience(AUDIENCE).setExpirationTime('5m').sign(key.privateKey);
     expect(await auth.authenticate(`Bearer ${token}`)).toMatchObject({ ok: false, status: 503, reason: 'unavailable' });
+  });
+});
+
+describe('one OAuth verifier for MCP HTTP and gRPC', () => {
+  it('fetches the issuer\'s metadata and key set once for both servers', async () => {
+    const key = await makeKey('shared', 'ES256');
+    const as = await startAuthorizationServer({ audience: AUDIENCE, keys: [key] });
+    const registry = makeRegistry();
+    registry.register(defineNativeTool({ name: 'whoami', description: 'principal', inputSchema: { type: 'object' }, run: (_args, ctx) => ({ principal: ctx.principal ?? null }) }));
+    const tokens = [{ principal: 'ci', token: 'static-ci-token' }];
+    const oauthVerifier = createOAuthVerifier({ issuer: as.issuer, audience: AUDIENCE }, ['ci', 'bearer']);
+    const mcp = await startMcpHttpServer(registry, { oauthVerifier, tokens });
+    const server = await startGrpcServer(registry, { port: 0, oauthVerifier, tokens, shutdownTimeoutMs: 200 });
+    const client = new toolPackage.sw4rm.tool.ToolService(server.address, grpc.credentials.createInsecure()) as unknown as ToolServiceClient;
+    try {
+      const token = await as.token({ sub: 'carol' });
+      const response = await fetch(mcp.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}` }, body: INITIALIZE });
+      expect(response.status).toBe(200);
+      await response.text();
+      const metadata = new grpc.Metadata();
+      metadata.set('authorization', `Bearer ${token}`);
+      const answer = await new Promise<unknown>((resolve, reject) => client.Call({ tool_name: 'whoami', args: Buffer.from('{}') }, metadata, (error, frame) => (error ? reject(error) : resolve(JSON.parse(frame!.data.toString('utf8'))))));
+      expect(answer).toEqual({ principal: 'carol' });
+      expect({ metadata: as.metadataFetches, jwks: as.jwksFetches }).toEqual({ metadata: 1, jwks: 1 });
+      // A server whose static principals the shared verifier does not reserve is refused at start.
+      await expect(startMcpHttpServer(registry, { oauthVerifier, tokens: [{ principal: 'dave', token: 'dave-token-0123' }] })).rejects.toThrow(/reserve/);
+    } finally {
+      client.close();
+      await server.close();
+      await mcp.close();
+      await registry.close();
+      await as.close();
+    }
+  });
+});
+
+describe('opaque access tokens by RFC 7662 introspection', () => {
+  it('serves an active token as its subject (the answer cached), and refuses inactive, expired, foreign ones; a bad client secret is 503', async () => {
+    const key = await makeKey('k', 'ES256');
+    const as = await startAuthorizationServer({ audience: AUDIENCE, keys: [key] });
+    const introspection = { endpoint: `${as.issuer}/introspect`, ...INTROSPECTION_CLIENT };
+    try {
+      const auth = createAuthenticator({ oauth: { issuer: as.issuer, audience: AUDIENCE, introspection, scopeLabels: SCOPE_LABELS } })!;
+      const token = as.opaque({ sub: 'auth0|erin', scope: 'tools:read' });
+      for (let i = 0; i < 3; i += 1) {
+        expect(await auth.authenticate(`Bearer ${token}`)).toMatchObject({ ok: true, caller: { principal: 'auth0%7Cerin', kind: 'oauth', labelCeiling: { privilege: 'DEFAULT' } } });
+      }
+      expect(as.introspections).toBe(1);
+      const refused: Record<string, string> = {
+        inactive: as.opaque({ active: false }),
+        unknown: 'never-issued',
+        expired: as.opaque({ exp: Math.floor(Date.now() / 1000) - 60 }),
+        audience: as.opaque({ aud: 'https://other.example.test/mcp' }),
+        issuer: as.opaque({ iss: 'https://other-issuer.example.test' }),
+        'no exp': as.opaque({ exp: undefined }),
+        'static principal': as.opaque({ sub: 'ci' }),
+      };
+      const strict = createAuthenticator({ oauth: { issuer: as.issuer, audience: AUDIENCE, introspection }, tokens: [{ principal: 'ci', token: 'static-ci-token' }] })!;
+      for (const [name, opaque] of Object.entries(refused)) {
+        expect({ name, answer: await strict.authenticate(`Bearer ${opaque}`) }).toMatchObject({ name, answer: { ok: false, status: 401, error: 'invalid_token' } });
+      }
+      // JWTs still go to the key set, not to the endpoint.
+      const before = as.introspections;
+      expect(await strict.authenticate(`Bearer ${await as.token({ sub: 'frank' })}`)).toMatchObject({ ok: true, caller: { principal: 'frank' } });
+      expect(as.introspections).toBe(before);
+      const wrongSecret = createAuthenticator({ oauth: { issuer: as.issuer, audience: AUDIENCE, introspection: { ...introspection, clientSecret: 'nope' } } })!;
+      expect(await wrongSecret.authenticate(`Bearer ${as.opaque({})}`)).toMatchObject({ ok: false, status: 503 });
+    } finally {
+      await as.close();
+    }
+  });
+});
+
+describe('the key set is read up to max_jwks_bytes', () => {
+  it('refuses to check tokens (503) while the key set is larger than the cap, and checks them once it fits', async () => {
+    const keys = await Promise.all([1, 2, 3, 4].map((n) => makeKey(`big-${n}`, 'RS256')));
+    const as = await startAuthorizationServer({ audience: AUDIENCE, keys });
+    try {
+      const auth = createAuthenticator({ oauth: { issuer: as.issuer, jwksUri: `${as.issuer}/jwks`, audience: AUDIENCE, maxJwksBytes: 1024, jwksCooldownMs: 0 } })!;
+      const token = await as.token({});
+      expect(await auth.authenticate(`Bearer ${token}`)).toMatchObject({ ok: false, status: 503, reason: 'unavailable' });
+      expect(as.jwksFetches).toBe(1);
+      as.rotate([keys[0]!]);
+      expect(await auth.authenticate(`Bearer ${token}`)).toMatchObject({ ok: true, caller: { principal: 'alice' } });
+    } finally {
+      await as.close();
+    }
   });
 });
 

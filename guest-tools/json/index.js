@@ -1,6 +1,7 @@
 // Component `json`: example JSON tools for toolhost.
 //
-// Built with componentize-js against wit/tool.wit (world `tool-provider`).
+// Built with componentize-js against wit/v0.2/tool.wit (world `tool-provider`), with the JS toolkit's
+// defineMcpComponent: titles, annotations and an icon besides the 0.1.0 fields.
 // Tools: json_query (a JSONPath subset, implemented here) and json_pointer
 // (RFC 6901 get). Neither streams, prints or uses state.
 //
@@ -8,7 +9,13 @@
 // which the bindings lift into the WIT `tool-error`; anything else thrown is
 // turned into an `UNCAUGHT_EXCEPTION` tool-error so a bug never traps the component.
 
-import { defineComponent, isObject, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
+import { defineMcpComponent } from '../js-sdk/mcp.js';
+import { isObject, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
+
+/** What the author says (the host lists what the grant allows, and never less cautious than this). */
+const PURE = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+/** A small braces icon. */
+const ICON = [{ src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAxNiAxNiI+PHRleHQgeT0iMTIiPnt9PC90ZXh0Pjwvc3ZnPg==', mimeType: 'image/svg+xml', sizes: ['any'] }];
 
 const hasOwn = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 
@@ -348,6 +355,9 @@ const TOOLS = [
     },
     streaming: false,
     idempotent: true,
+    title: 'JSON query',
+    annotations: PURE,
+    icons: ICON,
     run: jsonQuery,
   },
   {
@@ -376,8 +386,11 @@ const TOOLS = [
     },
     streaming: false,
     idempotent: true,
+    title: 'JSON pointer',
+    annotations: PURE,
+    icons: ICON,
     run: jsonPointer,
   },
 ];
 
-export const tool = defineComponent('json', TOOLS);
+export const tool = defineMcpComponent('json', TOOLS);

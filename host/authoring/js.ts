@@ -68,8 +68,10 @@ const RENDERED_IMPORT = /^(?:import|export)\b[^;'"]*?\bfrom\s*["']((?:wasi|toolh
  * becomes the tool-error UNCAUGHT_EXCEPTION carrying its message and stack,
  * instead of trapping the instance ("wasm 'unreachable' instruction executed").
  */
-function entryModule(source: string): string {
-  return `import * as guest from ${JSON.stringify(source)};
+function entryModule(source: string, alsoExports: readonly string[]): string {
+  // Interfaces the world exports besides the tool interface (0.2.0's prompts and resources): the author's, as they are.
+  const passed = alsoExports.map((name) => `export const ${name} = guest.${name};\n`).join('');
+  return `${passed}import * as guest from ${JSON.stringify(source)};
 const inner = guest.tool;
 if (inner === null || typeof inner !== 'object' || typeof inner.describe !== 'function' || typeof inner.call !== 'function') {
   throw new Error(${JSON.stringify(`${source} must export \`tool\`: an object with describe() and call(name, args)`)});
@@ -105,6 +107,12 @@ export const tool = {
   },
 };
 `;
+}
+
+/** The interfaces `world` exports besides `tool` (e.g. 0.2.0's `prompts` and `resources` in world mcp-provider). */
+function otherWorldExports(wit: string, world: string): string[] {
+  const block = new RegExp(`^world ${world} \\{$([\\s\\S]*?)^\\}`, 'm').exec(wit)?.[1] ?? '';
+  return [...block.matchAll(/^\s*export ([a-z][a-z0-9-]*);/gm)].map((match) => match[1]!).filter((name) => name !== 'tool');
 }
 
 async function loadRolldown(): Promise<typeof import('rolldown')> {
@@ -150,7 +158,7 @@ export interface GuestBundle {
  * Bundle `source` and what it imports into one ES module. Host and WASI imports stay imports; a WASI import is
  * mapped to the version the engine imports (wasi-world.ts), and one the build cannot bind is refused here.
  */
-export async function bundleGuest(source: string, cwd: string, guardExceptions = true): Promise<GuestBundle> {
+export async function bundleGuest(source: string, cwd: string, guardExceptions = true, alsoExports: readonly string[] = []): Promise<GuestBundle> {
   const { rolldown } = await loadRolldown();
   const entry = resolve(source);
   const toolkit = jsToolkitPath();
@@ -179,7 +187,7 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
             return id === ENTRY ? ENTRY : null;
           },
           load(id: string) {
-            if (id === ENTRY) return entryModule(entry);
+            if (id === ENTRY) return entryModule(entry, alsoExports);
             if (id.startsWith('\0') || readableModule(roots, id)) return null;
             throw new BuildError('PROJECT_INVALID', `the module ${JSON.stringify(id)} resolves outside the project (after symlinks); a build reads only the project, its node_modules and the guest toolkit`);
           },
@@ -207,11 +215,12 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
 export async function buildJsComponent(options: JsBuildOptions): Promise<JsBuildResult> {
   const { source, outFile, witPath = worldWitPath(), world = 'tool-provider', disableFeatures = ['http', 'fetch-event'] } = options;
   const started = performance.now();
-  const { code, imports } = await bundleGuest(source, options.cwd ?? dirname(resolve(source)), options.guardExceptions ?? true);
+  const witText = await readFile(witPath, 'utf8');
+  const { code, imports } = await bundleGuest(source, options.cwd ?? dirname(resolve(source)), options.guardExceptions ?? true, otherWorldExports(witText, world));
   const { componentize } = await loadComponentize();
   // componentize-js reads a witPath through its own WASI shim, which has no preopens: pass the WIT as text,
   // with the WASI interfaces the bundle imports (e.g. wasi:filesystem for the worktree) added to the world.
-  const witWorld = worldWithWasiImports(await readFile(witPath, 'utf8'), world, imports);
+  const witWorld = worldWithWasiImports(witText, world, imports);
   const tmp = await mkdtemp(join(tmpdir(), 'toolhost-js-'));
   let component: Uint8Array;
   try {

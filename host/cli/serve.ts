@@ -119,7 +119,22 @@ export async function serve(options: ServeOptions): Promise<number> {
     });
     const progressFlush = config.servers.mcp.progressFlushMs === undefined ? {} : { progressFlushMs: config.servers.mcp.progressFlushMs };
     // OAuth access tokens (both servers); the servers check the options (https, or http on loopback) when they start.
-    const oauth = config.servers.oauth === undefined ? {} : { oauth: config.servers.oauth };
+    // One verifier for both servers: the issuer's metadata and key set are fetched and cached once.
+    let oauth: { oauthVerifier?: import('../servers/auth/authenticator.js').OAuthVerifier } = {};
+    if (config.servers.oauth !== undefined) {
+      const [{ createOAuthVerifier }, { SHARED_TOKEN_PRINCIPAL }] = await Promise.all([import('../servers/auth/authenticator.js'), import('../servers/principals.js')]);
+      const { introspection, ...settings } = config.servers.oauth;
+      let secret: string | undefined;
+      if (introspection !== undefined) {
+        secret = process.env[introspection.clientSecretEnv];
+        if (!secret) throw new ToolhostError('INVALID_INPUT', `servers.auth.oauth.introspection.client_secret_env names ${introspection.clientSecretEnv}, which is not set in the environment`);
+      }
+      const options = introspection === undefined || secret === undefined ? settings : {
+        ...settings,
+        introspection: { endpoint: introspection.endpoint, clientId: introspection.clientId, clientSecret: secret, ...(introspection.cacheMs === undefined ? {} : { cacheMs: introspection.cacheMs }) },
+      };
+      oauth = { oauthVerifier: createOAuthVerifier(options, [...tokens.map((entry) => entry.principal), SHARED_TOKEN_PRINCIPAL]) };
+    }
 
     if (chosen.mcp === 'http') {
       const http = config.servers.mcp.http;
@@ -146,6 +161,9 @@ export async function serve(options: ServeOptions): Promise<number> {
         ...(http.maxConnections === undefined ? {} : { maxConnections: http.maxConnections }),
         maxConnectionsPerClient: http.maxConnectionsPerClient,
         headersTimeoutMs: http.headersTimeoutMs,
+        maxSubscriptions: http.maxSubscriptions,
+        // In a fleet, 2025-era sessions live in Redis: any host serves any session.
+        ...(host.fleet === undefined ? {} : { sessionDirectory: host.fleet.sessions }),
         metrics,
         limitMetrics: metrics.limits,
         health: () => ({ pool: registry.sandboxStats() ?? null, ...(host.fleet === undefined ? {} : { fleet: registry.fleetStatus() }) }),

@@ -88,7 +88,12 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
   const base = registryOptions(config, options.overrides);
   // A fleet: state and calls in Redis, unless an embedder passed its own state store.
   // The Redis client loads only for a host in a fleet.
-  const fleet = config.cluster === undefined ? undefined : (await import('../fleet/index.js')).openFleet({ ...config.cluster, ...(options.describeHost === undefined ? {} : { describe: options.describeHost }) }, base.logger ?? createDefaultLogger());
+  const fleet = config.cluster === undefined ? undefined : (await import('../fleet/index.js')).openFleet({
+    ...config.cluster,
+    // MCP sessions in Redis live as long as an idle session on one host.
+    sessions: { ...config.cluster.sessions, ttlMs: config.servers.mcp.http.sessionIdleMs },
+    ...(options.describeHost === undefined ? {} : { describe: options.describeHost }),
+  }, base.logger ?? createDefaultLogger());
   const registry = createRegistry(fleet === undefined ? base : { stateStore: fleet.stateStore, ...base, fleet: fleet.directory });
   // The config file and the MCP servers it runs: no call's writable worktree may overlap them.
   registry.hostOwnedPaths.addAll(resolvedOwnedPaths(config));

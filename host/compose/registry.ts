@@ -6,6 +6,7 @@
 import { createDefaultLogger } from '../base/logger.js';
 import { ToolRegistry, type ToolRegistryOptions } from '../core/registry.js';
 import { denyAllApprovals, type ApprovalHook } from '../policy/approval.js';
+import { askCallerApproval } from '../policy/approval-elicitation.js';
 import { createAuditLog } from '../policy/audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { Sandbox } from '../sandbox/sandbox.js';
@@ -57,6 +58,9 @@ export function storeDirOf(distribution: DistributionOptions, sandbox: SandboxOp
 /** Approves every PRIVILEGED and FULL_ACCESS call (`approval: always`). */
 export const approveAll: ApprovalHook = () => true;
 
+/** The hook each `approval` value stands for (`ask`: the calling client's user, policy/approval-elicitation.ts). */
+const APPROVAL_HOOKS: Record<ResolvedConfig['approval'], ApprovalHook> = { never: denyAllApprovals, always: approveAll, ask: askCallerApproval };
+
 /**
  * The registry options a resolved config stands for: defaults and ceilings,
  * cancellation grace, retry backoff, sandbox options, the logger (at the
@@ -79,9 +83,10 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
   };
   if (resolved.maxResultDepth !== undefined) options.maxResultDepth = resolved.maxResultDepth;
   if (resolved.clientRequestBytes !== undefined) options.clientRequestBytes = resolved.clientRequestBytes;
+  if (resolved.surfaceItems !== undefined) options.surfaceItems = resolved.surfaceItems;
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
   if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);
-  if (overrides.approve === undefined) options.approve = resolved.approval === 'always' ? approveAll : denyAllApprovals;
+  if (overrides.approve === undefined) options.approve = APPROVAL_HOOKS[resolved.approval];
   const given = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as RegistryOptions;
   return { ...options, ...given };
 }

@@ -197,7 +197,7 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
 
 interface HolderContext {
   defaults: PolicyDefaults;
-  approval: 'never' | 'always';
+  approval: 'never' | 'always' | 'ask';
   baseDir: string;
   error: (path: ConfigPath, message: string, anchor?: 'value' | 'key') => void;
   warn: (path: ConfigPath, message: string) => void;

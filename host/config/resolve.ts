@@ -37,6 +37,7 @@ export const DEFAULT_MCP_HTTP = {
   maxBodyBytes: 4 * 1024 * 1024,
   maxConnectionsPerClient: 256,
   headersTimeoutMs: 10_000,
+  maxSubscriptions: 1024,
 } as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
 export const DEFAULT_GRPC = {
@@ -73,6 +74,12 @@ export function resolveCluster(cluster: ClusterSection): ClusterSettings {
     settings.limits = {
       ...(cluster.limits.per_tool === undefined ? {} : { perTool: { ...cluster.limits.per_tool } }),
       ...(cluster.limits.per_tenant === undefined ? {} : { perTenant: { ...cluster.limits.per_tenant } }),
+    };
+  }
+  if (cluster.sessions !== undefined) {
+    settings.sessions = {
+      ...(cluster.sessions.max_sessions === undefined ? {} : { maxSessions: cluster.sessions.max_sessions }),
+      ...(cluster.sessions.max_per_principal === undefined ? {} : { maxPerPrincipal: cluster.sessions.max_per_principal }),
     };
   }
   return settings;
@@ -258,6 +265,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         ...(mcpHttp.max_connections === undefined ? {} : { maxConnections: mcpHttp.max_connections }),
         maxConnectionsPerClient: mcpHttp.max_connections_per_client ?? DEFAULT_MCP_HTTP.maxConnectionsPerClient,
         headersTimeoutMs: mcpHttp.headers_timeout_ms ?? DEFAULT_MCP_HTTP.headersTimeoutMs,
+        maxSubscriptions: mcpHttp.max_subscriptions ?? DEFAULT_MCP_HTTP.maxSubscriptions,
       },
     },
     grpc: {
@@ -288,6 +296,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     sandbox,
     ...(host.output_limits?.max_result_depth === undefined ? {} : { maxResultDepth: host.output_limits.max_result_depth }),
     ...(host.guest_limits?.client_request_bytes === undefined ? {} : { clientRequestBytes: host.guest_limits.client_request_bytes }),
+    ...(host.guest_limits?.surface_items === undefined ? {} : { surfaceItems: host.guest_limits.surface_items }),
     stateLimits,
     schemaLimits,
     approval: host.approval ?? 'never',
@@ -371,5 +380,14 @@ function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth'
     ...(section.tenant_claim === undefined ? {} : { tenantClaim: section.tenant_claim }),
     ...(section.scope_labels === undefined ? {} : { scopeLabels: Object.fromEntries(Object.entries(section.scope_labels).map(([scope, labels]) => [scope, { ...labels }])) }),
     ...(section.resource_name === undefined ? {} : { resourceName: section.resource_name }),
+    ...(section.max_jwks_bytes === undefined ? {} : { maxJwksBytes: section.max_jwks_bytes }),
+    ...(section.introspection === undefined ? {} : {
+      introspection: {
+        endpoint: section.introspection.endpoint,
+        clientId: section.introspection.client_id,
+        clientSecretEnv: section.introspection.client_secret_env,
+        ...(section.introspection.cache_ms === undefined ? {} : { cacheMs: section.introspection.cache_ms }),
+      },
+    }),
   };
 }

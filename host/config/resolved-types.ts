@@ -86,6 +86,9 @@ export interface ServerSettings {
     tenantClaim?: string;
     scopeLabels?: Record<string, { network?: string; privilege?: string }>;
     resourceName?: string;
+    maxJwksBytes?: number;
+    /** RFC 7662 introspection of opaque tokens; the secret is read from `clientSecretEnv` when the servers start. */
+    introspection?: { endpoint: string; clientId: string; clientSecretEnv: string; cacheMs?: number };
   };
   mcp: {
     /** How long a call's answer waits for the ping after its last progress notification (ms; absent: the server's default). */
@@ -108,6 +111,8 @@ export interface ServerSettings {
       maxConnections?: number;
       maxConnectionsPerClient: number;
       headersTimeoutMs: number;
+      /** 2026-07-28 `subscriptions/listen` streams open at once on this host. */
+      maxSubscriptions: number;
     };
   };
   grpc: {
@@ -147,12 +152,14 @@ export interface ResolvedConfig {
   maxResultDepth?: number;
   /** `host.guest_limits.client_request_bytes`, when set (the registry's default otherwise). */
   clientRequestBytes?: number;
+  /** `host.guest_limits.surface_items`, when set (the registry's default otherwise). */
+  surfaceItems?: number;
   /** State limits (only what the file sets; the registry defaults the rest). */
   stateLimits: Partial<StateLimits>;
   /** Schema limits (`guest_limits.schema_*`, `args_depth`, `validation_steps`: only what the file sets). */
   schemaLimits: Partial<SchemaLimits>;
   /** Whether PRIVILEGED and FULL_ACCESS calls are approved (an embedder's approve hook overrides it). */
-  approval: 'never' | 'always';
+  approval: 'never' | 'always' | 'ask';
   /** `stderr`, or the absolute path of the audit log file. */
   auditLog: 'stderr' | { file: string };
   /** Components to load, in order. */
@@ -176,4 +183,6 @@ export interface ClusterSettings {
   commandTimeoutMs?: number;
   state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
+  /** MCP sessions in Redis (their TTL is the MCP server's session idle time). */
+  sessions?: { maxSessions?: number; maxPerPrincipal?: number };
 }

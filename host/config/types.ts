@@ -48,6 +48,7 @@ export interface ClusterSection {
   command_timeout_ms?: number;
   state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number };
   limits?: { per_tool?: Record<string, number>; per_tenant?: Record<string, number> };
+  sessions?: { max_sessions?: number; max_per_principal?: number };
 }
 
 /** The host's own log levels (`TOOLHOST_LOG` overrides the file's). */
@@ -112,8 +113,9 @@ export interface HostSection {
     args_depth?: number;
     validation_steps?: number;
     client_request_bytes?: number;
+    surface_items?: number;
   };
-  approval?: 'never' | 'always';
+  approval?: 'never' | 'always' | 'ask';
   /** `stderr` or a file path. */
   audit_log?: string;
 }
@@ -197,6 +199,8 @@ export interface OAuthSection {
   tenant_claim?: string;
   scope_labels?: Record<string, { network?: string; privilege?: string }>;
   resource_name?: string;
+  max_jwks_bytes?: number;
+  introspection?: { endpoint: string; client_id: string; client_secret_env: string; cache_ms?: number };
 }
 
 export interface ServersSection {
@@ -217,6 +221,7 @@ export interface ServersSection {
       max_connections?: number;
       max_connections_per_client?: number;
       headers_timeout_ms?: number;
+      max_subscriptions?: number;
     };
   };
   grpc?: {

@@ -8,6 +8,7 @@
  * `objectInputSchema`); a tool whose input is not an object is left out.
  */
 import { createHash } from 'node:crypto';
+import { deriveAnnotations } from '../policy/annotations.js';
 import { toStrictSchema } from './strict-schema.js';
 import type { JsonSchema, ToolDescriptor } from './tool.js';
 
@@ -182,13 +183,8 @@ export function toDefinition<F extends DefinitionFormat>(tool: ToolDescriptor, f
       description: tool.description,
       inputSchema: tool.inputSchema,
       ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
-      // The author's hints as declared (deriving them from the grant is the next increment of issue 26);
-      // the host's own facts (readOnly of native tools, idempotent) win over the author's.
-      annotations: {
-        ...tool.annotations,
-        ...(tool.readOnly === undefined ? {} : { readOnlyHint: tool.readOnly }),
-        idempotentHint: tool.idempotent,
-      },
+      // Derived from the grant, never safer than it guarantees nor less cautious than the author (policy/annotations.ts).
+      annotations: deriveAnnotations(tool),
       ...(tool.icons === undefined ? {} : { icons: tool.icons.map((icon) => ({ ...icon, ...(icon.sizes === undefined ? {} : { sizes: [...icon.sizes] }) })) }),
     }),
     openai: () => (parameters === undefined ? undefined : { type: 'function', function: { name, description: tool.description, parameters, ...(strict === undefined ? {} : { strict }) } }),

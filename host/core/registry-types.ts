@@ -22,6 +22,11 @@ export interface LoadedComponentTools {
   /** Whether the transpiled form came from the on-disk cache. */
   cache: 'hit' | 'miss';
   tools: Tool[];
+  /**
+   * The component's prompts and resources (0.2.0's optional exports), run like a call of this tool
+   * (reserved name; never registered as a tool): see core/surfaces.ts.
+   */
+  surface?: { tool: Tool; prompts: boolean; resources: boolean };
 }
 
 /** What `registerWasmTools` registered, and under which names. */
@@ -140,6 +145,11 @@ export interface ToolRegistryOptions {
    * answer (default 1 MiB; config `host.guest_limits.client_request_bytes`): past it, OUTPUT_LIMIT_EXCEEDED to the tool.
    */
   clientRequestBytes?: number;
+  /**
+   * Prompts, resources and resource templates one component may list, each (default 1000; config
+   * `host.guest_limits.surface_items`): past it, the listing fails with OUTPUT_LIMIT_EXCEEDED.
+   */
+  surfaceItems?: number;
   /**
    * The paths a writable worktree must not overlap (default: the process's
    * own, see `processOwnedPaths`). The registry adds its loader's cache, its

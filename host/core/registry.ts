@@ -1,6 +1,8 @@
 /**
- * The registry: native and sandboxed tools under one namespace, and the one
- * call path (`stream`, `execute`) every entry point goes through.
+ * The registry: native and sandboxed tools under one namespace, components'
+ * prompts and resources (`surfaces`, core/surfaces.ts), and the one call path
+ * (`stream`, `execute`) every entry point goes through.
+ * (Over 400 lines: the one front over tools, surfaces and calls; each concern's body lives in its own module.)
  */
 import { planComponentNames, similarNames } from './component-names.js';
 import { checkRegistryOptions } from './registry-options.js';
@@ -23,6 +25,7 @@ import { denyAllApprovals } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import { HostOwnedPaths } from '../policy/host-owned-paths.js';
 import { SchemaCompiler } from './schema.js';
+import { ComponentSurfaces } from './surfaces.js';
 import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
 
@@ -47,6 +50,8 @@ export class ToolRegistry {
   readonly #sandbox: SandboxHandle | undefined;
   /** Where a writable worktree must not reach (the call's admission refuses it): see host/policy/host-owned-paths.ts. */
   readonly hostOwnedPaths: HostOwnedPaths;
+  /** Components' prompts and resources, each operation a call of the component's surface tool through the call path. */
+  readonly surfaces: ComponentSurfaces;
   #closed = false;
   #modelNameCache: Map<string, string> | undefined;
   readonly #listeners = new Set<(names: string[]) => void>();
@@ -91,6 +96,11 @@ export class ToolRegistry {
       },
     };
     this.#schemas = new SchemaCompiler(options.schemaLimits, (tool, limit) => this.#deps.onLimit(tool, limit));
+    const surfaceTools = new Map<Tool, RegisteredTool>();
+    this.surfaces = new ComponentSurfaces((tool, args, call) => {
+      if (!surfaceTools.has(tool)) surfaceTools.set(tool, { tool, validate: this.#schemas.compile(tool.name, tool.inputSchema) });
+      return this.#start(tool.name, args, call, surfaceTools.get(tool)).terminal();
+    }, { ...(options.surfaceItems === undefined ? {} : { maxItems: options.surfaceItems }), onLimit: (tool, limit) => this.#deps.onLimit(tool, limit) });
     this.#loader = options.wasmLoader;
     this.#sandbox = options.pool;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
@@ -138,6 +148,7 @@ export class ToolRegistry {
 
   /** Unregister every tool a component brought (`tool.source`); returns their names. */
   unloadComponent(component: string): string[] {
+    this.surfaces.remove(component);
     return this.retain((tool) => tool.executionMode !== 'sandboxed' || tool.source !== component);
   }
 
@@ -286,6 +297,7 @@ export class ToolRegistry {
     const compiled = plan.map(({ name, tool }) => ({ name, registered: this.#compile(name, tool) }));
     for (const entry of compiled) this.#tools.set(entry.name, entry.registered);
     if (compiled.length > 0) this.#changed();
+    for (const { component, surface } of loaded) if (surface !== undefined) this.surfaces.set({ component, ...surface });
     return report;
   }
 
@@ -299,7 +311,7 @@ export class ToolRegistry {
   }
 
   /** `stream`, as the events type that can also give the terminal event alone (`execute`). */
-  #start(name: string, args: unknown, options: CallOptions): CallEvents {
+  #start(name: string, args: unknown, options: CallOptions, surface?: RegisteredTool): CallEvents {
     const callId = options.callId ?? callIds.next();
     const startedAt = performance.now();
     const reject = (error: ToolhostError, audit?: AuditEntry): CallEvents => {
@@ -307,7 +319,8 @@ export class ToolRegistry {
       return rejectedCall(callId, error, startedAt, (event) => this.#deps.onFinished(name, event));
     };
     if (this.#closed) return reject(new ToolhostError('INTERNAL', 'the registry is closed; no more calls are accepted'));
-    const admission = admit(this.#deps, callId, name, args, options);
+    // A component's surface tool is found only here, never by name (core/surfaces.ts).
+    const admission = admit(surface === undefined ? this.#deps : { ...this.#deps, lookup: () => surface }, callId, name, args, options);
     // Above its caller's own label ceiling (an OAuth token's scopes): a hit of that limit, for the metrics.
     if (!admission.admitted && (admission.error.details as { reason?: unknown } | undefined)?.reason === 'caller-ceiling') this.#deps.onLimit(name, 'scope_labels');
     if (!admission.admitted) return reject(admission.error, admission.audit);

@@ -26,6 +26,7 @@
  * backtracking, engines.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { createRequire } from 'node:module';
 import type { RE2JS } from 're2js';
@@ -160,6 +161,16 @@ function linearUniqueItems(ajv: Ajv): void {
  * draft-07 meta-schema costs ~25 ms, which each registry paid again with its own ajv.
  */
 let metaSchemas: Ajv | undefined;
+/** The same for schemas that say `$schema` is draft 2020-12 (MCP 2025-11-25's default dialect), made at the first one. */
+let metaSchemas2020: Ajv | undefined;
+
+/** Draft 2020-12's meta-schema URI, as a schema's `$schema` names it. */
+const DRAFT_2020_12 = /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
+
+/** Whether a schema declares draft 2020-12 (then ajv's 2020 dialect compiles it: `$defs`, `prefixItems`, ...). */
+function isDraft2020(schema: JsonSchema): boolean {
+  return typeof schema === 'object' && schema !== null && typeof schema.$schema === 'string' && DRAFT_2020_12.test(schema.$schema);
+}
 
 /** What ajv's own compile does first (same message), with the meta-schema compiled once per process. */
 function checkAgainstMetaSchema(schema: JsonSchema): void {
@@ -167,11 +178,13 @@ function checkAgainstMetaSchema(schema: JsonSchema): void {
   if (typeof schema !== 'object' || schema === null) return;
   // Unoptimized code: the meta-schema's validator runs once per schema, and skipping ajv's optimizing pass
   // makes compiling it ~10 ms cheaper (what it accepts and the errors it reports are the same).
-  if (metaSchemas === undefined) {
-    metaSchemas = new Ajv({ ...AJV_OPTIONS, code: { ...AJV_OPTIONS.code, optimize: false } });
-    linearUniqueItems(metaSchemas);
-  }
-  if (!metaSchemas.validateSchema(schema)) throw new Error(`schema is invalid: ${metaSchemas.errorsText(metaSchemas.errors)}`);
+  const options = { ...AJV_OPTIONS, code: { ...AJV_OPTIONS.code, optimize: false } };
+  const made = (ajv: Ajv): Ajv => {
+    linearUniqueItems(ajv);
+    return ajv;
+  };
+  const meta = isDraft2020(schema) ? (metaSchemas2020 ??= made(new Ajv2020(options))) : (metaSchemas ??= made(new Ajv(options)));
+  if (!meta.validateSchema(schema)) throw new Error(`schema is invalid: ${meta.errorsText(meta.errors)}`);
 }
 
 /** Where a compiler reports a limit hit: the tool and the limit's config key. */
@@ -183,6 +196,8 @@ const KNOWN_SCHEMAS = 4096;
 /** Compiles tool schemas with one ajv instance per compiler (the meta-schema check is shared). */
 export class SchemaCompiler {
   readonly #ajv = new Ajv({ ...AJV_OPTIONS, validateSchema: false });
+  /** For schemas that declare draft 2020-12 (made at the first). */
+  #ajv2020: Ajv | undefined;
   readonly #limits: SchemaLimits;
   readonly #onLimit: SchemaLimitListener;
   /** Input schemas compiled, by their JSON text (see `compile`). */
@@ -192,6 +207,16 @@ export class SchemaCompiler {
     this.#limits = resolveSchemaLimits(limits);
     this.#onLimit = onLimit;
     linearUniqueItems(this.#ajv);
+  }
+
+  /** The ajv that compiles `schema`: draft 2020-12's when it says so, else the default (draft-07 keywords). */
+  #ajvFor(schema: JsonSchema): Ajv {
+    if (!isDraft2020(schema)) return this.#ajv;
+    if (this.#ajv2020 === undefined) {
+      this.#ajv2020 = new Ajv2020({ ...AJV_OPTIONS, validateSchema: false });
+      linearUniqueItems(this.#ajv2020);
+    }
+    return this.#ajv2020;
   }
 
   /** The limits this compiler checks. */
@@ -214,7 +239,7 @@ export class SchemaCompiler {
       let compiled: ValidateFunction;
       try {
         checkAgainstMetaSchema(schema);
-        compiled = this.#ajv.compile(schema);
+        compiled = this.#ajvFor(schema).compile(schema);
       } catch (error) {
         throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": input schema does not compile: ${(error as Error).message}`);
       }

@@ -7,12 +7,14 @@
 import type { Logger } from '../base/logger.js';
 import { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
 import { RedisLink } from './redis-link.js';
+import { RedisSessionDirectory, type SessionDirectoryLimits } from './redis-session-directory.js';
 import { RedisStateStore } from './redis-state-store.js';
 
 export { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
 export { parseHostRecord, readFleet, type FleetHostCall, type FleetHostRecord, type SkippedRecord } from './host-record.js';
 export { RedisLink } from './redis-link.js';
 export { RedisStateStore } from './redis-state-store.js';
+export { DEFAULT_SESSION_DIRECTORY_LIMITS, RedisSessionDirectory, type SessionDirectoryLimits } from './redis-session-directory.js';
 
 export interface FleetOptions {
   /** `redis://host:port[/db]`. */
@@ -25,6 +27,8 @@ export interface FleetOptions {
   commandTimeoutMs?: number;
   state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
   limits?: FleetLimits;
+  /** MCP sessions shared by the fleet: caps in the fleet and per principal, their TTL. */
+  sessions?: SessionDirectoryLimits;
   /** What this host adds to its record in the fleet view (servers, pool). */
   describe?: () => Record<string, unknown>;
 }
@@ -33,6 +37,8 @@ export interface Fleet {
   readonly link: RedisLink;
   readonly stateStore: RedisStateStore;
   readonly directory: RedisCallDirectory;
+  /** MCP (2025-era) sessions any host can serve. */
+  readonly sessions: RedisSessionDirectory;
   /** Stop renewing, drop this host's record, close the connections. */
   close(): Promise<void>;
 }
@@ -48,12 +54,14 @@ export function openFleet(options: FleetOptions, logger: Logger): Fleet {
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     ...(options.describe === undefined ? {} : { describe: options.describe }),
   });
+  const sessions = new RedisSessionDirectory(link, logger, { prefix, ...options.sessions });
   directory.start();
   link.start();
   return {
     link,
     stateStore,
     directory,
+    sessions,
     async close() {
       await directory.close();
       await link.close();

@@ -169,7 +169,10 @@ export function resolveCapabilities(request: CapabilityRequest): CapabilityDecis
   const reasons: string[] = [];
   if (privilege === 'PRIVILEGED') reasons.push('privilege_level PRIVILEGED');
   if (network === 'FULL_ACCESS') reasons.push('network_policy FULL_ACCESS');
-  if (reasons.length > 0) resolved.approval = { callId: request.callId, tool: request.tool, network, privilege, reasons };
+  if (reasons.length > 0) {
+    const grants = { envKeys: Object.keys(capabilities.env), egressAllow: capabilities.egressAllow, ...(capabilities.filesystem ? { worktree: { ...capabilities.filesystem } } : {}) };
+    resolved.approval = { callId: request.callId, tool: request.tool, network, privilege, reasons, grants };
+  }
   if (rank >= labelRank(PRIVILEGE_LABELS, 'ELEVATED')) {
     resolved.audit = {
       level: privilege === 'PRIVILEGED' ? 'warn' : 'info',

@@ -19,6 +19,11 @@ import { SUPPORTED_HOST_IMPORTS } from './load/supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, tableElementsForHeap } from './load/memory-cap.js';
 import { modulesPerCap, variantDigest, type SharedVariants } from './load/module-variants.js';
 import { TOOL_EXPORTS, worldOfExports } from './load/tool-world.js';
+import { SURFACE_GUEST_NAME, surfaceOfExports } from './load/surface-exports.js';
+import { SURFACE_TOOL_PREFIX, SURFACE_INPUT_SCHEMA } from '../core/surfaces.js';
+
+/** The reserved call that reaches a component's prompts and resources (its name and grant are added per component). */
+const SURFACE_TOOL_SPEC = { guestName: SURFACE_GUEST_NAME, description: 'A component\'s prompts and resources', inputSchema: SURFACE_INPUT_SCHEMA, idempotent: true, streaming: false };
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
@@ -189,6 +194,11 @@ export class SandboxLoader implements WasmToolLoader {
       this.#limits,
     ));
     const result: LoadedComponentTools = { component: name, id, cache: compiled.cached.cache, tools };
+    const offers = surfaceOfExports(compiled.cached.meta.exports);
+    if (offers.prompts || offers.resources) {
+      const spec = { ...SURFACE_TOOL_SPEC, name: `${SURFACE_TOOL_PREFIX}${name}`, grant, ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }) };
+      result.surface = { tool: new SandboxedTool(spec, handle, () => this.#sandbox.pool, isolation, this.#limits), ...offers };
+    }
     if (path !== undefined) result.path = path;
     return result;
   }

@@ -33,6 +33,8 @@ export interface ComponentHandle {
 export interface SandboxedToolSpec {
   /** The tool's name inside its component (what `call` is given). */
   guestName: string;
+  /** The name the host knows it by, when not `guestName` (a component's prompts and resources: `surface:COMPONENT`). */
+  name?: string;
   description: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
@@ -76,7 +78,7 @@ export class SandboxedTool implements Tool {
   readonly #limits: GuestOutputLimits;
 
   constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: () => SandboxRunner, isolation: Isolation, limits: GuestOutputLimits) {
-    this.name = spec.guestName;
+    this.name = spec.name ?? spec.guestName;
     this.description = spec.description;
     this.inputSchema = spec.inputSchema;
     if (spec.outputSchema !== undefined) this.outputSchema = spec.outputSchema;

@@ -14,7 +14,7 @@
  * request then ran to its end. A few such early cancels are remembered per
  * session, and a request that arrives already cancelled is not run.
  */
-import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCErrorResponse, isJSONRPCNotification, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 
 /** Cancels for requests not (yet) seen that a session remembers; the oldest is forgotten first. */
@@ -24,7 +24,7 @@ export const EARLY_CANCELS_KEPT = 64;
  * Make `transport` close the stream of every request cancelled by its client.
  * Call it after the MCP server is connected (the server sets `onmessage`).
  */
-export function closeCancelledStreams(transport: StreamableHTTPServerTransport, keep = EARLY_CANCELS_KEPT): void {
+export function closeCancelledStreams(transport: Transport & { closeSSEStream(requestId: RequestId): void }, keep = EARLY_CANCELS_KEPT): void {
   const receive = transport.onmessage;
   if (!receive) throw new Error('closeCancelledStreams: connect the MCP server to the transport first');
   /** Requests handed to the server and not answered yet. */

@@ -1,9 +1,12 @@
 /**
  * MCP over Streamable HTTP on a plain `node:http` server.
  *
- * Routes: `POST|GET|DELETE /mcp` (the SDK's StreamableHTTPServerTransport, one
- * stateful session per client, each with its own SDK Server over the shared
- * registry), `GET /healthz`, `GET /metrics`.
+ * Routes: `POST|GET|DELETE /mcp`, `GET /healthz`, `GET /metrics`. `/mcp`
+ * answers two protocol eras, each request routed by the SDK v2's own
+ * classification (`isLegacyRequest`): 2026-07-28 requests (the per-request
+ * envelope) go to the stateless leg (mcp-modern.ts), everything else to the
+ * 2025-era sessions (mcp-legacy.ts: one SDK 1.x Server per session, shared
+ * through a fleet's session directory when there is one).
  *
  * Every request's `Host` header must be on the allowlist (403 otherwise): a
  * defence against DNS rebinding, checked before anything else for every route.
@@ -24,7 +27,7 @@
  * are scoped to it, see principals.ts), and a request with another
  * principal's token gets 404, as if the session did not exist.
  *
- * Sessions are bounded (see mcp-sessions.ts): idle ones expire, at the cap the
+ * Sessions are bounded (see mcp-sessions.ts, and fleet-wide, the directory): idle ones expire, at the cap the
  * least recently used idle one is evicted, and one client address holds a
  * limited number. Refusals carry a toolhost code in the JSON-RPC error's
  * `data.code` (PERMISSION_DENIED, OVERLOADED) and are counted in the metrics.
@@ -34,99 +37,20 @@
  * connection must send its request headers within `headersTimeoutMs`, and an
  * idle kept-alive one is closed after Node's keep-alive timeout (5 s).
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
 import { gateConnections, resolveConnectionLimits } from './connection-gate.js';
-import { closeCancelledStreams } from './mcp-cancellations.js';
-import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
-import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionEndReason } from './mcp-sessions.js';
-import type { ServerLimitMetrics } from './metrics.js';
-import type { NamedToken } from './principals.js';
+import { createModernMcp } from './mcp-modern.js';
+import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
+import { atExpiry, createLegacySessions } from './mcp-legacy.js';
+import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { authenticateRequest, serveProtectedResource } from './auth/http-guard.js';
-import type { OAuthOptions } from './auth/oauth-options.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_SUBSCRIPTIONS, type McpHttpServer, type McpHttpServerOptions } from './mcp-http-options.js';
 import { defaultAllowedHosts, defaultAllowedOrigins, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
 
-/** What `/metrics` serves: a prom-client `Registry` fits, as does toolhost's `createMetrics(...)`. */
-export interface MetricsSource {
-  readonly contentType: string;
-  metrics(): Promise<string>;
-}
-
-export interface McpHttpServerOptions extends McpServerOptions {
-  /** The address to listen on (default 127.0.0.1). */
-  host?: string;
-  /** The port (default 0: an ephemeral port; read it from the result). */
-  port?: number;
-  /**
-   * Accepted `Host` headers: `name:port` (exact) or a bare `name` (any port);
-   * IPv6 in brackets (`[::1]:8080`). Default: `127.0.0.1:<port>`,
-   * `localhost:<port>`, `[::1]:<port>` and `<host>:<port>`.
-   */
-  allowedHosts?: string[];
-  /** When set, `/mcp` and `/metrics` need `Authorization: Bearer <token>`; its principal is `bearer`. */
-  bearerToken?: string;
-  /** Named tokens, each a principal of its own (beside or instead of `bearerToken`). */
-  tokens?: NamedToken[];
-  /** OAuth 2.1 access tokens (JWTs of `issuer` for the resource `audience`), beside or instead of static tokens. */
-  oauth?: OAuthOptions;
-  /** Served at `GET /metrics` (404 without it). */
-  metrics?: MetricsSource;
-  /** Extra fields for `GET /healthz` (e.g. sandbox pool stats). */
-  health?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
-  /**
-   * Accepted `Origin` headers (`scheme://host[:port]`, compared without case).
-   * Default: `http://localhost:<port>`, `http://127.0.0.1:<port>`, `http://[::1]:<port>`.
-   * Requests without an `Origin` header are not browsers' and pass.
-   */
-  allowedOrigins?: string[];
-  /** Sessions open at once; at the cap the least recently used idle session is evicted (default 1000). */
-  maxSessions?: number;
-  /** Sessions one client address may hold (default 256). */
-  maxSessionsPerClient?: number;
-  /** How long an idle session lives, in ms (default 600000: 10 minutes). */
-  sessionIdleMs?: number;
-  /** Where refusals and session ends are counted (toolhost's `createMetrics(...).limits`). */
-  limitMetrics?: ServerLimitMetrics;
-  /** Largest accepted request body, in bytes (default 4 MiB; 413 beyond). */
-  maxBodyBytes?: number;
-  /** TCP connections open at once; past it a new one is closed at once (default 4096, or a quarter of the open-file limit when lower). */
-  maxConnections?: number;
-  /** TCP connections one client address (an IPv6 /64) may hold; past it a new one is closed at once (default 256). */
-  maxConnectionsPerClient?: number;
-  /** How long a connection may take to send a request's headers, in ms (default 10000); then it is closed. */
-  headersTimeoutMs?: number;
-}
-
-/** The default of {@link McpHttpServerOptions.headersTimeoutMs}. */
-export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
-
-export interface McpHttpServer {
-  /** The MCP endpoint, e.g. `http://127.0.0.1:43123/mcp`. */
-  readonly url: string;
-  readonly port: number;
-  /** Open MCP sessions. */
-  readonly sessions: number;
-  /**
-   * Stop: new sessions get 503 and new calls an OVERLOADED result at once; calls
-   * in flight get up to `drainMs` (default 0) to finish; then every session is
-   * closed (cancelling what still runs) and the HTTP server with them.
-   */
-  close(options?: { drainMs?: number }): Promise<void>;
-}
-
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: Server;
-  /** Why it is being closed, when the table closes it. */
-  ending?: SessionEndReason;
-  /** The principal of the token that opened it (undefined on a server without tokens). */
-  principal: string | undefined;
-}
 
 const MCP_PATH = '/mcp';
 const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
@@ -140,6 +64,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     bearerToken,
     tokens: namedTokens,
     oauth,
+    oauthVerifier,
     metrics,
     health,
     allowedOrigins,
@@ -151,6 +76,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     maxConnections,
     maxConnectionsPerClient,
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
+    maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
+    sessionDirectory,
     ...serverOptions
   } = options;
   const connectionLimits = resolveConnectionLimits({
@@ -166,7 +93,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     throw new TypeError('options.allowedOrigins must be an array of non-empty strings');
   }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
-  const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth });
+  if (!Number.isInteger(maxSubscriptions) || maxSubscriptions < 1) throw new TypeError('options.maxSubscriptions must be a positive integer');
+  const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth, oauthVerifier });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
   }
@@ -174,17 +102,32 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   // Fail on bad server options now, not on the first session.
   checkMcpServerOptions(serverOptions);
 
-  const sessions = new SessionTable<Session>({ maxSessions, maxPerClient: maxSessionsPerClient, idleMs: sessionIdleMs }, (_id, session, reason) => {
-    session.ending = reason;
-    limitMetrics?.sessionEnded('mcp', reason);
-    registry.logger.debug({ reason }, 'mcp http: session closed by the server');
-    session.server.close().catch(() => undefined);
+  // 2025-era requests: sessions (mcp-legacy.ts), shared by the fleet when there is a session directory.
+  const legacy = createLegacySessions(registry, {
+    serverOptions,
+    limits: { maxSessions, maxPerClient: maxSessionsPerClient, idleMs: sessionIdleMs },
+    maxBodyBytes,
+    logger: registry.logger,
+    limitMetrics,
+    directory: sessionDirectory,
   });
-  const pending = new Set<Session>();
-  // Idle sessions also expire when nobody opens a new one.
-  const sweeper = setInterval(() => sessions.sweep(), Math.min(sessionIdleMs, 60_000));
-  sweeper.unref();
-  limitMetrics?.trackSessions('mcp', () => sessions.size);
+  // 2026-07-28 requests: the SDK v2's stateless handler over the same registry (mcp-modern.ts).
+  const modern = createModernMcp(registry, {
+    serverInfo: serverOptions.serverInfo ?? { name: 'toolhost', version: packageVersion() },
+    ...(serverOptions.instructions === undefined ? {} : { instructions: serverOptions.instructions }),
+    ...(serverOptions.worktree === undefined ? {} : { worktree: serverOptions.worktree }),
+    maxBodyBytes,
+    maxSubscriptions,
+    onerror: (error) => {
+      // The SDK refuses a subscriptions/listen past the cap in-band (-32603) and tells only this callback.
+      if (/subscription limit reached/i.test(error.message)) limitMetrics?.refused('mcp', 'subscriptions_full');
+      registry.logger.debug({ err: error.message }, 'mcp http: 2026-07-28 request failed');
+    },
+  });
+  const serveModern = toNodeHandler(modern.handler, {
+    maxRequestBodySize: maxBodyBytes,
+    onerror: (error) => registry.logger.warn({ err: error.message }, 'mcp http: 2026-07-28 request failed'),
+  });
   let hostCheck: (header: string | undefined) => boolean = () => false;
   let originCheck: (header: string | undefined) => boolean = () => false;
   let closing = false;
@@ -216,61 +159,22 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       const read = await readJson(req, maxBodyBytes);
       if (!read.ok) return rpcError(res, read.status, read.status === 413 ? -32000 : -32700, read.message);
       body = read.value;
-    }
-    const sessionId = header(req, 'mcp-session-id');
-    if (sessionId !== undefined) {
-      const session = sessions.get(sessionId);
-      // Another principal's session is not this client's to use, nor to learn about.
-      if (!session || session.principal !== principal) return rpcError(res, 404, -32001, 'Session not found (it ended or expired: initialize a new one)');
-      const done = sessions.use(sessionId);
-      res.once('close', done);
-      try {
-        await session.transport.handleRequest(req, res, body);
-      } finally {
-        // A POST answered as JSON, or a refused GET, is over; an event stream ends on 'close'.
-        if (res.writableEnded) done();
-      }
-      return;
-    }
-    if (method !== 'POST' || !isInitializeRequest(body)) {
-      return rpcError(res, 400, -32000, 'Bad Request: no valid session id (send initialize first)');
-    }
-    if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
-    const client = req.socket.remoteAddress ?? 'unknown';
-    const room = sessions.reserve(client);
-    if (!room.ok) {
-      limitMetrics?.refused('mcp', room.reason);
-      return rpcError(res, room.reason === 'sessions_full' ? 503 : 429, -32000, room.message, { code: 'OVERLOADED', reason: room.reason });
-    }
-    const session = openSession(client, principal);
-    pending.add(session);
-    try {
-      await session.server.connect(session.transport);
-      closeCancelledStreams(session.transport);
-      await session.transport.handleRequest(req, res, body);
-    } finally {
-      sessions.release();
-      pending.delete(session);
-      // An initialize that did not create a session leaves nothing behind.
-      if (session.transport.sessionId === undefined || sessions.get(session.transport.sessionId) !== session) {
-        await session.server.close().catch(() => undefined);
+      // The SDK's own classification: a request with the 2026-07-28 envelope is the modern leg's.
+      if (!(await isLegacyRequest(new Request('http://mcp.invalid/mcp', { method: 'POST', headers: webHeaders(req) }), body, { maxRequestBodySize: maxBodyBytes }))) {
+        if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
+        // A subscriptions/listen stream ends when its token expires: the client listens again with a fresh one.
+        const expiry = isListen(body) ? atExpiry(req, () => {
+          limitMetrics?.refused('mcp', 'token_expired');
+          res.destroy();
+        }) : undefined;
+        try {
+          return await serveModern(req, res, body);
+        } finally {
+          clearTimeout(expiry);
+        }
       }
     }
-  };
-
-  const openSession = (client: string, principal: string | undefined): Session => {
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        if (!closing) sessions.add(id, client, session);
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId !== undefined && sessions.delete(transport.sessionId)) limitMetrics?.sessionEnded('mcp', 'closed');
-    };
-    const session: Session = { transport, principal, server: createMcpServer(registry, principal === undefined ? serverOptions : { ...serverOptions, principal }) };
-    session.server.onerror = (error) => registry.logger.debug({ err: error.message }, 'mcp http: session error');
-    return session;
+    await legacy.handle(req, res, method, body, principal);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -287,7 +191,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     if (path === '/healthz') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET, HEAD');
       const extra = health ? await health() : {};
-      return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: sessions.size, ...extra });
+      return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: legacy.size, ...extra });
     }
     if (path !== MCP_PATH && path !== '/metrics') return sendJson(res, 404, { error: 'not found' });
     let principal: string | undefined;
@@ -341,21 +245,19 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     url,
     port: bound,
     get sessions() {
-      return sessions.size;
+      return legacy.size;
     },
     close({ drainMs = 0 } = {}) {
       closed ??= (async () => {
         closing = true;
-        clearInterval(sweeper);
         if (drainMs > 0) {
           const deadline = Date.now() + drainMs;
-          await Promise.all([...sessions.values(), ...pending].map((session) => drainMcpServer(session.server, drainMs)));
+          await Promise.all([legacy.drain(drainMs), modern.drain(drainMs)]);
           // Then let the answers already produced reach their clients.
           await waitUntil(() => activePosts === 0, postsDone, deadline - Date.now());
         }
-        const all = [...sessions.clear(), ...pending];
         // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
-        await Promise.allSettled(all.map((session) => session.server.close()));
+        await Promise.allSettled([legacy.close(), modern.close()]);
         await new Promise<void>((resolve) => {
           http.close(() => resolve());
           http.closeAllConnections();
@@ -364,6 +266,20 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       return closed;
     },
   };
+}
+
+function isListen(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'subscriptions/listen';
+}
+
+/** A Node request's headers as web `Headers` (for the SDK's classification). */
+function webHeaders(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
+  }
+  return headers;
 }
 
 /** Resolve when `condition()` holds (re-checked whenever a waiter in `waiters` is called) or after `ms`. */
@@ -385,4 +301,5 @@ function waitUntil(condition: () => boolean, waiters: Set<() => void>, ms: numbe
   });
 }
 
+export { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_SUBSCRIPTIONS, type McpHttpServer, type McpHttpServerOptions, type MetricsSource } from './mcp-http-options.js';
 export { defaultAllowedHosts, defaultAllowedOrigins, originMatcher, hostMatcher } from './http-edges.js';

@@ -64,6 +64,7 @@ import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import { clientHooks, toMcpContent } from './mcp-client-requests.js';
+import { serveSurfaces } from './mcp-surfaces.js';
 
 /** The `_meta` keys of a `tools/call` request that toolhost reads, and of its result. */
 export const MCP_META_KEYS = {
@@ -85,8 +86,8 @@ export const MCP_META_KEYS = {
   delta: 'toolhost/delta',
 } as const;
 
-/** What the MCP adapters need from a registry (the package's `ToolRegistry` has it all). */
-export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'>;
+/** What the MCP adapters need from a registry (the package's `ToolRegistry` has it all; without `surfaces`, no prompts or resources). */
+export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'> & Partial<Pick<ToolRegistry, 'surfaces'>>;
 
 /** MCP's log levels, least severe first. */
 const MCP_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
@@ -275,7 +276,12 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
     }, resolved.listChangedDebounceMs);
     timer.unref?.();
   });
+  // Components' prompts and resources (mcp-surfaces.ts), each operation a call under the same caller.
+  const stopSurfaces = registry.surfaces === undefined
+    ? undefined
+    : serveSurfaces(server, registry.surfaces, { callOptions: (extra) => callerOptions(extra, resolved), debounceMs: resolved.listChangedDebounceMs, logger: registry.logger });
   server.onclose = () => {
+    stopSurfaces?.();
     unsubscribe();
     clearTimeout(timer);
     timer = undefined;
@@ -320,6 +326,16 @@ function objectSchema(schema: unknown, lenient = true): McpTool['inputSchema'] |
 function outputSchemaOf(registry: McpToolSource, name: string): unknown {
   const schema = registry.get(name)?.outputSchema;
   return schema === undefined ? undefined : objectSchema(schema, false);
+}
+
+/** Who is calling (principal, the token's tenant and ceiling, the session), for calls that are not `tools/call`. */
+function callerOptions(extra: Extra, options: ResolvedServerOptions): CallOptions {
+  const call: CallOptions = { signal: extra.signal, ...(options.principal === undefined ? {} : { principal: options.principal }) };
+  const caller = extra.authInfo?.extra?.[CALLER_AUTH_KEY] as Pick<CallOptions, 'tenant' | 'labelCeiling'> | undefined;
+  if (caller?.tenant !== undefined) call.tenant = caller.tenant;
+  if (caller?.labelCeiling !== undefined) call.labelCeiling = caller.labelCeiling;
+  if (extra.sessionId !== undefined) call.sessionId = extra.sessionId;
+  return call;
 }
 
 function callOptionsFrom(server: Server, name: string, meta: Record<string, unknown>, extra: Extra, options: ResolvedServerOptions): CallOptions {
@@ -459,7 +475,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 let cachedVersion: string | undefined;
 
 /** toolhost's version, from its package.json (found upwards from this file, in sources and in dist/). */
-function packageVersion(): string {
+export function packageVersion(): string {
   if (cachedVersion !== undefined) return cachedVersion;
   cachedVersion = '0.0.0';
   let dir = dirname(fileURLToPath(import.meta.url));

@@ -129,6 +129,8 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     idempotent: remote.annotations?.idempotentHint === true,
     streaming: false,
     ...(remote.annotations?.readOnlyHint === undefined ? {} : { readOnly: remote.annotations.readOnlyHint }),
+    // Listed as the server gives them (policy/annotations.ts): the host cannot see what the tool does.
+    ...(remote.annotations === undefined ? {} : { annotations: { ...remote.annotations } }),
     source: `mcp:${name}`,
     ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }),
     ...(options.grant === undefined ? {} : { grant: options.grant }),

@@ -146,6 +146,48 @@ describe.runIf(hasRedis && hasCGuests)('two toolhost serve processes on one Redi
     expect(result._meta?.['toolhost/error']).toMatchObject({ code: 'CANCELLED' });
   });
 
+  it('no sticky sessions: a 1.x MCP client whose requests alternate between A and B keeps its session, and its cancel reaches A through B; a 2026-07-28 client alternates too', async () => {
+    const hits = [0, 0];
+    /** Calls of `spin` go to A, every other request alternates: its cancel and the ping answers land on B half the time or more. */
+    const routed: typeof fetch = async (input, init) => {
+      const body = typeof init?.body === 'string' ? init.body : '';
+      const n = body.includes('"spin"') ? 0 : (hits[0]! + hits[1]!) % 2;
+      hits[n]! += 1;
+      const url = new URL([a.mcpUrl, b.mcpUrl][n]!);
+      return fetch(url, init);
+    };
+    const client = new Client({ name: 'alternating', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(a.mcpUrl), { fetch: routed }));
+    try {
+      for (let i = 0; i < 4; i += 1) {
+        const result = (await client.callTool({ name: 'counter', arguments: {} })) as CallToolResult;
+        expect(result.isError).toBeFalsy();
+      }
+      expect(hits[0]).toBeGreaterThan(2);
+      expect(hits[1]).toBeGreaterThan(2);
+      const controller = new AbortController();
+      const running = client.callTool({ name: 'spin', arguments: {}, _meta: { 'toolhost/callId': 'alternating-spin' } }, undefined, { signal: controller.signal });
+      await until(() => registered('alternating-spin'), 5000, 'the call to be registered');
+      const before = hits[1]!;
+      controller.abort();
+      await expect(running).rejects.toThrow();
+      // The cancel went to B (or A, by turn); either way the call on A ends.
+      await until(async () => !(await registered('alternating-spin')), 5000, 'the call on A to end');
+      expect(hits[1]! + hits[0]!).toBeGreaterThan(before);
+    } finally {
+      await client.close();
+    }
+    const { Client: ModernClient, StreamableHTTPClientTransport: ModernTransport } = await import('@modelcontextprotocol/client');
+    const modern = new ModernClient({ name: 'v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await modern.connect(new ModernTransport(new URL(a.mcpUrl), { fetch: routed }));
+    try {
+      expect(modern.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+      for (let i = 0; i < 4; i += 1) expect((await modern.callTool({ name: 'counter', arguments: {} })).isError).toBeFalsy();
+    } finally {
+      await modern.close();
+    }
+  });
+
   it('toolhost fleet lists both hosts, their load and running calls', async () => {
     const ended = spin(b, 'listed-1');
     await until(() => registered('listed-1'), 5000, 'the call to be registered');

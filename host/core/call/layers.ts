@@ -14,8 +14,10 @@
  *   The tenant is the caller's principal (principal-scope.ts), never a name
  *   the client chose.
  * - approval & audit: a PRIVILEGED or FULL_ACCESS call waits for the approval
- *   hook (a refusal is audited and rejects the call); an allowed ELEVATED+
- *   call is audited; then the `start` event goes out.
+ *   hook, which may ask the calling client's user (`askCaller`, through its
+ *   elicitation: policy/approval-elicitation.ts); a refusal is audited, with
+ *   its reason and who gave it, and rejects the call; an allowed ELEVATED+ or
+ *   approved call is audited; then the `start` event goes out.
  * - retries: transient failures (TOOL_CRASHED, OVERLOADED) of idempotent tools
  *   are tried again with backoff, up to the call's `max_retries`.
  *
@@ -24,6 +26,7 @@
  * returns, and a tool's first events always follow it.
  */
 import { ToolhostError } from '../../base/errors.js';
+import type { ApprovalAnswer, ApprovalDecision, ApprovalQuestion } from '../../policy/approval.js';
 import { abortableDelay, backoffDelay, isTransient } from '../retry.js';
 import type { ToolRun } from '../tool.js';
 import { CallRejection, type Call } from './call.js';
@@ -96,23 +99,35 @@ export const approvalAndAudit: CallLayer = (next) => (call) => {
     return next(call);
   }
   return (async () => {
-    const { tool, capabilities, conversationId, agentName } = call.plan;
-    let approved = false;
+    const { tool, capabilities, conversationId, agentName, client } = call.plan;
+    let decision: ApprovalDecision = { approved: false };
     try {
-      approved = (await call.deps.approve({
+      const elicit = client?.elicit;
+      const askCaller = elicit === undefined
+        ? undefined
+        : (question: ApprovalQuestion): Promise<ApprovalAnswer> => elicit.call(client, question, { signal: call.softSignal, callId: call.id, tool: tool.name });
+      const answer = await call.deps.approve({
         ...approval,
         ...(conversationId === undefined ? {} : { conversationId }),
         ...(agentName === undefined ? {} : { agentName }),
-      })) === true;
+        ...(askCaller === undefined ? {} : { askCaller }),
+      });
+      decision = typeof answer === 'object' && answer !== null ? answer : { approved: answer === true };
     } catch (error) {
       call.deps.logger.warn({ callId: call.id, err: (error as Error).message }, 'the approval hook failed; treating it as a refusal');
     }
-    if (!approved) {
-      const reason = `the call needs approval (${approval.reasons.join(', ')}) and the approval hook did not give it`;
-      call.deps.audit.record({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'denied', code: 'PERMISSION_DENIED', reason });
-      throw new CallRejection(new ToolhostError('PERMISSION_DENIED', reason, { callId: call.id }));
+    const by = decision.by === undefined ? {} : { approvedBy: decision.by };
+    if (decision.approved !== true && call.softSignal.aborted) {
+      // Stopped while waiting (wall clock, cancel): the call ends for that reason (precedence.ts), not as a refusal.
+      throw new ToolhostError('CANCELLED', 'the call ended while waiting for its approval', { callId: call.id });
     }
-    if (audit) call.deps.audit.record(audit.entry, audit.level);
+    if (decision.approved !== true) {
+      const reason = `the call needs approval (${approval.reasons.join(', ')}) and ${decision.reason ?? 'the approval hook did not give it'}`;
+      call.deps.audit.record({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'denied', code: 'PERMISSION_DENIED', reason, ...(decision.by === undefined ? {} : { grants: by }) });
+      throw new CallRejection(new ToolhostError('PERMISSION_DENIED', reason, { callId: call.id, details: { reason: 'approval', ...by } }));
+    }
+    if (audit) call.deps.audit.record(decision.by === undefined ? audit.entry : { ...audit.entry, grants: { ...audit.entry.grants, ...by } }, audit.level);
+    else if (decision.by !== undefined) call.deps.audit.record({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'allowed', reason: approval.reasons.join(', '), grants: by });
     call.announce();
     return next(call);
   })();

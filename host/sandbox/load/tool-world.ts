@@ -12,6 +12,7 @@
  * the canonical ABI). It does not check what the content says (URIs, MIME types).
  */
 import type { GuestContent, GuestToolInfo } from '../protocol.js';
+import { SURFACE_GUEST_NAME, SurfaceExports } from './surface-exports.js';
 
 /** The tool interfaces, newest first. */
 export const TOOL_EXPORTS = {
@@ -46,17 +47,20 @@ interface ToolInterface {
 export class ToolExports {
   readonly world: ToolWorld;
   readonly #tool: ToolInterface;
+  /** The optional prompts and resources interfaces (0.2.0), reached by the reserved call name (surface-exports.ts). */
+  #surface: SurfaceExports | undefined;
 
-  private constructor(world: ToolWorld, tool: ToolInterface) {
+  private constructor(world: ToolWorld, tool: ToolInterface, exports?: Record<string, unknown>) {
     this.world = world;
     this.#tool = tool;
+    if (world === '0.2.0' && exports !== undefined) this.#surface = new SurfaceExports(exports);
   }
 
   /** The tool interface of a component's exports (jco's instantiation result), or undefined. */
   static of(exports: Record<string, unknown>): ToolExports | undefined {
     for (const [world, name] of Object.entries(TOOL_EXPORTS) as Array<[ToolWorld, string]>) {
       const tool = exports[name] as ToolInterface | undefined;
-      if (tool && typeof tool.call === 'function' && typeof tool.describe === 'function') return new ToolExports(world, tool);
+      if (tool && typeof tool.call === 'function' && typeof tool.describe === 'function') return new ToolExports(world, tool, exports);
     }
     // Older glue keyed the export by its plain name.
     const plain = exports.tool as ToolInterface | undefined;
@@ -72,6 +76,7 @@ export class ToolExports {
 
   /** Run a call; throws whatever the guest or the glue threw (a tool-error is thrown by the glue as a ComponentError). */
   call(name: string, args: string): GuestCallOutput {
+    if (name === SURFACE_GUEST_NAME && this.#surface !== undefined) return { value: this.#surface.run(args, contentOf as (raw: never) => GuestContent) };
     const output = this.#tool.call(name, args);
     if (this.world === '0.1.0') return { value: output as string };
     const { value, content } = output as { value?: string; content: RawContent[] };

@@ -5,8 +5,9 @@
  * MCP HTTP and gRPC ask it the same question with the same header value.
  *
  * Guarantees: an authenticated {@link Caller} names a principal in the
- * principal alphabet (short, printable, safe in logs and metrics); its tenant,
- * when set, is in the same alphabet; its label ceiling comes from the
+ * principal alphabet (short, printable, safe in logs and metrics; an access
+ * token's claim outside it is mapped one-to-one by percent-encoding, see
+ * {@link principalOfClaim}); its tenant, when set, likewise; its label ceiling comes from the
  * credentials, never from the request. A refusal says whether the client must
  * bring another token (401) or the server could not check it now (503).
  *
@@ -18,6 +19,29 @@ import type { LabelCeiling } from '../../policy/labels.js';
 
 /** Principal (and tenant) names: short, printable, safe in logs and metrics. */
 export const PRINCIPAL_PATTERN = /^[A-Za-z0-9._@:-]{1,64}$/;
+
+/** The longest principal an access token's claim maps to (percent-encoding may lengthen it). */
+export const MAX_MAPPED_PRINCIPAL = 128;
+
+/**
+ * An access token's claim as a principal (or tenant) name: the claim itself
+ * when it is in {@link PRINCIPAL_PATTERN}, else its UTF-8 bytes outside the
+ * alphabet percent-encoded (`auth0|5f3a` -> `auth0%7C5f3a`), `%` included, so
+ * the mapping is one-to-one: two subjects never get one principal, and a
+ * mapped name (it holds `%`) is never a static token's. Undefined when the
+ * claim is empty, not a string, or maps to more than {@link MAX_MAPPED_PRINCIPAL}.
+ */
+export function principalOfClaim(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  if (PRINCIPAL_PATTERN.test(value)) return value;
+  let mapped = '';
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const char = String.fromCharCode(byte);
+    mapped += /[A-Za-z0-9._@:-]/.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    if (mapped.length > MAX_MAPPED_PRINCIPAL) return undefined;
+  }
+  return mapped;
+}
 
 /** An authenticated client. */
 export interface Caller {

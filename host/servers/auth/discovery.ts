@@ -7,7 +7,8 @@
  * Guarantees: the metadata's `issuer` must equal the configured issuer
  * (RFC 8414 §3.3: metadata of another issuer is never used); its `jwks_uri`
  * must be https (http only on loopback); no redirect is followed; a request
- * takes at most `timeoutMs` and a document at most 256 KiB.
+ * takes at most `timeoutMs` and a document at most 256 KiB. The key set's own
+ * fetch (jose's, through {@link cappedFetch}) reads at most `maxJwksBytes`.
  *
  * It does not cache: jwt-access-tokens.ts keeps the answer and decides when
  * to ask again.
@@ -65,16 +66,43 @@ async function fetchMetadata(url: URL, timeoutMs: number): Promise<unknown> {
     await response.body?.cancel();
     throw new DiscoveryError(`answered ${response.status}`);
   }
+  const body = await readCapped(response, MAX_METADATA_BYTES, 'the metadata');
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new DiscoveryError('the metadata is not JSON');
+  }
+}
+
+/** A response's body, read up to `maxBytes` (a {@link DiscoveryError} past it; the rest is never read). */
+export async function readCapped(response: Response, maxBytes: number, what: string): Promise<Buffer> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel();
+    throw new DiscoveryError(`${what} is larger than ${maxBytes} bytes`);
+  }
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of response.body ?? []) {
     size += (chunk as Uint8Array).byteLength;
-    if (size > MAX_METADATA_BYTES) throw new DiscoveryError(`the metadata is larger than ${MAX_METADATA_BYTES} bytes`);
+    if (size > maxBytes) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new DiscoveryError(`${what} is larger than ${maxBytes} bytes`);
+    }
     chunks.push(chunk as Uint8Array);
   }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new DiscoveryError('the metadata is not JSON');
-  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A fetch for jose's remote key set (its `customFetch`) that reads at most
+ * `maxBytes` of the key set: a larger answer fails (the token cannot be
+ * checked now: 503), instead of being buffered whole.
+ */
+export function cappedFetch(maxBytes: number): (url: string, init: RequestInit) => Promise<Response> {
+  return async (url, init) => {
+    const response = await fetch(url, { ...init, redirect: 'manual' });
+    const body = await readCapped(response, maxBytes, 'the key set');
+    return new Response(body, { status: response.status, headers: response.headers });
+  };
 }

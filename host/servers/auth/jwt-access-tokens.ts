@@ -13,23 +13,31 @@
  *   metadata names; they are cached and fetched again after `jwksCacheMs`, and
  *   a token naming an unknown key fetches them again (at most once per
  *   `jwksCooldownMs`), so a rotation is picked up;
- * - the principal is a claim (`sub` by default) in the principal alphabet, and
- *   never one of the static tokens' principals; the tenant (when configured) a
- *   claim in the same alphabet; the label ceiling the highest labels over the
+ * - the principal is a claim (`sub` by default), mapped one-to-one into the
+ *   principal alphabet (caller.ts `principalOfClaim`: `auth0|id` becomes
+ *   `auth0%7Cid`), and never one of the static tokens' principals; the tenant
+ *   (when configured) a claim mapped the same way; the label ceiling the highest labels over the
  *   token's mapped scopes (`scope`, or `scp`).
  * - an authorization server that cannot be reached gives 503 (retry), never a
  *   token accepted without its key.
  *
- * It does not introspect opaque tokens (RFC 7662).
+ * - with `introspection`, a token that is not a JWT is checked at the issuer's
+ *   RFC 7662 endpoint (introspection.ts): it must be active, and its answer's
+ *   `iss` (when given), `aud`, `exp` (required) and `nbf` are checked as a
+ *   JWT's, then mapped the same way.
  */
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type RemoteJWKSet } from 'jose';
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type RemoteJWKSet } from 'jose';
 import { labelRank, NETWORK_LABELS, PRIVILEGE_LABELS, type LabelCeiling, type NetworkLabel, type PrivilegeLabel } from '../../policy/labels.js';
-import { PRINCIPAL_PATTERN, type AuthRefusal, type Authentication, type Caller } from './caller.js';
-import { discoverJwksUri } from './discovery.js';
+import { MAX_MAPPED_PRINCIPAL, principalOfClaim, type AuthRefusal, type Authentication, type Caller } from './caller.js';
+import { cappedFetch, discoverJwksUri } from './discovery.js';
+import { TokenIntrospection } from './introspection.js';
 import type { ResolvedOAuth } from './oauth-options.js';
 
 /** The JWS algorithms an access token may use: asymmetric only. */
 export const ACCESS_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+/** Three base64url segments: a JWS compact serialization (anything else is an opaque token). */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** The key set could not be had (the authorization server is away or answers nonsense). */
 class KeysUnavailable extends Error {
@@ -43,16 +51,27 @@ export class JwtAccessTokens {
   #discovering: Promise<RemoteJWKSet> | undefined;
   #discoveryFailedAt = Number.NEGATIVE_INFINITY;
   #discoveryProblem = '';
+  #introspection: TokenIntrospection | undefined;
 
   /** `reserved`: principals no access token may name (the static tokens'). */
   constructor(oauth: ResolvedOAuth, reserved: Iterable<string> = []) {
     this.#oauth = oauth;
     this.#reserved = new Set(reserved);
     if (oauth.jwksUri !== undefined) this.#keys = this.#keySet(oauth.jwksUri);
+    if (oauth.introspection !== undefined) this.#introspection = new TokenIntrospection(oauth.introspection, oauth.fetchTimeoutMs);
   }
 
-  /** Check one presented token. */
+  get options(): ResolvedOAuth {
+    return this.#oauth;
+  }
+
+  reserves(principal: string): boolean {
+    return this.#reserved.has(principal);
+  }
+
+  /** Check one presented token: a JWT against the key set, else (when configured) at the introspection endpoint. */
   async verify(token: string): Promise<Authentication> {
+    if (this.#introspection !== undefined && !JWT_SHAPE.test(token)) return this.#verifyOpaque(this.#introspection, token);
     const oauth = this.#oauth;
     let payload: JWTPayload;
     try {
@@ -74,16 +93,48 @@ export class JwtAccessTokens {
     } catch (error) {
       return refusalOf(error);
     }
-    const principal = payload[oauth.principalClaim];
-    if (typeof principal !== 'string' || !PRINCIPAL_PATTERN.test(principal)) {
-      return invalid('principal', `the token's "${oauth.principalClaim}" claim is not a usable principal (letters, digits, . _ @ : -; at most 64)`);
+    return this.#callerOf(payload);
+  }
+
+  /** Requests sent to the introspection endpoint (tests, metrics). */
+  get introspections(): number {
+    return this.#introspection?.requests ?? 0;
+  }
+
+  /** RFC 7662: the endpoint says whether it is active; its answer is checked like a JWT's claims. */
+  async #verifyOpaque(introspection: TokenIntrospection, token: string): Promise<Authentication> {
+    const oauth = this.#oauth;
+    let claims: Record<string, unknown> | undefined;
+    try {
+      claims = await introspection.introspect(token);
+    } catch (error) {
+      return refusalOf(new KeysUnavailable((error as Error).message));
+    }
+    if (claims === undefined) return invalid('inactive', 'the token is not active');
+    const now = Date.now() / 1000;
+    const skew = oauth.clockToleranceSec;
+    if (claims.iss !== undefined && claims.iss !== oauth.issuer) return invalid('issuer', 'the token is not from the configured issuer');
+    const audiences = typeof claims.aud === 'string' ? [claims.aud] : Array.isArray(claims.aud) ? claims.aud : [];
+    if (!audiences.includes(oauth.audience)) return invalid('audience', 'the token was not issued for this resource (aud)');
+    if (typeof claims.exp !== 'number') return invalid('claims', 'the introspection answer has no exp');
+    if (claims.exp + skew <= now) return invalid('expired', 'the token has expired');
+    if (typeof claims.nbf === 'number' && claims.nbf - skew > now) return invalid('not_yet_valid', 'the token is not valid yet (nbf)');
+    return this.#callerOf(claims);
+  }
+
+  /** The caller a checked token's claims make (its principal, tenant, scopes and ceiling), or the refusal. */
+  #callerOf(payload: JWTPayload): Authentication {
+    const oauth = this.#oauth;
+    const principal = principalOfClaim(payload[oauth.principalClaim]);
+    if (principal === undefined) {
+      return invalid('principal', `the token's "${oauth.principalClaim}" claim is not a usable principal (a non-empty string of at most ${MAX_MAPPED_PRINCIPAL} characters once percent-encoded)`);
     }
     if (this.#reserved.has(principal)) return invalid('principal', `the token's principal "${principal}" is a static token's: access tokens may not name it`);
     const caller: Caller = { principal, scopes: scopesOf(payload), kind: 'oauth' };
     if (typeof payload.exp === 'number') caller.expiresAt = payload.exp;
     if (oauth.tenantClaim !== undefined) {
-      const tenant = payload[oauth.tenantClaim];
-      if (typeof tenant !== 'string' || !PRINCIPAL_PATTERN.test(tenant)) return invalid('tenant', `the token's "${oauth.tenantClaim}" claim is missing or not a usable tenant name`);
+      const tenant = principalOfClaim(payload[oauth.tenantClaim]);
+      if (tenant === undefined) return invalid('tenant', `the token's "${oauth.tenantClaim}" claim is missing or not a usable tenant name`);
       caller.tenant = tenant;
     }
     const ceiling = this.ceilingOf(caller.scopes);
@@ -110,7 +161,13 @@ export class JwtAccessTokens {
 
   #keySet(url: URL): RemoteJWKSet {
     const oauth = this.#oauth;
-    return createRemoteJWKSet(url, { timeoutDuration: oauth.fetchTimeoutMs, cooldownDuration: oauth.jwksCooldownMs, cacheMaxAge: oauth.jwksCacheMs });
+    return createRemoteJWKSet(url, {
+      timeoutDuration: oauth.fetchTimeoutMs,
+      cooldownDuration: oauth.jwksCooldownMs,
+      cacheMaxAge: oauth.jwksCacheMs,
+      // The key set is read up to a cap, not buffered whole whatever its size.
+      [customFetch]: cappedFetch(oauth.maxJwksBytes),
+    });
   }
 
   /** The key set, discovering its URL first when it was not configured (a failure is retried after the cooldown). */

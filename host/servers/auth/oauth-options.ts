@@ -14,6 +14,25 @@
 import { parseAddress, classifyIp } from '../../net/addresses.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel, type NetworkLabel, type PrivilegeLabel } from '../../policy/labels.js';
 
+/** How to introspect opaque tokens (RFC 7662). */
+export interface IntrospectionOptions {
+  /** The authorization server's introspection endpoint. */
+  endpoint: string;
+  /** This resource server's client id at the authorization server. */
+  clientId: string;
+  /** Its client secret. */
+  clientSecret: string;
+  /** How long an active answer is used, in ms (default 60000; never past the token's exp). */
+  cacheMs?: number;
+}
+
+export interface ResolvedIntrospection {
+  endpoint: URL;
+  clientId: string;
+  clientSecret: string;
+  cacheMs: number;
+}
+
 /** The labels a scope lets a token's calls ask for. */
 export interface ScopeLabels {
   network?: NetworkLabel | string;
@@ -48,6 +67,10 @@ export interface OAuthOptions {
   jwksCooldownMs?: number;
   /** Time limit of a key-set or metadata request, in ms (default 5000). */
   fetchTimeoutMs?: number;
+  /** Largest key set read, in bytes (default 262144); a larger one leaves tokens unchecked (503) until it shrinks. */
+  maxJwksBytes?: number;
+  /** Opaque (non-JWT) access tokens are checked at the issuer's RFC 7662 introspection endpoint. */
+  introspection?: IntrospectionOptions;
 }
 
 export interface ResolvedOAuth {
@@ -62,9 +85,11 @@ export interface ResolvedOAuth {
   jwksCacheMs: number;
   jwksCooldownMs: number;
   fetchTimeoutMs: number;
+  maxJwksBytes: number;
+  introspection: ResolvedIntrospection | undefined;
 }
 
-export const OAUTH_DEFAULTS = { principalClaim: 'sub', clockToleranceSec: 5, jwksCacheMs: 600_000, jwksCooldownMs: 30_000, fetchTimeoutMs: 5_000 } as const;
+export const OAUTH_DEFAULTS = { principalClaim: 'sub', clockToleranceSec: 5, jwksCacheMs: 600_000, jwksCooldownMs: 30_000, fetchTimeoutMs: 5_000, maxJwksBytes: 262_144 } as const;
 
 /** Check `options.oauth`; throws a TypeError naming the bad option. */
 export function resolveOAuthOptions(options: OAuthOptions, where = 'options.oauth'): ResolvedOAuth {
@@ -103,7 +128,18 @@ export function resolveOAuthOptions(options: OAuthOptions, where = 'options.oaut
     jwksCacheMs: number(options.jwksCacheMs, 'jwksCacheMs', OAUTH_DEFAULTS.jwksCacheMs, 0),
     jwksCooldownMs: number(options.jwksCooldownMs, 'jwksCooldownMs', OAUTH_DEFAULTS.jwksCooldownMs, 0),
     fetchTimeoutMs: number(options.fetchTimeoutMs, 'fetchTimeoutMs', OAUTH_DEFAULTS.fetchTimeoutMs, 1),
+    maxJwksBytes: number(options.maxJwksBytes, 'maxJwksBytes', OAUTH_DEFAULTS.maxJwksBytes, 1024),
+    introspection: options.introspection === undefined ? undefined : resolveIntrospection(options.introspection, `${where}.introspection`, number),
   };
+}
+
+function resolveIntrospection(options: IntrospectionOptions, where: string, number: (value: unknown, name: string, fallback: number, min: number) => number): ResolvedIntrospection {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`${where} must be an object { endpoint, clientId, clientSecret }`);
+  const endpoint = fetchableUrl(options.endpoint, `${where}.endpoint`);
+  for (const name of ['clientId', 'clientSecret'] as const) {
+    if (typeof options[name] !== 'string' || options[name] === '') throw new TypeError(`${where}.${name} must be a non-empty string`);
+  }
+  return { endpoint, clientId: options.clientId, clientSecret: options.clientSecret, cacheMs: number(options.cacheMs, 'introspection.cacheMs', 60_000, 0) };
 }
 
 function resolveScopeLabels(map: Record<string, ScopeLabels>, where: string): ResolvedOAuth['scopeLabels'] {

@@ -116,7 +116,9 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     host: _host, port: _port, credentials: _credentials, shutdownTimeoutMs: _shutdown, channelOptions, maxReceiveMessageBytes: _r, maxSendMessageBytes: _s,
     health: withHealth, reflection: withReflection, maxConnections: _mc, maxConnectionsPerClient: _mcc, idleTimeoutMs: _idle, ...serviceOptions
   } = options;
-  const handlers = createToolServiceHandlers(registry, serviceOptions);
+  // One authenticator for the ToolService and reflection (one key set, when OAuth is on).
+  const auth = serviceOptions.authenticator ?? createAuthenticator(serviceOptions);
+  const handlers = createToolServiceHandlers(registry, { ...serviceOptions, authenticator: auth });
   const server = new Server({
     'grpc.max_connection_idle_ms': idleTimeoutMs,
     ...channelOptions,
@@ -131,7 +133,6 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
   }
   if (withReflection !== false) {
     const reflection = new ReflectionService(reflectedFiles(withHealth !== false));
-    const auth = createAuthenticator(serviceOptions);
     reflection.addToServer(auth === undefined ? server : {
       addService: (definition, implementation) => server.addService(definition, guarded(implementation, auth, (reason) => options.limitMetrics?.refused('grpc', reason))),
     });

@@ -47,7 +47,8 @@ import { ChurnTable } from '../../core/churn-table.js';
 import { callKey } from '../../core/principal-scope.js';
 import type { ServerLimitMetrics } from '../metrics.js';
 import type { NamedToken } from '../principals.js';
-import { createAuthenticator } from '../auth/authenticator.js';
+import { createAuthenticator, type OAuthVerifier } from '../auth/authenticator.js';
+import type { Authenticator } from '../auth/caller.js';
 import type { OAuthOptions } from '../auth/oauth-options.js';
 import type { CallStream } from '../../core/call/options.js';
 import { authenticateGrpc, callerPrincipal, type Principal, type Who } from './authenticate.js';
@@ -76,6 +77,10 @@ export interface ToolServiceOptions {
   tokens?: NamedToken[];
   /** OAuth 2.1 access tokens (JWTs of `issuer` for the resource `audience`), beside or instead of static tokens. */
   oauth?: OAuthOptions;
+  /** Instead of `oauth`: a verifier shared with the MCP HTTP server (`createOAuthVerifier`), so the key set is fetched once. */
+  oauthVerifier?: OAuthVerifier;
+  /** The authenticator to use as it is (the gRPC server makes one for its services; the token options are then not read). */
+  authenticator?: Authenticator | undefined;
   /** Longest accepted call id (default 128; keep it equal to the registry's `callIds.maxLength`). */
   maxCallIdLength?: number;
   /** Where refusals are counted (toolhost's `createMetrics(...).limits`). */
@@ -99,7 +104,7 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
   if (options.worktree !== undefined && typeof options.worktree !== 'function') {
     throw new TypeError('options.worktree must be a function (toolName) => string | undefined');
   }
-  const auth = createAuthenticator(options);
+  const auth = options.authenticator ?? createAuthenticator(options);
   const log = registry.logger.child({ component: 'grpc' });
   const maxCallIdLength = options.maxCallIdLength ?? DEFAULT_MAX_CALL_ID_LENGTH;
   /** gRPC calls in flight, by key (the id scoped by the principal that started it). */

@@ -1,0 +1,86 @@
+/**
+ * Messages of a shared MCP session (2025 era, in a fleet) that belong to
+ * another host. Without sticky routing, a client's POST can land on any host,
+ * but some messages answer something only one host holds:
+ *
+ * - a response to a server-to-client request (a ping after progress, a tool's
+ *   sampling or elicitation request) must reach the host whose server sent it;
+ * - `notifications/cancelled` must reach the host running the request.
+ *
+ * Such a message, when this host does not hold what it answers, is relayed
+ * through the session directory to every host; the host that holds it
+ * delivers it to its server (a cancel is also kept here, as an early cancel,
+ * in case its request arrives later on this host).
+ *
+ * Guarantees: a relayed message is delivered only to the same session's
+ * server, and only when it answers a request that server sent (a response) or
+ * is running (a cancel); anything else relayed is dropped. The host that
+ * relays it has checked that the request's principal owns the session.
+ */
+import { isJSONRPCErrorResponse, isJSONRPCNotification, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+
+export interface SessionRelay {
+  /** A message relayed by another host for this session. */
+  deliver(message: JSONRPCMessage): void;
+}
+
+/**
+ * Wrap `transport` (after the server and the cancellations wrapper are
+ * connected) so that messages for another host go to `relay`.
+ * `onSetLevel` is told of every `logging/setLevel` request (the session's state); the request reaches
+ * the server once it has resolved.
+ */
+export function relayForeignMessages(transport: Transport, relay: (message: JSONRPCMessage) => void, onSetLevel: (level: string) => Promise<void>): SessionRelay {
+  const receive = transport.onmessage;
+  if (!receive) throw new Error('relayForeignMessages: connect the MCP server to the transport first');
+  /** Requests this host's server sent to the client and has no answer for yet. */
+  const asked = new Set<RequestId>();
+  /** Requests of the client this host's server is running. */
+  const running = new Set<RequestId>();
+
+  transport.onmessage = (message, extra) => {
+    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+      const id = message.id;
+      if (id !== undefined && !asked.delete(id)) {
+        relay(message);
+        return;
+      }
+    } else if (isJSONRPCRequest(message)) {
+      running.add(message.id);
+      if (message.method === 'logging/setLevel' && typeof message.params?.level === 'string') {
+        // Stored before it is answered: the client's next request, on any host, sees the new level.
+        void onSetLevel(message.params.level).finally(() => receive.call(transport, message, extra));
+        return;
+      }
+    } else {
+      const cancelled = cancelledRequestId(message);
+      if (cancelled !== undefined && !running.delete(cancelled)) relay(message);
+    }
+    receive.call(transport, message, extra);
+  };
+
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    if (isJSONRPCRequest(message)) asked.add(message.id);
+    else if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) running.delete(message.id);
+    return send(message, options);
+  };
+
+  return {
+    deliver(message) {
+      if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+        if (message.id !== undefined && asked.delete(message.id)) receive.call(transport, message);
+        return;
+      }
+      const cancelled = cancelledRequestId(message);
+      if (cancelled !== undefined && running.delete(cancelled)) receive.call(transport, message);
+    },
+  };
+}
+
+function cancelledRequestId(message: JSONRPCMessage): RequestId | undefined {
+  if (!isJSONRPCNotification(message) || message.method !== 'notifications/cancelled') return undefined;
+  const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+  return typeof requestId === 'string' || typeof requestId === 'number' ? requestId : undefined;
+}
