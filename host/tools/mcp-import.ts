@@ -2,7 +2,12 @@
  * Import another MCP server's tools into a registry.
  *
  * Each remote tool becomes a native toolhost tool named `<name>.<tool>` that
- * calls the remote with the SDK `Client`. It goes through the same call path as
+ * calls the remote with the SDK v2 `Client` (`@modelcontextprotocol/client`).
+ * The protocol version is negotiated as the spec says (`protocol: 'auto'`, the
+ * default): `server/discover` first, the 2025 `initialize` handshake if the
+ * server is older, so a server that speaks only 2026-07-28 and one that speaks
+ * only 2025-11-25 are both imported (on stdio the SDK probes on a short-lived
+ * second process of the same command; `protocol` pins one era and skips it). It goes through the same call path as
  * every other tool: its input schema (the remote's) is compiled by the registry
  * and checked before the remote is called; the call's signal (cancellation and
  * the wall budget) is passed to `callTool`, which sends `notifications/cancelled`
@@ -14,17 +19,18 @@
  * connection is TOOL_CRASHED. Structured content is the output; content that is
  * more than its JSON (images, prose) is kept as content blocks with `richResult`.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  ErrorCode as McpErrorCode,
-  McpError,
-  ProgressNotificationSchema,
-  ToolListChangedNotificationSchema,
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type McpSubscription,
   type Progress,
   type Tool as McpTool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { ToolContext } from '../core/context.js';
 import { ToolhostError, toolError } from '../base/errors.js';
 import type { ToolEventSink } from '../core/events.js';
@@ -55,10 +61,20 @@ export interface McpImportOptions {
   defaultPolicy?: ExecutionPolicyInput;
   /** What the imported tools are granted (their calls' labels are checked against it, as for any tool). */
   grant?: ToolGrant;
+  /**
+   * The protocol version: `auto` (the default) negotiates (2026-07-28 if the server offers it, else the
+   * 2025 handshake); `2025-11-25` skips the probe; `2026-07-28` requires it (no fallback).
+   */
+  protocol?: McpImportProtocol;
 }
+
+/** Which MCP protocol an import speaks: negotiated, or one era pinned. */
+export type McpImportProtocol = 'auto' | '2025-11-25' | '2026-07-28';
 
 export interface McpImport {
   readonly name: string;
+  /** The protocol version negotiated with the server (e.g. `2026-07-28` or `2025-11-25`). */
+  readonly protocolVersion: string;
   /** The registered names of the imported tools, now. */
   readonly tools: string[];
   /** Remote tools that could not be registered, and why. */
@@ -73,6 +89,7 @@ export interface McpImport {
 export type McpImportTarget = Pick<ToolRegistry, 'register' | 'unregister' | 'logger'>;
 
 const NAMESPACE = /^[A-Za-z0-9_-]{1,32}$/;
+const PROTOCOLS: ReadonlySet<string> = new Set<McpImportProtocol>(['auto', '2025-11-25', '2026-07-28']);
 
 /** Connect to an MCP server (stdio or Streamable HTTP), and register its tools as `<name>.<tool>`. */
 export async function importMcpServer(registry: McpImportTarget, options: McpImportOptions): Promise<McpImport> {
@@ -80,6 +97,8 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
   if (typeof name !== 'string' || !NAMESPACE.test(name)) throw new TypeError(`options.name must match ${NAMESPACE.source}`);
   if ((options.command === undefined) === (options.url === undefined)) throw new TypeError('options: give exactly one of command (stdio) or url (Streamable HTTP)');
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new TypeError('options.timeoutMs must be a positive number');
+  const protocol = options.protocol ?? 'auto';
+  if (!PROTOCOLS.has(protocol)) throw new TypeError(`options.protocol must be one of ${[...PROTOCOLS].join(', ')}`);
   const log = registry.logger.child({ mcpServer: name });
 
   let transport: StdioClientTransport | StreamableHTTPClientTransport;
@@ -97,13 +116,17 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     transport = new StreamableHTTPClientTransport(new URL(options.url!), options.headers ? { requestInit: { headers: options.headers } } : undefined);
   }
 
-  const client = new Client({ name: 'toolhost', version: '0' }, { capabilities: {} });
-  // Progress is routed by our own tokens, not through `onprogress`: the SDK client (1.x) dispatches
+  const client = new Client({ name: 'toolhost', version: '0' }, {
+    capabilities: {},
+    versionNegotiation: { mode: protocol === 'auto' ? 'auto' : protocol === '2025-11-25' ? 'legacy' : { pin: protocol } },
+  });
+  // Progress is routed by our own tokens, not through `onprogress`: the SDK client (1.x and v2) dispatches
   // notifications a microtask late but retires a request's progress handler as soon as its response
   // arrives, so a last progress notification read in the same chunk as the response would be lost
   // (typescript-sdk issue #2580). Our listener lives until the awaiting call has seen the response.
   const progress = new ProgressRouter();
-  client.setNotificationHandler(ProgressNotificationSchema, (notification) => progress.dispatch(notification.params));
+  client.setNotificationHandler('notifications/progress', (notification) => progress.dispatch(notification.params));
+  let subscription: McpSubscription | undefined;
   const owned = new Map<string, { remote: string; signature: string }>();
   let skipped: Array<{ tool: string; reason: string }> = [];
   let closing = false;
@@ -141,7 +164,7 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     const tools: McpTool[] = [];
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs });
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, cacheMode: 'bypass' });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -184,13 +207,19 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
 
   try {
     await client.connect(transport, { timeout: timeoutMs });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
       sync().catch((error: unknown) => log.warn({ err: (error as Error).message }, 'mcp import: re-sync after tools/list_changed failed'));
     });
+    // 2026-07-28 has no unsolicited notifications: list changes come on a `subscriptions/listen` stream
+    // (dispatched to the handler above). 2025 servers send them on the session as before.
+    if (client.getProtocolEra() === 'modern' && client.getServerCapabilities()?.tools?.listChanged === true) {
+      subscription = await client.listen({ toolsListChanged: true }, { timeout: timeoutMs });
+    }
     await sync();
   } catch (error) {
     closing = true;
     unregisterAll();
+    await subscription?.close().catch(() => undefined);
     await client.close().catch(() => undefined);
     throw new ToolhostError('INTERNAL', `could not import MCP server "${name}": ${(error as Error).message}`, { cause: error });
   }
@@ -198,6 +227,7 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
   let closed: Promise<void> | undefined;
   return {
     name,
+    protocolVersion: client.getNegotiatedProtocolVersion() ?? 'unknown',
     get tools() {
       return [...owned.keys()].sort();
     },
@@ -210,6 +240,7 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
         closing = true;
         unregisterAll();
         await queue;
+        await subscription?.close().catch(() => undefined);
         if (transport instanceof StreamableHTTPClientTransport) await transport.terminateSession().catch(() => undefined);
         await client.close();
       })();
@@ -241,7 +272,7 @@ class ProgressRouter {
 }
 
 async function callRemote(client: Client, router: ProgressRouter, server: string, tool: string, args: unknown, ctx: ToolContext, events: ToolEventSink): Promise<ToolRun> {
-  let result: Awaited<ReturnType<Client['callTool']>>;
+  let result: CallToolResult;
   // A signal of our own, unlinked once the call settles: the SDK never removes its abort listener,
   // and ctx.signal aborts when every call ends (which would send a stray notifications/cancelled).
   const request = new AbortController();
@@ -255,7 +286,6 @@ async function callRemote(client: Client, router: ProgressRouter, server: string
   try {
     result = await client.callTool(
       { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { progressToken: listening.token } },
-      undefined,
       // The call path's wall budget ends the call first; the timeout only keeps the SDK's 60 s default out of the way.
       { signal: request.signal, timeout: ctx.budgets.wallMs + 5_000 },
     );
@@ -266,7 +296,6 @@ async function callRemote(client: Client, router: ProgressRouter, server: string
     ctx.signal.removeEventListener('abort', onAbort);
     listening.stop();
   }
-  if (!('content' in result)) return { output: result.toolResult };
   const content = Array.isArray(result.content) ? result.content : [];
   if (result.isError === true) {
     const text = content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n') || `the remote tool "${tool}" failed`;
@@ -281,20 +310,23 @@ async function callRemote(client: Client, router: ProgressRouter, server: string
 }
 
 function remoteFailure(server: string, tool: string, error: unknown): ToolhostError {
-  if (error instanceof McpError) {
-    if (error.code === McpErrorCode.ConnectionClosed) {
+  if (error instanceof SdkError) {
+    if (error.code === SdkErrorCode.ConnectionClosed) {
       return new ToolhostError('TOOL_CRASHED', `MCP server "${server}" closed the connection during the call`, { cause: error });
     }
-    if (error.code === McpErrorCode.RequestTimeout) {
+    if (error.code === SdkErrorCode.RequestTimeout) {
       return new ToolhostError('TOOL_TIMEOUT', `MCP server "${server}" did not answer in time`, { cause: error });
     }
+    return toolError('REMOTE_PROTOCOL_ERROR', error.message, { server, tool, sdkCode: error.code });
+  }
+  if (error instanceof ProtocolError) {
     return toolError('REMOTE_PROTOCOL_ERROR', error.message, { server, tool, mcpCode: error.code });
   }
   const message = error instanceof Error ? error.message : String(error);
   return new ToolhostError('TOOL_CRASHED', `MCP server "${server}": ${message}`, { cause: error });
 }
 
-type RemoteBlock = Extract<Awaited<ReturnType<Client['callTool']>>, { content: unknown }>['content'][number];
+type RemoteBlock = CallToolResult['content'][number];
 
 /** MCP content as toolhost content: text and images as they are, anything else described in text. */
 function toContentBlock(block: RemoteBlock): ContentBlock {
