@@ -439,6 +439,7 @@ describe('resolution', () => {
       '    url: https://mcp.example.com/mcp',
       '    bearer_token_env: REMOTE_TOKEN',
       '    timeout_ms: 9000',
+      '    protocol: 2026-07-28',
       'servers:',
       '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048, max_connections: 50, max_connections_per_client: 5, headers_timeout_ms: 2000 } }',
       '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false, max_connections: 60, max_connections_per_client: 6, idle_timeout_ms: 7000 }',
@@ -466,7 +467,7 @@ describe('resolution', () => {
       inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
     })]);
     expect(resolved.mcpServers).toEqual([expect.objectContaining({
-      transport: 'http', name: 'remote', url: 'https://mcp.example.com/mcp', headers: {}, bearerTokenEnv: 'REMOTE_TOKEN', timeoutMs: 9000, grant: {},
+      transport: 'http', name: 'remote', url: 'https://mcp.example.com/mcp', headers: {}, bearerTokenEnv: 'REMOTE_TOKEN', timeoutMs: 9000, protocol: '2026-07-28', grant: {},
     })]);
     expect(resolved.servers).toEqual({
       tokens: [{ principal: 'ci-agent', tokenEnv: 'CI_TOKEN' }],

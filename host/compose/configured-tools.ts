@@ -61,6 +61,7 @@ export async function importConfiguredMcpServers(registry: ToolRegistry, specs: 
       name: spec.name,
       grant: spec.grant,
       ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
+      ...(spec.protocol === undefined ? {} : { protocol: spec.protocol }),
       ...(spec.defaultPolicy === undefined ? {} : { defaultPolicy: spec.defaultPolicy }),
     };
     const imported = await atOrigin(spec.origin, `mcp_servers entry ${spec.name}`, () => {

@@ -228,6 +228,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   const mcpServers = (config.mcp_servers ?? []).map((entry, i): McpServerSpec => {
     const base: McpServerSpecBase = { name: entry.name, grant: resolveGrant(entry.grant, baseDir), ...originOf(['mcp_servers', i]) };
     if (entry.timeout_ms !== undefined) base.timeoutMs = entry.timeout_ms;
+    if (entry.protocol !== undefined) base.protocol = entry.protocol;
     if (entry.default_policy !== undefined) base.defaultPolicy = policyInput(entry.default_policy);
     if (entry.url !== undefined) {
       const spec: McpHttpServerSpec = { ...base, transport: 'http', url: entry.url, headers: { ...entry.headers } };

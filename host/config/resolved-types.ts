@@ -44,6 +44,8 @@ export interface McpServerSpecBase {
   /** The namespace of its tools (`<name>.<tool>`). */
   name: string;
   timeoutMs?: number;
+  /** The protocol version: negotiated (`auto`, the default) or one era pinned. */
+  protocol?: 'auto' | '2025-11-25' | '2026-07-28';
   /** The grant of every tool imported from it. */
   grant: ToolGrant;
   defaultPolicy?: ExecutionPolicyInput;

@@ -169,6 +169,7 @@ export interface HttpToolEntry {
 interface McpServerCommon {
   name: string;
   timeout_ms?: number;
+  protocol?: 'auto' | '2025-11-25' | '2026-07-28';
   grant?: GrantEntry;
   default_policy?: PolicyEntry;
 }
