@@ -180,6 +180,43 @@ describe.runIf(hasRedis)('MCP sessions shared by a fleet on Redis: no sticky rou
     await expect.poll(() => hosts[0]!.finished.filter((entry) => entry.tool === 'slow').map((entry) => entry.event.type === 'error' && entry.event.code)).toContain('CANCELLED');
   });
 
+  it('/metrics counts the sessions a host rebuilt and the messages relayed between the hosts', async () => {
+    const scrape = async (host: HostUnderTest): Promise<Record<string, number>> => {
+      const response = await fetch(new URL('/metrics', host.server.url), { headers: { Authorization: `Bearer ${TOKENS[0]!.token}` } });
+      expect(response.status).toBe(200);
+      const values: Record<string, number> = {};
+      for (const line of (await response.text()).split('\n')) {
+        const match = /^(toolhost_server_(?:sessions_restored|messages_relayed)_total\{[^}]*\}) (\d+)$/.exec(line);
+        if (match) values[match[1]!] = Number(match[2]);
+      }
+      return values;
+    };
+    const count = (values: Record<string, number>, key: string): number => values[key] ?? 0;
+    const restored = 'toolhost_server_sessions_restored_total{server="mcp",outcome="restored"}';
+    const sent = (kind: string): string => `toolhost_server_messages_relayed_total{server="mcp",direction="sent",kind="${kind}"}`;
+    const delivered = (kind: string): string => `toolhost_server_messages_relayed_total{server="mcp",direction="delivered",kind="${kind}"}`;
+    const before = await Promise.all(hosts.map(scrape));
+    // Opened on host 0 (initialize), then served by host 1: host 1 rebuilds it once.
+    const client = await legacyClient(TOKENS[0]!.token, (body, n) => (body.includes('"tools/call"') ? 0 : body.includes('notifications/cancelled') ? 1 : n));
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    // A call on host 0 cancelled through host 1: host 1 relays the cancel, host 0 delivers it.
+    const controller = new AbortController();
+    const pending = client.callTool({ name: 'slow', arguments: { tag: 'metrics-cancel' } }, undefined, { signal: controller.signal });
+    await expect.poll(() => hosts[0]!.started).toContain('metrics-cancel');
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    await expect.poll(async () => count(await scrape(hosts[0]!), delivered('cancel'))).toBe(count(before[0]!, delivered('cancel')) + 1);
+    const after = await Promise.all(hosts.map(scrape));
+    expect(count(after[1]!, restored) - count(before[1]!, restored)).toBe(1);
+    expect(count(after[0]!, restored) - count(before[0]!, restored)).toBe(0);
+    expect(count(after[1]!, sent('cancel')) - count(before[1]!, sent('cancel'))).toBe(1);
+    // A ping answer relayed the other way (the previous tests) shows as a response.
+    expect(count(after[0]!, delivered('response')) + count(after[1]!, delivered('response'))).toBeGreaterThan(0);
+    // Ended, so the principal's fleet-wide session cap is as the next tests expect.
+    await (client.transport as StreamableHTTPClientTransport).terminateSession();
+  });
+
   it('a session id is never accepted from another principal, on any host', async () => {
     const opened = await initialize(hosts[0]!, TOKENS[0]!.token);
     expect(opened.status).toBe(200);

@@ -27,7 +27,7 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { Logger } from '../base/logger.js';
 import type { SessionDirectory } from '../core/session-directory.js';
 import { closeCancelledStreams } from './mcp-cancellations.js';
-import { relayForeignMessages, type SessionRelay } from './mcp-relay.js';
+import { relayedKind, relayForeignMessages, type SessionRelay } from './mcp-relay.js';
 import { createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { SessionTable, type Admit, type SessionEndReason, type SessionLimits } from './mcp-sessions.js';
 import type { ServerLimitMetrics } from './metrics.js';
@@ -106,7 +106,8 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     const session = sessions.get(sessionId);
     if (session?.relay === undefined) return;
     try {
-      session.relay.deliver(JSON.parse(text) as JSONRPCMessage);
+      const delivered = session.relay.deliver(JSON.parse(text) as JSONRPCMessage);
+      if (delivered !== undefined) limitMetrics?.relayed('mcp', 'delivered', delivered);
     } catch {
       // not JSON: nothing to deliver
     }
@@ -157,6 +158,8 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     closeCancelledStreams(session.transport);
     if (directory !== undefined && session.shared) {
       session.relay = relayForeignMessages(session.transport, (message) => {
+        const kind = relayedKind(message);
+        if (kind !== undefined) limitMetrics?.relayed('mcp', 'sent', kind);
         directory.relay(session.id, JSON.stringify(message)).catch((error: unknown) => logger.debug({ err: (error as Error).message }, 'mcp http: could not relay a message'));
       }, async (level) => {
         session.state.logLevel = level;
@@ -188,8 +191,10 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
       if (status !== 200 || sessions.get(id) !== session) throw new Error(`the replayed initialize answered ${status}`);
       await replay(session, { method: 'notifications/initialized' }, true);
       if (state.logLevel !== undefined) await replay(session, { id: `toolhost-restore-${randomUUID()}`, method: 'logging/setLevel', params: { level: state.logLevel } }, true);
+      limitMetrics?.sessionRestored('mcp', 'restored');
       return session;
     } catch (error) {
+      limitMetrics?.sessionRestored('mcp', 'failed');
       logger.warn({ err: (error as Error).message }, 'mcp http: could not restore a shared session');
       sessions.delete(id);
       await session.server.close().catch(() => undefined);

@@ -21,8 +21,17 @@ import { isJSONRPCErrorResponse, isJSONRPCNotification, isJSONRPCRequest, isJSON
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 
 export interface SessionRelay {
-  /** A message relayed by another host for this session. */
-  deliver(message: JSONRPCMessage): void;
+  /** A message relayed by another host for this session; says what it delivered to the server (nothing: not this host's). */
+  deliver(message: JSONRPCMessage): RelayedKind | undefined;
+}
+
+/** What a relayed message is: an answer to a server-to-client request, or a client's cancel. */
+export type RelayedKind = 'response' | 'cancel';
+
+/** The kind of a message that may be relayed. */
+export function relayedKind(message: JSONRPCMessage): RelayedKind | undefined {
+  if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) return 'response';
+  return cancelledRequestId(message) === undefined ? undefined : 'cancel';
 }
 
 /**
@@ -70,11 +79,14 @@ export function relayForeignMessages(transport: Transport, relay: (message: JSON
   return {
     deliver(message) {
       if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
-        if (message.id !== undefined && asked.delete(message.id)) receive.call(transport, message);
-        return;
+        if (message.id === undefined || !asked.delete(message.id)) return undefined;
+        receive.call(transport, message);
+        return 'response';
       }
       const cancelled = cancelledRequestId(message);
-      if (cancelled !== undefined && running.delete(cancelled)) receive.call(transport, message);
+      if (cancelled === undefined || !running.delete(cancelled)) return undefined;
+      receive.call(transport, message);
+      return 'cancel';
     },
   };
 }

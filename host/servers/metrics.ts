@@ -27,6 +27,10 @@ export interface ServerLimitMetrics {
   sessionEnded(server: 'mcp', reason: string): void;
   /** Report the open sessions of a server (read when metrics are scraped). */
   trackSessions(server: 'mcp', count: () => number): void;
+  /** A fleet's shared session (opened on another host) rebuilt on this one from the directory: `restored`, or `failed`. */
+  sessionRestored(server: 'mcp', outcome: 'restored' | 'failed'): void;
+  /** A shared session's message relayed between hosts: `sent` to the fleet, or `delivered` here to the session's server. */
+  relayed(server: 'mcp', direction: 'sent' | 'delivered', kind: 'response' | 'cancel'): void;
 }
 
 export interface HostMetrics {
@@ -184,6 +188,18 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     labelNames: ['server', 'reason'] as const,
     registers: [prometheus],
   });
+  const sessionsRestored = new Counter({
+    name: 'toolhost_server_sessions_restored_total',
+    help: 'Shared sessions of a fleet (opened on another host) that this host rebuilt from the session directory to serve a request, by server and outcome (restored, failed).',
+    labelNames: ['server', 'outcome'] as const,
+    registers: [prometheus],
+  });
+  const relayed = new Counter({
+    name: 'toolhost_server_messages_relayed_total',
+    help: 'Messages of shared sessions relayed between the hosts of a fleet, by server, direction (sent: this host got a message another host holds the request of; delivered: a message another host relayed reached a session\'s server here) and kind (response: an answer to a server-to-client request; cancel).',
+    labelNames: ['server', 'direction', 'kind'] as const,
+    registers: [prometheus],
+  });
   const sessionCounts = new Map<string, () => number>();
   new Gauge({
     name: 'toolhost_server_sessions',
@@ -200,6 +216,8 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     trackSessions: (server, count) => {
       sessionCounts.set(server, count);
     },
+    sessionRestored: (server, outcome) => sessionsRestored.inc({ server, outcome }),
+    relayed: (server, direction, kind) => relayed.inc({ server, direction, kind }),
   };
 
   const unsubscribeLimits = registry.onLimitHit((tool, limit) => limitHits.inc({ tool, limit }));
