@@ -164,7 +164,7 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     const tools: McpTool[] = [];
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, cacheMode: 'bypass' });
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined);
