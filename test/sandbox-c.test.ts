@@ -2,6 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
 import { CONTAINMENTS, collect, example, fixture, hasCGuests, makeRegistry, terminalCount, types } from './helpers.js';
 
+/** Starts a call that spins until cancelled and resolves once it runs (its first delta); the returned function cancels it and waits for its end. */
+async function holdWorker(registry: ToolRegistry, callId: string): Promise<() => Promise<void>> {
+  const stream = registry.stream('stream_then_wait', {}, { callId });
+  const iterator = stream[Symbol.asyncIterator]();
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+    if (next.value.type === 'delta') break;
+  }
+  return async () => {
+    stream.cancel();
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) { /* drain to the terminal event */ }
+  };
+}
+
 describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
   let registry: ToolRegistry;
   let reuse: ToolRegistry;
@@ -64,19 +77,18 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
 
   it.each(CONTAINMENTS)('shares conversation state across workers and hides it from other conversations (%s containment)', async (containment) => {
     const registry = containments[containment]();
+    // Placed, not hoped for: a guest that runs until cancelled holds one worker while the write runs on the
+    // other, then holds the writer while the read runs on the first (the queue gives a task only to an idle worker).
+    const releaseFirst = await holdWorker(registry, `hold-1-${containment}`);
     const set = await registry.execute('state', { op: 'set', key: 'colour', value: '"teal"' }, { conversationId: 'conv-a' });
     expect(set.structuredContent).toEqual({ ok: true });
-    // Reads two at once until both workers served one (usually the first pair; under load a read can
-    // finish before its twin is dispatched), so some read ran on a worker the write did not.
-    const threads = new Set<number | undefined>();
-    for (let round = 0; round < 20 && threads.size < 2; round += 1) {
-      const reads = await Promise.all([0, 1].map(() => registry.execute('state', { op: 'get', key: 'colour' }, { conversationId: 'conv-a' })));
-      for (const read of reads) {
-        expect(read.structuredContent).toEqual({ value: '"teal"' });
-        threads.add(read.accounting?.workerThreadId);
-      }
-    }
-    expect(threads.size).toBe(2);
+    const releaseWriter = await holdWorker(registry, `hold-2-${containment}`);
+    await releaseFirst();
+    const read = await registry.execute('state', { op: 'get', key: 'colour' }, { conversationId: 'conv-a' });
+    await releaseWriter();
+    expect(read.structuredContent).toEqual({ value: '"teal"' });
+    expect(read.accounting?.workerThreadId).toEqual(expect.any(Number));
+    expect(read.accounting?.workerThreadId).not.toBe(set.accounting?.workerThreadId);
     const other = await registry.execute('state', { op: 'get', key: 'colour' }, { conversationId: 'conv-b' });
     expect(other.structuredContent).toEqual({ value: null });
   });
