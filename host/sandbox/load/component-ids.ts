@@ -67,6 +67,8 @@ function statKey(stats: BigIntStats): string {
 export class ComponentIds {
   readonly #dir: string;
   readonly #now: () => number;
+  /** Files waited for by rememberWhenSettled, by path. */
+  readonly #settling = new Map<string, Promise<string | undefined>>();
 
   /** `now`: the wall clock in ms (a test's own, to see files as settled). */
   constructor(cacheRoot: string, now: () => number = Date.now) {
@@ -116,12 +118,21 @@ export class ComponentIds {
    * process exit while it waits (a background remembering). Undefined when the file is gone or unreadable.
    */
   async rememberWhenSettled(path: string, options: { ref?: boolean } = {}): Promise<string | undefined> {
+    // One wait a file at a time (`toolhost dev` transpiles the same path again on every rebuild).
+    const pending = this.#settling.get(path);
+    if (pending !== undefined) return pending;
+    const settling = this.#rememberWhenSettled(path, options.ref ?? true).finally(() => this.#settling.delete(path));
+    this.#settling.set(path, settling);
+    return settling;
+  }
+
+  async #rememberWhenSettled(path: string, ref: boolean): Promise<string | undefined> {
     try {
       for (;;) {
         const stats = await stat(path, { bigint: true });
         const waitNs = stats.ctimeNs + SETTLED_NS - BigInt(Math.floor(this.#now())) * 1_000_000n;
         if (waitNs < 0n) break;
-        await sleep(Number(waitNs / 1_000_000n) + 10, undefined, { ref: options.ref ?? true });
+        await sleep(Number(waitNs / 1_000_000n) + 10, undefined, { ref });
       }
       return await this.hashOf(path);
     } catch {
