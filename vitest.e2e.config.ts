@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
- * `npm run test:e2e`: the CLI as a user runs it, in processes of its own (toolhost call, serve, dev, bench,
+ * `npm run test:e2e`: the CLI as a user runs it, in processes of its own (toolhost call, serve, dev, bench, publish,
  * init, build, pull): slower than the rest (each spawns node, most build or serve), so kept out of `npm test`'s
  * inner loop; `.ci/run` runs both.
  */

@@ -3,15 +3,17 @@
  * settled file's id is read back instead of hashed, and a file written since
  * (even to the same size and mtime) is hashed again, never given the
  * remembered id. The tests' clock runs 10 s ahead, so the files they just
- * wrote count as settled.
+ * wrote count as settled. And a first load that transpiles leaves the memo
+ * knowing the new entry's files and (once settled) the component file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ComponentIds } from '../host/sandbox/load/component-ids.js';
+import { fixture, hasCGuests, makeRegistry } from './helpers.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'toolhost-component-ids-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -80,5 +82,31 @@ describe('component ids by stat', () => {
     expect((await ids.read(file)).id).toBe(sha256(bytes));
     expect(await ids.hashOf(file)).toBe(sha256(bytes));
     expect(readFileSync(cacheDir, 'utf8')).toBe('not a directory');
+  });
+});
+
+describe.runIf(hasCGuests)('the first load leaves the memo warm for the next start', () => {
+  it('remembers the entry a transpile wrote at once, and the young component file once it settles', async () => {
+    const { cacheDir } = setUp('first-load');
+    // A component file written just now (as `toolhost build` or the scale bench leave it): too young to remember on read.
+    const file = join(scratch, `flood-${randomBytes(4).toString('hex')}.wasm`);
+    copyFileSync(fixture('flood'), file);
+    const registry = makeRegistry({ sandbox: { cacheDir } });
+    try {
+      const report = await registry.registerWasmTools(file);
+      expect(report.components[0]!.cache).toBe('miss');
+    } finally {
+      await registry.close();
+    }
+    // The next process's memo (the real clock: nothing here has settled) knows every file of the new entry.
+    const entries = readdirSync(cacheDir).filter((name) => /^v\d+-/.test(name)).flatMap((format) => readdirSync(join(cacheDir, format)).map((id) => join(cacheDir, format, id)));
+    expect(entries).toHaveLength(1);
+    const meta = JSON.parse(readFileSync(join(entries[0]!, 'meta.json'), 'utf8')) as { sha256: Record<string, string> };
+    expect(Object.keys(meta.sha256).length).toBeGreaterThanOrEqual(2);
+    const next = new ComponentIds(cacheDir);
+    for (const [name, id] of Object.entries(meta.sha256)) expect(await next.known(join(entries[0]!, name))).toBe(id);
+    // The component file itself: remembered by the loader in the background once its ctime is SETTLED_NS old.
+    const id = sha256(readFileSync(file));
+    await vi.waitFor(async () => expect(await next.known(file)).toBe(id), { timeout: 8_000, interval: 100 });
   });
 });

@@ -3,7 +3,8 @@
  * a component signed in cosign's key-based form loads and runs; every way a
  * source can be wrong is refused with its own reason, before anything is
  * transpiled, and nothing is stored. Pinned digests survive a moved tag and
- * the registry's absence.
+ * the registry's absence. (`toolhost call --load oci://…`, in processes of
+ * its own: test/e2e/distribution-oci-cli.test.ts.)
  */
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -14,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolhostError } from '../host/index.js';
 import type { DistributionOptions } from '../host/distribution/options.js';
 import { example, makeRegistry } from './helpers.js';
-import { runCli } from './cli-runner.js';
 import { HTPASSWD, OciRegistry, Pusher, digestOf, hasRegistry } from './oci-registry.js';
 
 const wasm = new Uint8Array(readFileSync(example('ctools')));
@@ -148,15 +148,6 @@ describe.skipIf(!hasRegistry)('components from an OCI registry', () => {
     expect((await load(`oci://${registry.host}/tools/ctools:moving`, { storeDir: store(), verify })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'unsigned' } });
     expect((await load(`oci://${registry.host}/tools/ctools@${original}`, { storeDir: store(), verify })).tools).toContain('echo');
   });
-
-  it('runs `toolhost call --load oci://… --verify-key` on a component pushed and signed by another program', async () => {
-    const run = await runCli(['call', 'echo', '--args', '{"via":"cli"}', '--load', `oci://${registry.host}/tools/ctools:v1`, '--verify-key', trusted.pub], 90_000, { env: { TOOLHOST_LOG: 'error' } });
-    expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({ via: 'cli' });
-    const refused = await runCli(['call', 'echo', '--args', '{}', '--load', `oci://${registry.host}/tools/ctools:v1`]);
-    expect(refused.code).toBe(1);
-    expect(JSON.parse(refused.stderr.trim().split('\n').at(-1)!)).toMatchObject({ error: { code: 'SOURCE_UNTRUSTED' } });
-  }, 120_000);
 });
 
 describe.skipIf(!hasRegistry)('a registry that goes away, and one that corrupts what it serves', () => {

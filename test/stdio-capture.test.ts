@@ -1,40 +1,17 @@
 /**
  * A guest's stdout and stderr are captured as `log` events and never reach
- * the host process's own stdout or stderr: through the CLI (a black box) and
- * through the library (with the host's process.stdout/stderr spied on).
+ * the host process's own stdout or stderr: through the library (with the
+ * host's process.stdout/stderr spied on). Through the CLI (a black box, in
+ * processes of its own): test/e2e/stdio-capture-cli.test.ts.
  */
 import { existsSync } from 'node:fs';
-
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { LogEvent, ToolEvent, ToolRegistry } from '../host/index.js';
+import type { ToolRegistry } from '../host/index.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS } from '../host/sandbox/protocol.js';
-import { cliPath, runCli } from './cli-runner.js';
-import { collect, fixture, makeRegistry, root, terminalCount } from './helpers.js';
+import { collect, fixture, makeRegistry, terminalCount } from './helpers.js';
+import { DROPPED, expectedPrintLines, expectNoGuestOutput, stdioLogs } from './stdio-expect.js';
 
 const noisy = fixture('noisy');
-
-const GUEST_MARKERS = ['noisy stdout line', 'noisy stderr line', 'noisy exit('];
-const DROPPED = 'further guest output dropped';
-
-
-function expectNoGuestOutput(text: string): void {
-  for (const marker of GUEST_MARKERS) expect(text).not.toContain(marker);
-}
-
-/** The `log` events that carry captured guest stdout/stderr. */
-function stdioLogs(events: Array<ToolEvent | Record<string, unknown>>): LogEvent[] {
-  return events.filter((event): event is LogEvent => event.type === 'log' && (event.source === 'stdout' || event.source === 'stderr'));
-}
-
-/** What `print {lines: n}` writes, in order: stdout line i, then stderr line i. */
-function expectedPrintLines(n: number): Array<{ source: 'stdout' | 'stderr'; message: string }> {
-  const lines: Array<{ source: 'stdout' | 'stderr'; message: string }> = [];
-  for (let i = 0; i < n; i++) {
-    lines.push({ source: 'stdout', message: `noisy stdout line ${i}` });
-    lines.push({ source: 'stderr', message: `noisy stderr line ${i}` });
-  }
-  return lines;
-}
 
 /**
  * Run `fn` with the host's process.stdout.write and process.stderr.write
@@ -78,48 +55,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await registry?.close();
-});
-
-describe.concurrent('guest stdio through the CLI', () => {
-  beforeAll(() => {
-    if (!existsSync(cliPath)) throw new Error(`the CLI is not built (${cliPath} is missing): run \`npx tsc -p .\` first`);
-  });
-
-  it('prints only the result on stdout and none of the guest\'s output on either stream', async () => {
-    const run = await runCli(['call', 'print', '--args', '{"lines":50}', '--load', noisy]);
-    expect(run.killed).toBe(false);
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toBe('{"printed":50}\n');
-    expectNoGuestOutput(run.stdout);
-    expectNoGuestOutput(run.stderr);
-  });
-
-  it('delivers each guest line once, whole and in order, as a log event with --events', async () => {
-    const run = await runCli(['call', 'print', '--args', '{"lines":50}', '--load', noisy, '--events']);
-    expect(run.killed).toBe(false);
-    expect(run.code, run.stderr).toBe(0);
-    expectNoGuestOutput(run.stderr);
-    const events = run.stdout
-      .trimEnd()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(events[0]?.type).toBe('start');
-    expect(events.at(-1)).toMatchObject({ type: 'result', data: { printed: 50 } });
-    expect(events.filter((event) => event.type === 'result' || event.type === 'error')).toHaveLength(1);
-    const logs = stdioLogs(events);
-    for (const log of logs) expect(log.message).not.toBe('');
-    expect(logs.map(({ source, message }) => ({ source, message }))).toEqual(expectedPrintLines(50));
-  });
-
-  it('keeps the output of a guest that crashes out of the CLI\'s streams too', async () => {
-    const run = await runCli(['call', 'exit', '--args', '{"code":3}', '--load', noisy]);
-    expect(run.killed).toBe(false);
-    expect(run.code).toBe(1);
-    expect(run.stdout).toBe('');
-    expectNoGuestOutput(run.stderr);
-    const lines = run.stderr.trimEnd().split('\n');
-    expect(JSON.parse(lines.at(-1) as string)).toMatchObject({ error: { code: 'TOOL_CRASHED' } });
-  });
 });
 
 describe('guest stdio through the library', () => {

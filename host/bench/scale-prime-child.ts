@@ -17,6 +17,12 @@ const { silentLogger } = await import('../base/logger.js');
 const registry = createRegistry({ logger: silentLogger, sandbox: { ...(cacheDir === '-' ? {} : { cacheDir }) } });
 try {
   const report = await registry.registerWasmTools(files);
+  // A warm cache is warm for the next start too: every file's id remembered, the young ones once they settle
+  // (the entries the transpiles wrote were remembered as they were written).
+  const { ComponentIds } = await import('../sandbox/load/component-ids.js');
+  const { defaultCacheDir } = await import('../sandbox/load/cache-location.js');
+  const ids = new ComponentIds(cacheDir === '-' ? defaultCacheDir() : cacheDir);
+  for (const file of files) await ids.rememberWhenSettled(file);
   process.stdout.write(`${JSON.stringify({ transpiled: report.components.filter((c) => c.cache === 'miss').length })}\n`);
 } finally {
   await registry.close();

@@ -209,6 +209,8 @@ export class SandboxLoader implements WasmToolLoader {
     // component (a closure over it kept every loaded component's file in memory: 120 MB for 10 JS tools).
     const { id, name } = source;
     const cached = await this.#cache.prepare(id, source.bytes, what);
+    // A file read while young (just built) was not remembered: once it settles, for the next start (background).
+    if (cached.cache === 'miss' && source.path !== undefined && !isRemotePath(source.path)) void this.#cache.ids.rememberWhenSettled(source.path, { ref: false });
     return this.#compileCached(id, name, cached, what);
   }
 

@@ -153,6 +153,8 @@ export class ComponentCache {
       await writeFile(join(temporary, 'meta.json'), JSON.stringify(meta, null, 2));
       try {
         await rename(temporary, dir);
+        // The next process reads these files' ids back instead of hashing them again (component-ids.ts: `wrote`).
+        await Promise.all(Object.entries(meta.sha256).map(([file, id]) => this.ids.wrote(join(dir, file), id)));
       } catch (error) {
         // Another process finished the same entry first: use it.
         const other = await this.#read(dir);

@@ -22,10 +22,25 @@
  * stands for. A file with a younger ctime is hashed every time until it
  * settles. (This relies on the file system keeping ctime from a clock close
  * to this one, as local file systems do.)
+ *
+ * Two ways past that wait, so the first start after a transpile (or a
+ * priming) is as warm as later ones:
+ * - `wrote`: the cache's own entry files are remembered as soon as they are
+ *   in place. The cache built them in a directory of its own and renamed it
+ *   into place; nothing writes an entry's files in place afterwards (an
+ *   entry is replaced by a rename, another inode), and whoever could write
+ *   them within the tick could write this memo, which lives in the same
+ *   trusted directory. So the stat taken after the rename is the bytes'.
+ * - `rememberWhenSettled`: a component file read while young is read and
+ *   hashed once more when it has settled (the loader does that after a
+ *   transpile, in the background; the bench's priming waits for it).
+ * A remembered key is recalled whatever its age: it was sound when it was
+ * written, and a later write gives the file another key.
  */
 import { randomBytes, createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 
 /** The memo's directory under the cache root (its own version: independent of the entries' format). */
@@ -52,6 +67,8 @@ function statKey(stats: BigIntStats): string {
 export class ComponentIds {
   readonly #dir: string;
   readonly #now: () => number;
+  /** Files waited for by rememberWhenSettled, by path. */
+  readonly #settling = new Map<string, Promise<string | undefined>>();
 
   /** `now`: the wall clock in ms (a test's own, to see files as settled). */
   constructor(cacheRoot: string, now: () => number = Date.now) {
@@ -65,7 +82,6 @@ export class ComponentIds {
 
   /** The remembered id for a file with these stats, if any. */
   async #recall(stats: BigIntStats): Promise<string | undefined> {
-    if (!this.#settled(stats)) return undefined;
     try {
       const id = (await readFile(join(this.#dir, statKey(stats)), 'utf8')).trim();
       return /^[0-9a-f]{64}$/.test(id) ? id : undefined;
@@ -84,6 +100,43 @@ export class ComponentIds {
       await rename(temporary, file);
     } catch {
       await rm(temporary, { force: true }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Remember the id of a file the cache itself just wrote and put in place (an entry's file: see the header
+   * for why its stat may be remembered at once). Best effort, like every remembering.
+   */
+  async wrote(path: string, id: string): Promise<void> {
+    const stats = await stat(path, { bigint: true }).catch(() => undefined);
+    if (stats !== undefined) await this.#remember(stats, id);
+  }
+
+  /**
+   * Once the file has settled (its ctime older than SETTLED_NS), its id from the memo, else read, hashed and
+   * remembered: what a file read while young needs for the next process to find it. `ref: false` lets the
+   * process exit while it waits (a background remembering). Undefined when the file is gone or unreadable.
+   */
+  async rememberWhenSettled(path: string, options: { ref?: boolean } = {}): Promise<string | undefined> {
+    // One wait a file at a time (`toolhost dev` transpiles the same path again on every rebuild).
+    const pending = this.#settling.get(path);
+    if (pending !== undefined) return pending;
+    const settling = this.#rememberWhenSettled(path, options.ref ?? true).finally(() => this.#settling.delete(path));
+    this.#settling.set(path, settling);
+    return settling;
+  }
+
+  async #rememberWhenSettled(path: string, ref: boolean): Promise<string | undefined> {
+    try {
+      for (;;) {
+        const stats = await stat(path, { bigint: true });
+        const waitNs = stats.ctimeNs + SETTLED_NS - BigInt(Math.floor(this.#now())) * 1_000_000n;
+        if (waitNs < 0n) break;
+        await sleep(Number(waitNs / 1_000_000n) + 10, undefined, { ref });
+      }
+      return await this.hashOf(path);
+    } catch {
+      return undefined;
     }
   }
 

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from './cli-runner.js';
-import { example, hasCGuests } from './helpers.js';
+import { runCli } from '../cli-runner.js';
+import { example, hasCGuests } from '../helpers.js';
 
 describe.concurrent('toolhost call --worktree', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'toolhost-cli-wt-'));

@@ -9,8 +9,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from './cli-runner.js';
-import { hasCGuests } from './helpers.js';
+import { runCli } from '../cli-runner.js';
+import { hasCGuests } from '../helpers.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'toolhost-author-paths-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
