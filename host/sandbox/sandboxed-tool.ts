@@ -8,10 +8,11 @@ import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
 import { answerElicit, answerSample } from './client-requests.js';
-import { richResult, type ContentBlock } from '../core/result.js';
+import { richResult } from '../core/result.js';
+import { contentBlock } from './load/content-block.js';
 import { TaskStop } from './task-stop.js';
 import type { TaskHandlers, TaskInput } from './pool.js';
-import type { CoreModules, GuestCallContext, GuestContent, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
+import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -270,23 +271,6 @@ function watchHardStop(events: RunnerSink, onStop: (reason: unknown) => void): (
   }
   signal.addEventListener('abort', listener, { once: true });
   return () => signal.removeEventListener('abort', listener);
-}
-
-/** A guest's content item as a result's content block (bytes as base64). */
-function contentBlock(item: GuestContent): ContentBlock {
-  switch (item.type) {
-    case 'image':
-    case 'audio':
-      return { type: item.type, data: Buffer.from(item.data).toString('base64'), mimeType: item.mimeType };
-    case 'resource': {
-      const { resource } = item;
-      if ('text' in resource) return { type: 'resource', resource };
-      const { blob, ...rest } = resource;
-      return { type: 'resource', resource: { ...rest, blob: Buffer.from(blob).toString('base64') } };
-    }
-    default:
-      return item;
-  }
 }
 
 function round(ms: number): number {

@@ -39,8 +39,8 @@ import {
 } from '@modelcontextprotocol/server';
 import type { CallOptions, CallStream } from '../core/call/options.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
-import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import { CALLER_AUTH_KEY } from './auth/http-guard.js';
+import { metaCallOptions } from './mcp-meta.js';
 import { listTools, MCP_META_KEYS, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 
 /** The revision this file serves. */
@@ -165,23 +165,7 @@ function callOptionsOf(name: string, ctx: ServerContext, options: ModernMcpOptio
   if (caller?.principal !== undefined) call.principal = caller.principal;
   if (caller?.tenant !== undefined) call.tenant = caller.tenant;
   if (caller?.labelCeiling !== undefined) call.labelCeiling = caller.labelCeiling;
-  const meta: Record<string, unknown> = ctx.mcpReq._meta ?? {};
-  const text = (key: string): string | undefined => {
-    const value = meta[key];
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string' || value.length === 0) throw new Error(`_meta["${key}"] must be a non-empty string`);
-    return value;
-  };
-  const callId = text(MCP_META_KEYS.callId);
-  if (callId !== undefined) call.callId = callId;
-  const conversationId = text(MCP_META_KEYS.conversationId);
-  if (conversationId !== undefined) call.conversationId = conversationId;
-  const sessionId = text(MCP_META_KEYS.sessionId);
-  if (sessionId !== undefined) call.sessionId = sessionId;
-  const agentName = text(MCP_META_KEYS.agentName);
-  if (agentName !== undefined) call.agentName = agentName;
-  const policy = meta[MCP_META_KEYS.policy];
-  if (policy !== undefined && policy !== null) call.policy = policy as ExecutionPolicyInput;
+  Object.assign(call, metaCallOptions(ctx.mcpReq._meta ?? {}));
   const worktree = options.worktree?.(name);
   if (worktree !== undefined) call.workingDir = worktree;
   return call;

@@ -62,29 +62,11 @@ import type { McpDefinition } from '../core/definitions.js';
 import type { ErrorCode } from '../base/errors.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
-import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import { clientHooks, toMcpContent } from './mcp-client-requests.js';
 import { serveSurfaces } from './mcp-surfaces.js';
+import { MCP_META_KEYS, metaCallOptions } from './mcp-meta.js';
 
-/** The `_meta` keys of a `tools/call` request that toolhost reads, and of its result. */
-export const MCP_META_KEYS = {
-  /** Request: an ExecutionPolicy object (proto field names); it can only narrow the tool's grant. */
-  policy: 'toolhost/policy',
-  /** Request: the conversation whose state the call reads and writes. */
-  conversationId: 'toolhost/conversationId',
-  /** Request: the agent's session (defaults to the MCP session id, when the transport has one). */
-  sessionId: 'toolhost/sessionId',
-  /** Request: the calling agent's name. */
-  agentName: 'toolhost/agentName',
-  /** Result: the call's id. Request: the id to give the call (default a UUID), so it can be cancelled by id (`toolhost_cancel`, gRPC Cancel) from any host. */
-  callId: 'toolhost/callId',
-  /** Result: the call's accounting (wall ms, CPU ms, memory, attempts...). */
-  accounting: 'toolhost/accounting',
-  /** Result: the failure `{ code, message, details }` when `isError` is true. */
-  error: 'toolhost/error',
-  /** Progress notification: set when the notification carries a delta. */
-  delta: 'toolhost/delta',
-} as const;
+export { MCP_META_KEYS } from './mcp-meta.js';
 
 /** What the MCP adapters need from a registry (the package's `ToolRegistry` has it all; without `surfaces`, no prompts or resources). */
 export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'> & Partial<Pick<ToolRegistry, 'surfaces'>>;
@@ -344,23 +326,7 @@ function callOptionsFrom(server: Server, name: string, meta: Record<string, unkn
   const caller = extra.authInfo?.extra?.[CALLER_AUTH_KEY] as Pick<CallOptions, 'tenant' | 'labelCeiling'> | undefined;
   if (caller?.tenant !== undefined) call.tenant = caller.tenant;
   if (caller?.labelCeiling !== undefined) call.labelCeiling = caller.labelCeiling;
-  const text = (key: string): string | undefined => {
-    const value = meta[key];
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string' || value.length === 0) throw new Error(`_meta["${key}"] must be a non-empty string`);
-    return value;
-  };
-  const callId = text(MCP_META_KEYS.callId);
-  if (callId !== undefined) call.callId = callId;
-  const conversationId = text(MCP_META_KEYS.conversationId);
-  if (conversationId !== undefined) call.conversationId = conversationId;
-  const sessionId = text(MCP_META_KEYS.sessionId) ?? extra.sessionId;
-  if (sessionId !== undefined) call.sessionId = sessionId;
-  const agentName = text(MCP_META_KEYS.agentName);
-  if (agentName !== undefined) call.agentName = agentName;
-  const policy = meta[MCP_META_KEYS.policy];
-  // Parsed, checked against the grant and refused when wider by the call path, not here.
-  if (policy !== undefined && policy !== null) call.policy = policy as ExecutionPolicyInput;
+  Object.assign(call, metaCallOptions(meta, extra.sessionId));
   const worktree = options.worktree?.(name);
   if (worktree !== undefined) call.workingDir = worktree;
   return call;

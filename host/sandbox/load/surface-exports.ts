@@ -12,6 +12,7 @@
  * says (URIs, MIME types, how many items): the host side does (core/surfaces.ts).
  */
 import type { GuestContent } from '../protocol.js';
+import { contentBlock } from './content-block.js';
 
 /** The tool name the host calls to reach a component's prompts and resources. */
 export const SURFACE_GUEST_NAME = 'toolhost:surface';
@@ -72,7 +73,7 @@ export class SurfaceExports {
         return this.#promptsOrThrow().listPrompts().map((prompt) => defined({ ...prompt, arguments: prompt.arguments.map((argument) => defined({ ...argument })) }));
       case 'prompts/get': {
         const result = this.#promptsOrThrow().getPrompt(operation.name, Object.entries(operation.arguments));
-        return defined({ description: result.description, messages: result.messages.map((message) => ({ role: message.role, content: mcpContent(contentOf(message.content as never)) })) });
+        return defined({ description: result.description, messages: result.messages.map((message) => ({ role: message.role, content: contentBlock(contentOf(message.content as never)) })) });
       }
       case 'prompts/complete':
         return [...this.#promptsOrThrow().completeArgument(operation.prompt, operation.argument, operation.value)];
@@ -101,23 +102,6 @@ export class SurfaceExports {
   #resourcesOrThrow(): ResourcesInterface {
     if (!this.#resources) throw new Error(`the component does not export ${SURFACE_EXPORTS.resources}`);
     return this.#resources;
-  }
-}
-
-/** A content item in MCP's JSON shape (bytes base64). */
-function mcpContent(item: GuestContent): unknown {
-  switch (item.type) {
-    case 'image':
-    case 'audio':
-      return { type: item.type, data: Buffer.from(item.data).toString('base64'), mimeType: item.mimeType };
-    case 'resource': {
-      const { resource } = item;
-      if ('text' in resource) return { type: 'resource', resource };
-      const { blob, ...rest } = resource;
-      return { type: 'resource', resource: { ...rest, blob: Buffer.from(blob).toString('base64') } };
-    }
-    default:
-      return item;
   }
 }
 

@@ -152,3 +152,4 @@ export function contentBytes(item: GuestContent): number {
       return 64 + text(item.resource.uri) + text(item.resource.mimeType) + ('text' in item.resource ? text(item.resource.text) : item.resource.blob.byteLength);
   }
 }
+
