@@ -33,11 +33,12 @@ const sdk = join(root, 'guest-tools', 'c', 'sdk');
 const examples = {
   outDir: join(root, 'guest-tools', 'dist'),
   guests: [
-    { name: 'text', kind: 'js', source: 'guest-tools/text/index.js' },
+    // text, json and net: the 0.2.0 world (titles, annotations; text and json an icon) through guest-tools/js-sdk/mcp.js.
+    { name: 'text', kind: 'js', source: 'guest-tools/text/index.js', witPath: witV2Path },
     // The 0.2.0 world: titles, annotations and an icon (guest-tools/js-sdk/mcp.js).
     { name: 'json', kind: 'js', source: 'guest-tools/json/index.js', witPath: witV2Path },
     // fetch() needs componentize-js's `http` feature (wasi:http imports).
-    { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'] },
+    { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'], witPath: witV2Path },
     // The 0.2.0 world through the C SDK (TOOLHOST_WORLD_0_2): titles, annotations and an icon.
     { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'], witPath: witV2Path },
     { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
