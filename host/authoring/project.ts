@@ -187,7 +187,13 @@ export async function buildProject(dir: string, options: { out?: string } = {}):
     });
     size = built.size;
   }
-  const checked = await checkComponent(project.outFile);
+  const checked = await checkComponent(project.outFile).catch((error: unknown) => {
+    // A 0.1.0 tool (defineComponent, or a C SDK built without TOOLHOST_WORLD_0_2) in a 0.2.0 project traps in describe().
+    if (error instanceof BuildError && error.kind === 'CHECK_FAILED' && project.world === '0.2.0' && project.lang !== 'c') {
+      throw new BuildError('CHECK_FAILED', `${error.message}\n(package.json says "toolhost": { "world": "0.2.0" }: define the tools with defineMcpComponent from 'toolhost/guest/mcp', or say "world": "0.1.0" for defineComponent)`);
+    }
+    throw error;
+  });
   const report: BuildReport = { project, outFile: project.outFile, size, ms: Math.round(performance.now() - started), tools: checked.tools, imports: checked.imports };
   if (warnings.trim() !== '') report.warnings = warnings;
   return report;

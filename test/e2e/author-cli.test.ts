@@ -105,6 +105,15 @@ describe.concurrent('toolhost build', () => {
     expect(JSON.parse(call.stdout)).toMatchObject({ greetings: ['Hello, Ada!', 'Hello, Ada!'], total: 2 });
   }, 240_000);
 
+  it('says how to fix a 0.1.0 tool (defineComponent) in a project whose package.json says world 0.2.0', async () => {
+    const dir = join(scratch, 'old-style');
+    expect((await runCli(['init', dir, '--lang', 'js'])).code).toBe(0);
+    writeFileSync(join(dir, 'src', 'index.js'), "import { defineComponent } from 'toolhost/guest';\nexport const tool = defineComponent('old', [{ name: 'old', description: 'x', inputSchema: { type: 'object' }, streaming: false, idempotent: true, run: () => ({}) }]);\n");
+    const run = await runCli(['build', dir], 180_000);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('define the tools with defineMcpComponent from \'toolhost/guest/mcp\', or say "world": "0.1.0"');
+  }, 240_000);
+
   it.skipIf(!hasCGuests)('reports a compile error with clang\'s message and writes nothing', async () => {
     const dir = join(scratch, 'broken');
     expect((await runCli(['init', dir, '--lang', 'c'])).code).toBe(0);
