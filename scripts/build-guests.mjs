@@ -33,12 +33,14 @@ const sdk = join(root, 'guest-tools', 'c', 'sdk');
 const examples = {
   outDir: join(root, 'guest-tools', 'dist'),
   guests: [
-    { name: 'text', kind: 'js', source: 'guest-tools/text/index.js' },
+    // text, json and net: the 0.2.0 world (titles, annotations; text and json an icon) through guest-tools/js-sdk/mcp.js.
+    { name: 'text', kind: 'js', source: 'guest-tools/text/index.js', witPath: witV2Path },
     // The 0.2.0 world: titles, annotations and an icon (guest-tools/js-sdk/mcp.js).
     { name: 'json', kind: 'js', source: 'guest-tools/json/index.js', witPath: witV2Path },
     // fetch() needs componentize-js's `http` feature (wasi:http imports).
-    { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'] },
-    { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'] },
+    { name: 'net', kind: 'js', source: 'guest-tools/net/index.js', disableFeatures: ['fetch-event'], witPath: witV2Path },
+    // The 0.2.0 world through the C SDK (TOOLHOST_WORLD_0_2): titles, annotations and an icon.
+    { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'], witPath: witV2Path },
     { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
     // The MCP conformance suite's tools, prompts and resources (0.2.0, world mcp-provider). In a folder of its
     // own, so loading guest-tools/dist as a directory of example tools never sees it; served by conformance.yaml.
@@ -57,6 +59,8 @@ const fixtures = {
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
     // Guests of the 0.2.0 world, their canonical ABI written by hand (the C SDK speaks 0.1.0).
     ...listFiles('test/fixtures/guests/c-v0.2', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2/${file}`], witPath: witV2Path, withSdk: false })),
+    // Guests of the 0.2.0 world written with the C SDK (TOOLHOST_WORLD_0_2).
+    ...listFiles('test/fixtures/guests/c-v0.2-sdk', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2-sdk/${file}`], witPath: witV2Path })),
     // The same, of the world that also exports prompts and resources.
     ...listFiles('test/fixtures/guests/c-v0.2-mcp', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c-v0.2-mcp/${file}`], witPath: witV2Path, world: 'mcp-provider', withSdk: false })),
   ],
@@ -102,7 +106,7 @@ async function inputsHash(guest) {
   } else if (guest.kind === 'extism') {
     files.push(...guest.sources.map((source) => join(root, source)), join(root, 'scripts', 'guests', 'build-extism.mjs'));
   } else {
-    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(root, 'host', 'authoring', 'c.ts'));
+    files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(sdk, 'toolhost_v0_2.inc'), join(root, 'host', 'authoring', 'c.ts'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
   }
   for (const file of files) {

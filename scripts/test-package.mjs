@@ -116,6 +116,9 @@ if (langs.includes('ts')) {
   const name = 'notes-ts';
   const dir = join(app, name);
   if (step('ts worktree: toolhost init', npx, ['toolhost', 'init', name, '--lang', 'ts'], app) && step('ts worktree: npm install', npm, ['install', '--no-audit', '--no-fund'], dir)) {
+    // docs/authoring.md's worktree example is a 0.1.0 tool (defineComponent): say so in the init'd package.json (0.2.0).
+    const manifestPath = join(dir, 'package.json');
+    writeFileSync(manifestPath, JSON.stringify({ ...JSON.parse(readFileSync(manifestPath, 'utf8')), toolhost: { world: '0.1.0' } }, null, 2));
     writeFileSync(join(dir, 'src', 'index.ts'), `import { defineComponent, list, parseArgs, readText } from 'toolhost/guest';
 
 export const tool = defineComponent('notes', [

@@ -114,6 +114,24 @@ describe.skipIf(!hasCGuests)('prompts and resources from a component, over MCP',
     expect((await client.listPrompts()).prompts.map((prompt) => prompt.name)).toEqual(['greeting', 'picture', 'failing']);
   });
 
+  it('drops a component\'s prompts and resources with a direct retain() that drops the component, not with one that keeps it', async () => {
+    const heard: string[] = [];
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => { heard.push('prompts'); });
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => { heard.push('resources'); });
+    // Dropping a tool by name keeps the component's surface (its surface tool is `surface:mcp_surface`).
+    expect(registry.retain((tool) => tool.name !== 'no_such_tool')).toEqual([]);
+    expect((await client.listPrompts()).prompts).toHaveLength(3);
+    expect(heard).toEqual([]);
+    // Dropping every tool of the component drops its prompts and resources, and says so.
+    expect(registry.retain((tool) => tool.source !== 'mcp_surface')).toEqual(['surface_echo']);
+    await expect.poll(() => heard.slice().sort(), { timeout: 3000 }).toEqual(['prompts', 'resources']);
+    expect(registry.surfaces.offers).toEqual({ prompts: false, resources: false });
+    expect((await client.listPrompts()).prompts).toEqual([]);
+    expect((await client.listResources()).resources).toEqual([]);
+    await registry.registerWasmTools(wasm);
+    expect((await client.listPrompts()).prompts).toHaveLength(3);
+  });
+
   it('refuses a listing past surface_items, as a limit hit', async () => {
     const small = makeRegistry({ surfaceItems: 1 });
     try {

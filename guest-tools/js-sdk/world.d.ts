@@ -72,6 +72,49 @@ declare module 'toolhost:tool/types@0.1.0' {
   }
 }
 
+/**
+ * The 0.2.0 world's host interface (wit/v0.2/tool.wit): 0.1.0's calls plus
+ * `sample` and `elicit`. Both block until the calling client answers and throw
+ * the host's tool-error (its `payload`: `{ code, message, details }`, code
+ * PERMISSION_DENIED, CLIENT_UNSUPPORTED, OUTPUT_LIMIT_EXCEEDED or TOOL_ERROR)
+ * when it cannot.
+ */
+declare module 'toolhost:tool/host@0.2.0' {
+  export type { CallContext, LogLevel } from 'toolhost:tool/host@0.1.0';
+  export { context, progress, delta, log, getState, setState, cancelled } from 'toolhost:tool/host@0.1.0';
+
+  export type Role = 'user' | 'assistant';
+  /** Bytes with their media type. */
+  export interface Media { data: Uint8Array; mimeType: string }
+  export type SamplingContent = { tag: 'text'; val: string } | { tag: 'image'; val: Media } | { tag: 'audio'; val: Media };
+  export interface SamplingMessage { role: Role; content: SamplingContent }
+  export interface ModelPreferences {
+    /** Model names or families, most preferred first. */
+    hints: string[];
+    costPriority: number | undefined;
+    speedPriority: number | undefined;
+    intelligencePriority: number | undefined;
+  }
+  /** MCP `sampling/createMessage` parameters (every field present; `undefined` for none). */
+  export interface SamplingRequest {
+    messages: SamplingMessage[];
+    systemPrompt: string | undefined;
+    maxTokens: number;
+    temperature: number | undefined;
+    stopSequences: string[];
+    modelPreferences: ModelPreferences | undefined;
+  }
+  export interface SamplingResult { role: Role; content: SamplingContent; model: string; stopReason: string | undefined }
+  export type ElicitAction = 'accept' | 'decline' | 'cancel';
+  /** `content` is the user's answer (a JSON object's text) when the action is `accept`. */
+  export interface ElicitResult { action: ElicitAction; content: string | undefined }
+
+  /** Ask the calling client's model for a completion (the grant must allow sampling). */
+  export function sample(request: SamplingRequest): SamplingResult;
+  /** Ask the calling client's user (form mode): `requestedSchema` is JSON Schema text of flat primitive properties. */
+  export function elicit(message: string, requestedSchema: string): ElicitResult;
+}
+
 // WASI a guest may import directly (`toolhost build` adds what the bundle imports to the component's world and
 // binds it to the version its engine imports; any 0.2.x specifier works). Typed by the WASI shim's declarations.
 declare module 'wasi:filesystem/types@0.2.3' {

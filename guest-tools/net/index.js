@@ -8,9 +8,14 @@
 //
 // `call` returns a promise: componentize-js runs the guest's event loop until
 // it settles, which is how a synchronous WIT export can await fetch().
+//
+// The 0.2.0 world (wit/v0.2/tool.wit) through defineMcpComponent: a title and the author's annotations; the
+// result is the same JSON value as in 0.1.0. (The host lists http_get as not read-only whenever its grant
+// allows a network: a GET may still change something on the other side.)
 
-import { progress } from 'toolhost:tool/host@0.1.0';
-import { defineComponent, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
+import { progress } from 'toolhost:tool/host@0.2.0';
+import { defineMcpComponent } from '../js-sdk/mcp.js';
+import { parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 
 const DEFAULT_MAX_BYTES = 256 * 1024;
 
@@ -49,6 +54,8 @@ async function httpGet(argsText) {
 const TOOLS = [
   {
     name: 'http_get',
+    title: 'HTTP GET',
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     description: 'Fetch a URL with HTTP GET and return its status, headers and body (text). Redirects are returned, not followed.',
     inputSchema: {
       type: 'object',
@@ -77,4 +84,4 @@ const TOOLS = [
   },
 ];
 
-export const tool = defineComponent('net', TOOLS);
+export const tool = defineMcpComponent('net', TOOLS);

@@ -1,6 +1,7 @@
 // Component `text`: example text tools for toolhost.
 //
-// Built with componentize-js against wit/tool.wit (world `tool-provider`).
+// Built with componentize-js against wit/v0.2/tool.wit (world `tool-provider`), with the JS toolkit's
+// defineMcpComponent: titles, the author's annotations and an icon; results as in 0.1.0 (a JSON value).
 // Tools: word_count (streaming, uses conversation state), regex_search
 // (streaming), js_echo (trivial, for measuring host overhead).
 //
@@ -20,9 +21,10 @@ import {
   getState,
   setState,
   cancelled,
-} from 'toolhost:tool/host@0.1.0';
+} from 'toolhost:tool/host@0.2.0';
 
-import { defineComponent, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
+import { defineMcpComponent } from '../js-sdk/mcp.js';
+import { parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 
 // ---------------------------------------------------------------------------
 // word_count
@@ -319,9 +321,17 @@ const echoSchema = {
 // ---------------------------------------------------------------------------
 // Tool table and the exported `tool` interface
 
+/** What the author says: nothing outside the call changes (conversation state is the conversation's), no network. */
+const CLOSED = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
+/** A small "T" (SVG). */
+const ICON = [{ src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAxNiAxNiI+PHRleHQgeT0iMTIiPlQ8L3RleHQ+PC9zdmc+', mimeType: 'image/svg+xml', sizes: ['any'] }];
+
 const TOOLS = [
   {
     name: 'word_count',
+    title: 'Word count',
+    annotations: { ...CLOSED, idempotentHint: false },
+    icons: ICON,
     description:
       'Count the words, lines and characters (code points) of a text, streaming per-chunk progress, and keep a running word total for the conversation.',
     inputSchema: wordCountInput,
@@ -332,6 +342,9 @@ const TOOLS = [
   },
   {
     name: 'regex_search',
+    title: 'Regex search',
+    annotations: { ...CLOSED, idempotentHint: true },
+    icons: ICON,
     description:
       'Find the matches of a JavaScript regular expression in a text: each match, its index and capture groups. Streams one delta per match.',
     inputSchema: regexInput,
@@ -342,6 +355,9 @@ const TOOLS = [
   },
   {
     name: 'js_echo',
+    title: 'Echo (JS)',
+    annotations: { ...CLOSED, idempotentHint: true },
+    icons: ICON,
     description: 'Return the arguments unchanged (measures host overhead).',
     inputSchema: echoSchema,
     outputSchema: echoSchema,
@@ -351,4 +367,4 @@ const TOOLS = [
   },
 ];
 
-export const tool = defineComponent('text', TOOLS);
+export const tool = defineMcpComponent('text', TOOLS);

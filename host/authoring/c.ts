@@ -7,7 +7,8 @@
  *
  * The SDK (guest-tools/c/sdk) implements the canonical ABI of the tool world
  * by hand, so no wit-bindgen is involved; it is found in the installed
- * package, never copied into a project.
+ * package, never copied into a project. A WIT of package toolhost:tool@0.2.x
+ * compiles it (and the tool's sources) with TOOLHOST_WORLD_0_2 defined.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -68,6 +69,7 @@ export async function buildCComponent(options: CBuildOptions): Promise<CBuildRes
   const tmp = await mkdtemp(join(tmpdir(), 'toolhost-c-'));
   try {
     const core = join(tmp, 'core.wasm');
+    const witSource = await readFile(witPath, 'utf8');
     const args = [
       '--target=wasm32-wasi',
       ...toolchain.sysrootArgs,
@@ -75,6 +77,7 @@ export async function buildCComponent(options: CBuildOptions): Promise<CBuildRes
       '-mexec-model=reactor', // no main: crt1-reactor.o, exports _initialize
       '-std=c11',
       '-Wall',
+      ...(/^package toolhost:tool@0\.2\./m.test(witSource) ? ['-DTOOLHOST_WORLD_0_2'] : []),
       ...[sdk, ...includeDirs].map((dir) => `-I${dir}`),
       ...allSources,
       '-o',
@@ -95,7 +98,7 @@ export async function buildCComponent(options: CBuildOptions): Promise<CBuildRes
     const coreBytes = await readFile(core);
     const imports = WebAssembly.Module.imports(new WebAssembly.Module(coreBytes));
     // jco's tools run on preview2-shim without preopens: hand them the WIT as text.
-    const embedded = await componentEmbed({ binary: coreBytes, witSource: await readFile(witPath, 'utf8'), world, stringEncoding: 'utf8' });
+    const embedded = await componentEmbed({ binary: coreBytes, witSource, world, stringEncoding: 'utf8' });
     // Only a module that calls WASI preview1 needs the (~100 KB) adapter.
     const needsWasi = imports.some((entry) => entry.module === 'wasi_snapshot_preview1');
     const adapters: Array<[string, Uint8Array]> = needsWasi ? [['wasi_snapshot_preview1', await readFile(preview1AdapterReactorPath())]] : [];

@@ -19,7 +19,7 @@ import { realpathSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { isInside, projectRoot, writeComponent } from './contained.js';
 import { BuildError } from './errors.js';
-import { jsToolkitPath, worldWitPath } from './paths.js';
+import { jsMcpToolkitPath, jsToolkitPath, worldWitPath } from './paths.js';
 import { JS_TOOLCHAIN_INSTALL } from './toolchain.js';
 import { engineWasiSpecifier, worldWithWasiImports } from './wasi-world.js';
 
@@ -184,6 +184,8 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
           name: 'toolhost-guest-entry',
           resolveId(id: string) {
             if (id.startsWith('wasi:')) return { id: engineWasiSpecifier(id), external: true, moduleSideEffects: false };
+            // The 0.2.0 toolkit (before the `toolhost/guest` alias, which would read it as a path under toolkit.js).
+            if (id === 'toolhost/guest/mcp') return jsMcpToolkitPath();
             return id === ENTRY ? ENTRY : null;
           },
           load(id: string) {

@@ -7,6 +7,11 @@ export function worldWitPath(): string {
   return join(packageRoot(), 'wit', 'tool.wit');
 }
 
+/** The 0.2.0 tool world (`toolhost:tool@0.2.0`: MCP content, metadata, sample and elicit), shipped in the package. */
+export function worldV2WitPath(): string {
+  return join(packageRoot(), 'wit', 'v0.2', 'tool.wit');
+}
+
 /** The C SDK (`toolhost.h` and `toolhost.c`), shipped in the package and compiled into every C tool. */
 export function cSdkDir(): string {
   return join(packageRoot(), 'guest-tools', 'c', 'sdk');
@@ -15,6 +20,11 @@ export function cSdkDir(): string {
 /** The JS/TS guest toolkit (`toolhost/guest`), shipped in the package. */
 export function jsToolkitPath(): string {
   return join(packageRoot(), 'guest-tools', 'js-sdk', 'toolkit.js');
+}
+
+/** The JS/TS toolkit of the 0.2.0 world (`toolhost/guest/mcp`: defineMcpComponent), shipped in the package. */
+export function jsMcpToolkitPath(): string {
+  return join(packageRoot(), 'guest-tools', 'js-sdk', 'mcp.js');
 }
 
 /**

@@ -7,7 +7,10 @@
  * - JavaScript: `src/index.js` / `src/index.mjs` (or at the top);
  * - C: the `.c` files in `src/` (or at the top), compiled with the shipped C SDK.
  * `package.json` may say `"toolhost": { "lang": "c" | "js" | "ts", "entry": "...",
- * "sources": [...], "name": "...", "out": "...", "disableFeatures": [...] }`.
+ * "sources": [...], "name": "...", "out": "...", "disableFeatures": [...],
+ * "world": "0.1.0" | "0.2.0" }`: the tool world to build against (default 0.1.0,
+ * wit/tool.wit; 0.2.0 is wit/v0.2/tool.wit, world tool-provider: content items,
+ * title, annotations, icons, sample and elicit; `toolhost init` writes 0.2.0).
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -19,9 +22,12 @@ import { BuildError } from './errors.js';
 import { containedDir, containedOutput, containedSource, projectRoot } from './contained.js';
 import { buildCComponent } from './c.js';
 import { buildJsComponent, type ComponentizeFeature } from './js.js';
+import { worldV2WitPath, worldWitPath } from './paths.js';
 
 export type ToolLanguage = 'c' | 'js' | 'ts';
 export const TOOL_LANGUAGES: readonly ToolLanguage[] = ['ts', 'js', 'c'];
+export type ToolWorld = '0.1.0' | '0.2.0';
+export const TOOL_WORLDS: readonly ToolWorld[] = ['0.1.0', '0.2.0'];
 
 export interface ToolProject {
   dir: string;
@@ -31,6 +37,8 @@ export interface ToolProject {
   /** The JS/TS entry, or the C sources. */
   sources: string[];
   outFile: string;
+  /** The tool world's version (`toolhost:tool@WORLD`). */
+  world: ToolWorld;
   disableFeatures?: ComponentizeFeature[];
 }
 
@@ -41,6 +49,7 @@ interface ManifestSection {
   name?: unknown;
   out?: unknown;
   disableFeatures?: unknown;
+  world?: unknown;
 }
 
 /** A name usable as a file stem and a tool-name prefix: lower case, [a-z0-9_-]. */
@@ -81,6 +90,9 @@ export async function detectProject(dirArg: string, options: { out?: string } = 
     throw new BuildError('PROJECT_INVALID', `package.json: toolhost.lang must be one of ${TOOL_LANGUAGES.join(', ')}`);
   }
 
+  if (section.world !== undefined && !TOOL_WORLDS.includes(section.world as ToolWorld)) {
+    throw new BuildError('PROJECT_INVALID', `package.json: toolhost.world must be one of ${TOOL_WORLDS.join(', ')}`);
+  }
   let lang = section.lang as ToolLanguage | undefined;
   let sources: string[] = [];
   if (typeof section.entry === 'string') {
@@ -113,7 +125,7 @@ export async function detectProject(dirArg: string, options: { out?: string } = 
     : typeof section.out === 'string'
       ? containedOutput(root, dir, section.out, 'package.json: toolhost.out')
       : containedOutput(root, dir, join('dist', `${name}.wasm`), 'the output');
-  const project: ToolProject = { dir, lang, name, sources, outFile };
+  const project: ToolProject = { dir, lang, name, sources, outFile, world: (section.world as ToolWorld | undefined) ?? '0.1.0' };
   if (Array.isArray(section.disableFeatures)) project.disableFeatures = section.disableFeatures as ComponentizeFeature[];
   return project;
 }
@@ -160,20 +172,28 @@ export async function buildProject(dir: string, options: { out?: string } = {}):
   const started = performance.now();
   let size: number;
   let warnings = '';
+  const witPath = project.world === '0.2.0' ? worldV2WitPath() : worldWitPath();
   if (project.lang === 'c') {
-    const built = await buildCComponent({ sources: project.sources, includeDirs: [containedDir(projectRoot(project.dir), project.dir, 'src'), project.dir].filter((path): path is string => path !== undefined), outFile: project.outFile });
+    const built = await buildCComponent({ witPath, sources: project.sources, includeDirs: [containedDir(projectRoot(project.dir), project.dir, 'src'), project.dir].filter((path): path is string => path !== undefined), outFile: project.outFile });
     size = built.size;
     warnings = built.warnings;
   } else {
     const built = await buildJsComponent({
       source: project.sources[0]!,
       outFile: project.outFile,
+      witPath,
       cwd: project.dir,
       ...(project.disableFeatures === undefined ? {} : { disableFeatures: project.disableFeatures }),
     });
     size = built.size;
   }
-  const checked = await checkComponent(project.outFile);
+  const checked = await checkComponent(project.outFile).catch((error: unknown) => {
+    // A 0.1.0 tool (defineComponent, or a C SDK built without TOOLHOST_WORLD_0_2) in a 0.2.0 project traps in describe().
+    if (error instanceof BuildError && error.kind === 'CHECK_FAILED' && project.world === '0.2.0' && project.lang !== 'c') {
+      throw new BuildError('CHECK_FAILED', `${error.message}\n(package.json says "toolhost": { "world": "0.2.0" }: define the tools with defineMcpComponent from 'toolhost/guest/mcp', or say "world": "0.1.0" for defineComponent)`);
+    }
+    throw error;
+  });
   const report: BuildReport = { project, outFile: project.outFile, size, ms: Math.round(performance.now() - started), tools: checked.tools, imports: checked.imports };
   if (warnings.trim() !== '') report.warnings = warnings;
   return report;

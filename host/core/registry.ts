@@ -146,9 +146,8 @@ export class ToolRegistry {
     return () => this.#limitListeners.delete(listener);
   }
 
-  /** Unregister every tool a component brought (`tool.source`); returns their names. */
+  /** Unregister every tool a component brought (`tool.source`), and its prompts and resources; returns the tools' names. */
   unloadComponent(component: string): string[] {
-    this.surfaces.remove(component);
     return this.retain((tool) => tool.executionMode !== 'sandboxed' || tool.source !== component);
   }
 
@@ -259,8 +258,12 @@ export class ToolRegistry {
     return removed;
   }
 
-  /** Keep only the tools `predicate` accepts; returns the names removed. */
+  /**
+   * Keep only the tools `predicate` accepts; returns the names removed. A component's prompts and resources
+   * go too when `predicate` rejects its surface tool (`surface:COMPONENT`, sandboxed, `source` the component).
+   */
   retain(predicate: (tool: Tool) => boolean): string[] {
+    this.surfaces.retain(predicate);
     const removed: string[] = [];
     for (const [name, { tool }] of this.#tools) {
       if (!predicate(tool)) {

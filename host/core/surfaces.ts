@@ -95,6 +95,25 @@ export class ComponentSurfaces {
     this.#changed({ prompts: entry.prompts, resources: entry.resources });
   }
 
+  /**
+   * Keep only the components whose surface tool (`surface:COMPONENT`, sandboxed, `source` the component)
+   * `predicate` accepts: the registry's `retain` asks the same predicate about its tools and these.
+   * Returns the components whose surface went.
+   */
+  retain(predicate: (tool: Tool) => boolean): string[] {
+    const removed: string[] = [];
+    const kinds = { prompts: false, resources: false };
+    for (const [component, entry] of this.#entries) {
+      if (predicate(entry.tool)) continue;
+      this.#entries.delete(component);
+      removed.push(component);
+      kinds.prompts ||= entry.prompts;
+      kinds.resources ||= entry.resources;
+    }
+    if (removed.length > 0) this.#changed(kinds);
+    return removed;
+  }
+
   #changed(kinds: { prompts: boolean; resources: boolean }): void {
     for (const listener of this.#listeners) {
       try { listener(kinds); } catch { /* a listener must not stop a load */ }

@@ -10,10 +10,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../cli-runner.js';
-import { hasCGuests, root } from '../helpers.js';
+import { hasCGuests, makeRegistry, root } from '../helpers.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'toolhost-author-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** The title and annotations the component's author declares for `tool` (as the host loads them). */
+async function declared(file: string, tool: string): Promise<{ title?: string; annotations?: unknown }> {
+  const registry = makeRegistry();
+  try {
+    await registry.registerWasmTools(file);
+    const { title, annotations } = registry.get(tool)!;
+    return { title, annotations };
+  } finally {
+    await registry.close();
+  }
+}
 
 describe('toolhost --version', () => {
   it('prints the package version', async () => {
@@ -75,7 +87,32 @@ describe.concurrent('toolhost build', () => {
     expect(events.filter((event) => event.type === 'delta').map((event) => event.data)).toEqual([{ greeting: 'Hello, Ada!', n: 1 }, { greeting: 'Hello, Ada!', n: 2 }]);
     expect(events.filter((event) => event.type === 'progress').map((event) => event.pct)).toEqual([50, 100]);
     expect(events.at(-1)).toMatchObject({ type: 'result', data: { greetings: ['Hello, Ada!', 'Hello, Ada!'], total: 2 } });
+
+    // A 0.2.0 tool (package.json: toolhost.world): the author's title and annotations are listed.
+    expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))).toMatchObject({ toolhost: { world: '0.2.0' } });
+    expect(await declared(report.outFile, 'greeter')).toEqual({ title: 'Greeter', annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false } });
   });
+
+  it('builds a new JavaScript project for the 0.2.0 world, with its title and annotations', async () => {
+    const dir = join(scratch, 'js-greeter');
+    expect((await runCli(['init', dir, '--lang', 'js'])).code).toBe(0);
+    const built = await runCli(['build', dir, '--json'], 180_000);
+    expect(built.code, built.stderr).toBe(0);
+    const report = JSON.parse(built.stdout) as { outFile: string };
+    expect(await declared(report.outFile, 'js_greeter')).toEqual({ title: 'Greeter', annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false } });
+    const call = await runCli(['call', 'js_greeter', '--load', report.outFile, '--args', '{"name":"Ada","times":2}']);
+    expect(call.code, call.stderr).toBe(0);
+    expect(JSON.parse(call.stdout)).toMatchObject({ greetings: ['Hello, Ada!', 'Hello, Ada!'], total: 2 });
+  }, 240_000);
+
+  it('says how to fix a 0.1.0 tool (defineComponent) in a project whose package.json says world 0.2.0', async () => {
+    const dir = join(scratch, 'old-style');
+    expect((await runCli(['init', dir, '--lang', 'js'])).code).toBe(0);
+    writeFileSync(join(dir, 'src', 'index.js'), "import { defineComponent } from 'toolhost/guest';\nexport const tool = defineComponent('old', [{ name: 'old', description: 'x', inputSchema: { type: 'object' }, streaming: false, idempotent: true, run: () => ({}) }]);\n");
+    const run = await runCli(['build', dir], 180_000);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('define the tools with defineMcpComponent from \'toolhost/guest/mcp\', or say "world": "0.1.0"');
+  }, 240_000);
 
   it.skipIf(!hasCGuests)('reports a compile error with clang\'s message and writes nothing', async () => {
     const dir = join(scratch, 'broken');

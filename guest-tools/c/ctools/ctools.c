@@ -6,7 +6,9 @@
  *   sha256  {"text": string} -> {"sha256": "<64 hex chars>"}, the SHA-256
  *           (FIPS 180-4) of the UTF-8 bytes of `text`.
  *
- * Built by scripts/build-guests.mjs (host/build/c.ts, as `toolhost build` does) against the SDK in ../sdk.
+ * Built by scripts/build-guests.mjs (host/authoring/c.ts, as `toolhost build` does) against the SDK in ../sdk,
+ * for world 0.2.0 (wit/v0.2/tool.wit): the tools carry a title, the author's annotations and an icon; their
+ * results are the same JSON values as in 0.1.0.
  */
 #include "toolhost.h"
 
@@ -163,9 +165,23 @@ static int sha256_tool(th_str args, th_buf *out, th_error *err) {
 /* Tool table                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Pure functions of their arguments: no state, no files, no network. */
+#define PURE {.read_only = TH_HINT_TRUE, .destructive = TH_HINT_FALSE, .idempotent = TH_HINT_TRUE, .open_world = TH_HINT_FALSE}
+static const char *const any_size[] = {"any", NULL};
+/* A small "C" in a box (SVG). */
+static const th_icon icon[] = {{
+    .src = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAxNiAxNiI+PHRleHQgeT0iMTIiPkM8L3RleHQ+PC9zdmc+",
+    .mime_type = "image/svg+xml",
+    .sizes = any_size,
+}};
+
 static const th_tool tools[] = {
     {
         .name = "echo",
+        .title = "Echo",
+        .annotations = PURE,
+        .icons = icon,
+        .icon_count = 1,
         .description = "Returns its arguments unchanged.",
         .input_schema = "{\"type\":\"object\"}",
         .idempotent = true,
@@ -173,6 +189,10 @@ static const th_tool tools[] = {
     },
     {
         .name = "sha256",
+        .title = "SHA-256",
+        .annotations = PURE,
+        .icons = icon,
+        .icon_count = 1,
         .description = "Computes the SHA-256 digest of a text's UTF-8 bytes, as lowercase hex.",
         .input_schema = "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},"
                         "\"required\":[\"text\"],\"additionalProperties\":false}",

@@ -1,6 +1,7 @@
 /*
  * toolhost.c - the hand-written canonical-ABI glue for the
- * `toolhost:tool/tool-provider@0.1.0` world, plus the helpers declared in
+ * `toolhost:tool/tool-provider@0.1.0` world (or, with TOOLHOST_WORLD_0_2
+ * defined, the 0.2.0 one: wit/v0.2/tool.wit), plus the helpers declared in
  * toolhost.h.
  *
  * Canonical ABI summary for this world (wasm32: pointers and lengths are i32)
@@ -36,9 +37,23 @@
  * Core names: exports are `<interface>#<func>` ("toolhost:tool/tool@0.1.0#call"),
  * post-return functions `cabi_post_<export name>`, imports come from core
  * module "toolhost:tool/host@0.1.0" with the WIT function name.
+ *
+ * World 0.2.0 changes (layouts checked by the _Static_asserts below):
+ *   tool-info           + title option<string> @40, annotations (four
+ *                       option<bool>, 2 bytes each) @52, icons list @60
+ *                                                             size 68, align 4
+ *   icon                src @0, mime-type option<string> @8, sizes list @20
+ *                                                             size 28
+ *   content             variant: disc u8 @0, payload @4 (the largest case,
+ *                       resource-link, is 52 bytes)           size 56
+ *   tool-output         value option<string> @0, content list @12   size 20
+ *   result<tool-output, tool-error>  disc @0, payload @4      size 32
+ *   sample(sampling-request) flattens past 16 values: the request is passed
+ *   by pointer, then the return-area pointer.
  */
 #include "toolhost.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +74,24 @@ typedef struct abi_opt_str {
     abi_str val;
 } abi_opt_str;
 
+#ifdef TOOLHOST_WORLD_0_2
+typedef struct abi_opt_bool {
+    uint8_t is_some;
+    uint8_t val;
+} abi_opt_bool;
+
+typedef struct abi_str_list {
+    abi_str *ptr;
+    size_t len;
+} abi_str_list;
+
+typedef struct abi_icon {
+    abi_str src;
+    abi_opt_str mime_type;
+    abi_str_list sizes;
+} abi_icon;
+#endif
+
 typedef struct abi_tool_info {
     abi_str name;
     abi_str description;
@@ -66,6 +99,11 @@ typedef struct abi_tool_info {
     abi_opt_str output_schema;
     uint8_t streaming;
     uint8_t idempotent;
+#ifdef TOOLHOST_WORLD_0_2
+    abi_opt_str title;
+    abi_opt_bool read_only, destructive, idempotent_hint, open_world;
+    struct { abi_icon *ptr; size_t len; } icons;
+#endif
 } abi_tool_info;
 
 typedef struct abi_tool_error {
@@ -74,10 +112,58 @@ typedef struct abi_tool_error {
     abi_opt_str details;
 } abi_tool_error;
 
+#ifdef TOOLHOST_WORLD_0_2
+typedef struct abi_bytes {
+    const uint8_t *ptr;
+    size_t len;
+} abi_bytes;
+
+typedef struct abi_media {
+    abi_bytes data;
+    abi_str mime_type;
+} abi_media;
+
+typedef struct abi_resource_link {
+    abi_str uri, name;
+    abi_opt_str title, description, mime_type;
+} abi_resource_link;
+
+typedef struct abi_embedded {
+    abi_str uri;
+    abi_opt_str mime_type;
+    uint8_t is_blob; /* resource-body: text(string) | blob(list<u8>) */
+    union {
+        abi_str text;
+        abi_bytes blob;
+    } body;
+} abi_embedded;
+
+enum { ABI_TEXT = 0, ABI_IMAGE, ABI_AUDIO, ABI_LINK, ABI_RESOURCE };
+
+typedef struct abi_content {
+    uint8_t tag;
+    union {
+        abi_str text;
+        abi_media media;
+        abi_resource_link link;
+        abi_embedded resource;
+    } val;
+} abi_content;
+
+typedef struct abi_tool_output {
+    abi_opt_str value;
+    struct { abi_content *ptr; size_t len; } content;
+} abi_tool_output;
+#endif
+
 typedef struct abi_call_result {
     uint8_t is_err;
     union {
+#ifdef TOOLHOST_WORLD_0_2
+        abi_tool_output ok;
+#else
         abi_str ok;
+#endif
         abi_tool_error err;
     } val;
 } abi_call_result;
@@ -111,7 +197,25 @@ TH_LAYOUT(abi_tool_info, output_schema.val.ptr, 28);
 TH_LAYOUT(abi_tool_info, output_schema.val.len, 32);
 TH_LAYOUT(abi_tool_info, streaming, 36);
 TH_LAYOUT(abi_tool_info, idempotent, 37);
+#ifdef TOOLHOST_WORLD_0_2
+TH_LAYOUT(abi_tool_info, title, 40);
+TH_LAYOUT(abi_tool_info, read_only, 52);
+TH_LAYOUT(abi_tool_info, open_world, 58);
+TH_LAYOUT(abi_tool_info, icons, 60);
+_Static_assert(sizeof(abi_tool_info) == 68 && _Alignof(abi_tool_info) == 4, "tool-info");
+TH_LAYOUT(abi_icon, mime_type, 8);
+TH_LAYOUT(abi_icon, sizes, 20);
+_Static_assert(sizeof(abi_icon) == 28, "icon");
+TH_LAYOUT(abi_embedded, is_blob, 20);
+TH_LAYOUT(abi_embedded, body, 24);
+_Static_assert(sizeof(abi_resource_link) == 52, "resource-link");
+TH_LAYOUT(abi_content, val, 4);
+_Static_assert(sizeof(abi_content) == 56, "content");
+TH_LAYOUT(abi_tool_output, content, 12);
+_Static_assert(sizeof(abi_tool_output) == 20, "tool-output");
+#else
 _Static_assert(sizeof(abi_tool_info) == 40 && _Alignof(abi_tool_info) == 4, "tool-info");
+#endif
 TH_LAYOUT(abi_tool_error, message, 8);
 TH_LAYOUT(abi_tool_error, details, 16);
 _Static_assert(sizeof(abi_tool_error) == 28, "tool-error");
@@ -298,10 +402,76 @@ int th_fail(th_error *err, const char *code, const char *message,
 }
 
 /* ------------------------------------------------------------------------ */
-/* Exports: interface toolhost:tool/tool@0.1.0                              */
+/* Exports: interface toolhost:tool/tool                                    */
 /* ------------------------------------------------------------------------ */
 
-#define TH_TOOL_IFACE "toolhost:tool/tool@0.1.0"
+#ifdef TOOLHOST_WORLD_0_2
+#define TH_WORLD_VERSION "0.2.0"
+#else
+#define TH_WORLD_VERSION "0.1.0"
+#endif
+#define TH_TOOL_IFACE "toolhost:tool/tool@" TH_WORLD_VERSION
+
+#ifdef TOOLHOST_WORLD_0_2
+/* Blocks owned until a post-return function frees them all. */
+typedef struct th_pool {
+    void **ptr;
+    size_t len, cap;
+} th_pool;
+
+static void *th_pool_alloc(th_pool *pool, size_t size) {
+    if (pool->len == pool->cap) {
+        size_t cap = pool->cap ? pool->cap * 2 : 16;
+        if (cap > SIZE_MAX / sizeof(void *)) th_oom();
+        pool->ptr = th_xrealloc(pool->ptr, cap * sizeof(void *));
+        pool->cap = cap;
+    }
+    void *p = th_xrealloc(NULL, size);
+    pool->ptr[pool->len++] = p;
+    return p;
+}
+
+static void th_pool_free(th_pool *pool) {
+    for (size_t i = 0; i < pool->len; i++) free(pool->ptr[i]);
+    pool->len = 0;
+}
+
+static th_pool th_describe_pool;
+
+static abi_opt_str th_abi_opt_cstr(const char *s) {
+    abi_opt_str o = {s != NULL, {s ? s : NULL, s ? strlen(s) : 0}};
+    return o;
+}
+
+static abi_opt_bool th_abi_hint(th_hint h) {
+    abi_opt_bool o = {h != TH_HINT_UNSET, h == TH_HINT_TRUE};
+    return o;
+}
+
+static void th_describe_v2(abi_tool_info *info, const th_tool *t) {
+    info->title = th_abi_opt_cstr(t->title);
+    info->read_only = th_abi_hint(t->annotations.read_only);
+    info->destructive = th_abi_hint(t->annotations.destructive);
+    info->idempotent_hint = th_abi_hint(t->annotations.idempotent);
+    info->open_world = th_abi_hint(t->annotations.open_world);
+    size_t n = t->icons ? t->icon_count : 0;
+    if (n > SIZE_MAX / sizeof(abi_icon)) th_oom();
+    abi_icon *icons = n ? th_pool_alloc(&th_describe_pool, n * sizeof *icons) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const th_icon *src = &t->icons[i];
+        size_t sizes = 0;
+        while (src->sizes && src->sizes[sizes]) sizes++;
+        abi_str *list = sizes ? th_pool_alloc(&th_describe_pool, sizes * sizeof *list) : NULL;
+        for (size_t j = 0; j < sizes; j++) list[j] = th_abi_cstr(src->sizes[j]);
+        icons[i].src = th_abi_cstr(src->src);
+        icons[i].mime_type = th_abi_opt_cstr(src->mime_type);
+        icons[i].sizes.ptr = list;
+        icons[i].sizes.len = sizes;
+    }
+    info->icons.ptr = icons;
+    info->icons.len = n;
+}
+#endif
 
 static abi_tool_info_list th_describe_ret;
 
@@ -324,6 +494,9 @@ abi_tool_info_list *th__export_describe(void) {
                                                    : (abi_str){NULL, 0};
         info->streaming = t->streaming;
         info->idempotent = t->idempotent;
+#ifdef TOOLHOST_WORLD_0_2
+        th_describe_v2(info, t);
+#endif
     }
     th_describe_ret.ptr = list;
     th_describe_ret.len = n;
@@ -332,6 +505,9 @@ abi_tool_info_list *th__export_describe(void) {
 
 __attribute__((export_name("cabi_post_" TH_TOOL_IFACE "#describe")))
 void th__post_describe(abi_tool_info_list *ret) {
+#ifdef TOOLHOST_WORLD_0_2
+    th_pool_free(&th_describe_pool);
+#endif
     free(ret->ptr);
     ret->ptr = NULL;
     ret->len = 0;
@@ -341,6 +517,16 @@ void th__post_describe(abi_tool_info_list *ret) {
 static abi_call_result th_call_ret;
 static th_buf th_call_out;
 static th_error th_call_err;
+#ifdef TOOLHOST_WORLD_0_2
+/* The current call's content items, and the copies they point into. */
+static struct { abi_content *ptr; size_t len, cap; } th_call_content;
+static th_pool th_call_pool;
+
+static void th_call_content_free(void) {
+    th_pool_free(&th_call_pool);
+    th_call_content.len = 0;
+}
+#endif
 
 static const th_tool *th_find_tool(const char *name, size_t len) {
     for (size_t i = 0; i < th__tool_count; i++) {
@@ -362,6 +548,9 @@ abi_call_result *th__export_call(const char *name_ptr, size_t name_len,
     th_error *err = &th_call_err;
     th_buf_free(out);
     th_error_free(err);
+#ifdef TOOLHOST_WORLD_0_2
+    th_call_content_free();
+#endif
 
     int rc;
     const th_tool *tool = th_find_tool(name_ptr, name_len);
@@ -382,10 +571,24 @@ abi_call_result *th__export_call(const char *name_ptr, size_t name_len,
 
     abi_call_result *ret = &th_call_ret;
     if (rc == TH_OK) {
+#ifdef TOOLHOST_WORLD_0_2
+        /* Content items without a value: no structured content. */
+        bool has_value = out->len > 0 || th_call_content.len == 0;
+        if (out->len == 0 && has_value) th_buf_puts(out, "null");
+        ret->is_err = 0;
+        ret->val.ok.value.is_some = has_value;
+        ret->val.ok.value.val = has_value ? th_abi_buf(out) : (abi_str){NULL, 0};
+        ret->val.ok.content.ptr = th_call_content.ptr;
+        ret->val.ok.content.len = th_call_content.len;
+#else
         if (out->len == 0) th_buf_puts(out, "null"); /* always return JSON */
         ret->is_err = 0;
         ret->val.ok = th_abi_buf(out);
+#endif
     } else {
+#ifdef TOOLHOST_WORLD_0_2
+        th_call_content_free();
+#endif
         if (err->code.len == 0) th_buf_puts(&err->code, "TOOL_ERROR");
         ret->is_err = 1;
         ret->val.err.code = th_abi_buf(&err->code);
@@ -402,14 +605,17 @@ void th__post_call(abi_call_result *ret) {
     (void)ret; /* it points at th_call_ret, whose strings we own below */
     th_buf_free(&th_call_out);
     th_error_free(&th_call_err);
+#ifdef TOOLHOST_WORLD_0_2
+    th_call_content_free();
+#endif
 }
 
 /* ------------------------------------------------------------------------ */
-/* Imports: interface toolhost:tool/host@0.1.0                              */
+/* Imports: interface toolhost:tool/host                                    */
 /* ------------------------------------------------------------------------ */
 
 #define TH_IMPORT(name) \
-    __attribute__((import_module("toolhost:tool/host@0.1.0"), import_name(name)))
+    __attribute__((import_module("toolhost:tool/host@" TH_WORLD_VERSION), import_name(name)))
 
 /* context: func() -> call-context            core: (retptr) */
 TH_IMPORT("context") extern void th__import_context(abi_call_context *ret);
@@ -496,6 +702,10 @@ bool th_set_state(const char *key, const char *value, th_buf *error_out) {
 }
 
 bool th_cancelled(void) { return th__import_cancelled() != 0; }
+
+#ifdef TOOLHOST_WORLD_0_2
+#include "toolhost_v0_2.inc"
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* JSON                                                                     */

@@ -1,6 +1,11 @@
 /*
  * toolhost.h - a small C SDK for writing toolhost tools as WebAssembly
- * components (world `toolhost:tool/tool-provider@0.1.0`, see wit/tool.wit).
+ * components, of world `toolhost:tool/tool-provider@0.1.0` (wit/tool.wit) or,
+ * when TOOLHOST_WORLD_0_2 is defined, `toolhost:tool/tool-provider@0.2.0`
+ * (wit/v0.2/tool.wit): the same API plus title, annotations and icons in
+ * th_tool, content items (th_content_*), th_sample and th_elicit.
+ * `toolhost build` defines TOOLHOST_WORLD_0_2 for a project whose
+ * package.json says `"toolhost": { "world": "0.2.0" }` (the C template does).
  *
  * wit-bindgen is not used: toolhost.c implements the Component Model
  * canonical ABI for this one world by hand. A tool author only sees the API
@@ -118,6 +123,32 @@ enum { TH_OK = 0, TH_ERR = 1 };
  */
 typedef int (*th_handler)(th_str args, th_buf *out, th_error *err);
 
+/** An author's hint (MCP tool annotation); zero is "not said". */
+typedef enum th_hint {
+    TH_HINT_UNSET = 0,
+    TH_HINT_FALSE = 1,
+    TH_HINT_TRUE = 2,
+} th_hint;
+
+/**
+ * What a tool says about itself (WIT `tool-annotations`). The host lists them
+ * as given except where the tool's grant says otherwise (it never lists a tool
+ * as safer than its grant).
+ */
+typedef struct th_annotations {
+    th_hint read_only;
+    th_hint destructive;
+    th_hint idempotent;
+    th_hint open_world;
+} th_annotations;
+
+/** An icon a client may show (WIT `icon`). */
+typedef struct th_icon {
+    const char *src;               /* an https: or data: URI */
+    const char *mime_type;         /* or NULL */
+    const char *const *sizes;      /* NULL-terminated ("48x48", "any"), or NULL */
+} th_icon;
+
 /** One tool, as `describe` reports it (WIT `tool-info`) plus its handler. */
 typedef struct th_tool {
     const char *name;          /* [a-zA-Z0-9_-]+, unique in the component */
@@ -127,6 +158,11 @@ typedef struct th_tool {
     bool streaming;            /* emits th_delta() events */
     bool idempotent;           /* safe to retry */
     th_handler call;
+    /* World 0.2.0 only (ignored by a 0.1.0 build): */
+    const char *title;         /* a human-readable name, or NULL */
+    th_annotations annotations;
+    const th_icon *icons;      /* `icon_count` icons, or NULL */
+    size_t icon_count;
 } th_tool;
 
 /**
@@ -196,6 +232,111 @@ bool th_get_state(const char *key, th_buf *out);
 bool th_set_state(const char *key, const char *value, th_buf *error_out);
 /** Whether the caller asked this call to stop. */
 bool th_cancelled(void);
+
+#ifdef TOOLHOST_WORLD_0_2
+/* ------------------------------------------------------------------------ */
+/* World 0.2.0: content items, sampling and elicitation (valid while a call  */
+/* runs)                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Content items (MCP content blocks) of the current call's result, in the
+ * order added; the SDK copies what it is given. A handler that returns TH_OK
+ * with content items and nothing in `out` returns no value (no structured
+ * content); one with neither returns the value `null`, as in 0.1.0. Items
+ * added by a handler that returns TH_ERR are dropped.
+ */
+void th_content_text(const char *text, size_t len);
+void th_content_image(const void *data, size_t len, const char *mime_type);
+void th_content_audio(const void *data, size_t len, const char *mime_type);
+/** A link to a resource; `title`, `description` and `mime_type` may be NULL. */
+void th_content_resource_link(const char *uri, const char *name, const char *title,
+                              const char *description, const char *mime_type);
+/** An embedded resource with text contents; `mime_type` may be NULL. */
+void th_content_resource_text(const char *uri, const char *mime_type,
+                              const char *text, size_t len);
+/** An embedded resource with binary contents; `mime_type` may be NULL. */
+void th_content_resource_blob(const char *uri, const char *mime_type,
+                              const void *data, size_t len);
+
+typedef enum th_role { TH_ROLE_USER = 0, TH_ROLE_ASSISTANT = 1 } th_role;
+typedef enum th_sampling_kind {
+    TH_SAMPLING_TEXT = 0,
+    TH_SAMPLING_IMAGE = 1,
+    TH_SAMPLING_AUDIO = 2,
+} th_sampling_kind;
+
+/** One message of a sampling request: text, or image/audio bytes. */
+typedef struct th_sampling_message {
+    th_role role;
+    th_sampling_kind kind;
+    const char *text;      /* TH_SAMPLING_TEXT: NUL-terminated UTF-8 */
+    const void *data;      /* image/audio bytes */
+    size_t data_len;
+    const char *mime_type; /* image/audio */
+} th_sampling_message;
+
+/** MCP `sampling/createMessage` parameters (WIT `sampling-request`). */
+typedef struct th_sampling_request {
+    const th_sampling_message *messages;
+    size_t message_count;
+    const char *system_prompt;          /* or NULL */
+    uint32_t max_tokens;
+    bool has_temperature;
+    float temperature;
+    const char *const *stop_sequences;  /* NULL-terminated, or NULL */
+    /* Model preferences, sent when has_model_preferences: */
+    bool has_model_preferences;
+    const char *const *model_hints;     /* NULL-terminated, most preferred first, or NULL */
+    float cost_priority;                /* 0..1, negative: not said */
+    float speed_priority;
+    float intelligence_priority;
+} th_sampling_request;
+
+/** The client's answer; free with th_sampling_result_free. */
+typedef struct th_sampling_result {
+    th_role role;
+    th_sampling_kind kind;
+    th_buf text;      /* TH_SAMPLING_TEXT */
+    th_buf data;      /* image/audio bytes */
+    th_buf mime_type; /* image/audio */
+    th_buf model;
+    th_buf stop_reason;
+    bool has_stop_reason;
+} th_sampling_result;
+
+/**
+ * Ask the calling client's model (MCP sampling). Blocks until the client
+ * answers. Returns true and fills `*out`, or returns false and fills `*err`
+ * with the host's reason (code PERMISSION_DENIED, CLIENT_UNSUPPORTED,
+ * OUTPUT_LIMIT_EXCEEDED or TOOL_ERROR), so a handler may
+ * `if (!th_sample(&req, &res, err)) return TH_ERR;`.
+ */
+bool th_sample(const th_sampling_request *request, th_sampling_result *out, th_error *err);
+void th_sampling_result_free(th_sampling_result *r);
+
+typedef enum th_elicit_action {
+    TH_ELICIT_ACCEPT = 0,
+    TH_ELICIT_DECLINE = 1,
+    TH_ELICIT_CANCEL = 2,
+} th_elicit_action;
+
+/** The user's answer; free with th_elicit_result_free. */
+typedef struct th_elicit_result {
+    th_elicit_action action;
+    th_buf content;   /* a JSON object's text, when has_content (action accept) */
+    bool has_content;
+} th_elicit_result;
+
+/**
+ * Ask the calling client's user (MCP elicitation, form mode):
+ * `requested_schema` is a JSON Schema object of flat primitive properties.
+ * Returns and fails as th_sample does.
+ */
+bool th_elicit(const char *message, const char *requested_schema,
+               th_elicit_result *out, th_error *err);
+void th_elicit_result_free(th_elicit_result *r);
+#endif /* TOOLHOST_WORLD_0_2 */
 
 /* ------------------------------------------------------------------------ */
 /* Minimal JSON helpers                                                     */

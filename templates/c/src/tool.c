@@ -2,7 +2,9 @@
  * The {{name}} tool component. Build it with `npm run build` (toolhost build):
  * clang --target=wasm32-wasi compiles this file together with toolhost's C SDK
  * (toolhost.h / toolhost.c, found in the installed toolhost package; nothing
- * to copy) into dist/{{name}}.wasm.
+ * to copy) into dist/{{name}}.wasm, for the 0.2.0 tool world (package.json:
+ * "toolhost": { "world": "0.2.0" }): a title and annotations below; a tool may
+ * also add content items (th_content_*) and ask the client (th_sample, th_elicit).
  */
 #include <stdlib.h>
 
@@ -108,6 +110,10 @@ static const th_tool tools[] = {
         .streaming = true,
         .idempotent = false,
         .call = greet,
+        .title = "Greeter",
+        /* What the author says; the host lists what the tool's grant allows (never safer than the grant).
+           Conversation state is the conversation's: the tool changes nothing outside it. */
+        .annotations = {.read_only = TH_HINT_TRUE, .destructive = TH_HINT_FALSE, .idempotent = TH_HINT_FALSE, .open_world = TH_HINT_FALSE},
     },
 };
 TH_EXPORT_TOOLS(tools)

@@ -1,7 +1,10 @@
 // The {{name}} tool component. Build it with `npm run build` (toolhost build),
 // which type-checks, bundles and componentizes this file into dist/{{name}}.wasm.
-import { cancelled, context, delta, getState, log, progress, setState } from 'toolhost:tool/host@0.1.0';
-import { defineComponent, parseArgs, toolError } from 'toolhost/guest';
+// The 0.2.0 tool world (package.json: "toolhost": { "world": "0.2.0" }): a title and annotations below;
+// a tool may also return content items (mcpResult) and ask the client (sample, elicit).
+import { cancelled, context, delta, getState, log, progress, setState } from 'toolhost:tool/host@0.2.0';
+import { parseArgs, toolError } from 'toolhost/guest';
+import { defineMcpComponent } from 'toolhost/guest/mcp';
 
 interface Args {
   name: string;
@@ -16,9 +19,13 @@ interface Output {
 
 const TOTAL_KEY = 'greetings.total';
 
-export const tool = defineComponent('{{name}}', [
+export const tool = defineMcpComponent('{{name}}', [
   {
     name: '{{tool}}',
+    title: 'Greeter',
+    // What the author says; the host lists what the tool's grant allows (never safer than the grant).
+    // Conversation state is the conversation's: the tool changes nothing outside it.
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     description: 'Greets someone `times` times, streaming each greeting; counts the greetings of the conversation.',
     inputSchema: {
       type: 'object',
