@@ -14,7 +14,7 @@
 // content, and its one text item) or `mcpResult(items, value?)`. Failures as with `defineComponent`:
 // throw `toolError(...)`; anything else becomes UNCAUGHT_EXCEPTION. The host, not the author, decides
 // the annotations clients see (derived from the grant; the author's cautious hints are kept).
-import { isToolError, toolError, uncaughtError } from './toolkit.js';
+import { runTool, toolError } from './toolkit.js';
 
 const RESULT = Symbol.for('toolhost.mcpResult');
 
@@ -63,21 +63,7 @@ export function defineMcpComponent(componentName, tools) {
         }
         return { value: typeof result === 'string' ? result : JSON.stringify(result), content: [] };
       };
-      const fail = (e) => {
-        if (isToolError(e)) throw e;
-        // As defineComponent: the engine's stack allows only a few hundred levels of nesting.
-        if (e instanceof Error && e.name === 'InternalError' && /too much recursion/.test(e.message)) {
-          throw toolError('TOO_DEEP', `${name}: the value is nested too deeply (this engine allows a few hundred levels)`);
-        }
-        throw uncaughtError(name, e);
-      };
-      try {
-        const result = t.run(args);
-        if (result && typeof result.then === 'function') return result.then(output, fail);
-        return output(result);
-      } catch (e) {
-        return fail(e);
-      }
+      return runTool(name, t, args, output);
     },
   };
 }

@@ -72,6 +72,31 @@ export function requireString(args, key) {
   return args[key];
 }
 
+/**
+ * Runs `t.run(args)` and maps its result with `output` (sync or async: an async tool's export returns the promise,
+ * and componentize-js runs the event loop until it settles). A thrown tool-error passes through; the engine's
+ * "too much recursion" becomes TOO_DEEP; anything else becomes UNCAUGHT_EXCEPTION, since an Error escaping `call`
+ * would trap the whole instance.
+ */
+export function runTool(name, t, args, output) {
+  const fail = (e) => {
+    if (isToolError(e)) throw e;
+    // JSON.stringify recurses natively, and the engine's stack allows only
+    // a few hundred levels of nesting (parsing has no such limit).
+    if (e instanceof Error && e.name === 'InternalError' && /too much recursion/.test(e.message)) {
+      throw toolError('TOO_DEEP', `${name}: the value is nested too deeply (this engine allows a few hundred levels)`);
+    }
+    throw uncaughtError(name, e);
+  };
+  try {
+    const result = t.run(args);
+    if (result && typeof result.then === 'function') return result.then(output, fail);
+    return output(result);
+  } catch (e) {
+    return fail(e);
+  }
+}
+
 /** The `tool` export of a component carrying `tools`. */
 export function defineComponent(componentName, tools) {
   return {
@@ -93,25 +118,7 @@ export function defineComponent(componentName, tools) {
           tools: tools.map((x) => x.name),
         });
       }
-      const serialize = (result) => (typeof result === 'string' ? result : JSON.stringify(result));
-      const fail = (e) => {
-        if (isToolError(e)) throw e;
-        // JSON.stringify recurses natively, and the engine's stack allows only
-        // a few hundred levels of nesting (parsing has no such limit).
-        if (e instanceof Error && e.name === 'InternalError' && /too much recursion/.test(e.message)) {
-          throw toolError('TOO_DEEP', `${name}: the value is nested too deeply (this engine allows a few hundred levels)`);
-        }
-        throw uncaughtError(name, e);
-      };
-      try {
-        const result = t.run(args);
-        // An async tool: the export returns the promise, and componentize-js
-        // runs the event loop until it settles.
-        if (result && typeof result.then === 'function') return result.then(serialize, fail);
-        return serialize(result);
-      } catch (e) {
-        return fail(e);
-      }
+      return runTool(name, t, args, (result) => (typeof result === 'string' ? result : JSON.stringify(result)));
     },
   };
 }
