@@ -14,10 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleToJSON, toDSSEBundle, toMessageSignatureBundle } from '@sigstore/bundle';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolhostError } from '../host/index.js';
-import type { DistributionOptions } from '../host/distribution/options.js';
-import { example, makeRegistry } from './helpers.js';
+import { example } from './helpers.js';
 import { OciRegistry, Pusher, digestOf, hasRegistry } from './oci-registry.js';
+import { loadSource } from './distribution-load.js';
 
 const wasm = new Uint8Array(readFileSync(example('ctools')));
 const BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -27,19 +26,6 @@ const storedBlobs = (storeDir: string): string[] => {
   const dir = join(storeDir, 'blobs', 'sha256');
   return existsSync(dir) ? readdirSync(dir) : [];
 };
-
-async function load(source: string, distribution: DistributionOptions): Promise<{ error?: ToolhostError; tools?: string[] }> {
-  const registry = makeRegistry({ distribution });
-  try {
-    const report = await registry.registerWasmTools(source);
-    return { tools: report.components.flatMap((component) => component.tools) };
-  } catch (error) {
-    if (error instanceof ToolhostError) return { error };
-    throw error;
-  } finally {
-    await registry.close();
-  }
-}
 
 /** A message-signature bundle: ECDSA P-256 over the manifest's bytes. */
 function messageBundle(manifest: Uint8Array, key: KeyObject): unknown {
@@ -103,13 +89,13 @@ describe.skipIf(!hasRegistry)('Sigstore bundle referrers', () => {
     await attach(messageBundle(manifest, trusted.privateKey), digest);
     kept.storeDir = store();
     kept.digest = digest;
-    expect(await load(`oci://${registry.host}/tools/bundled:message`, { storeDir: kept.storeDir, verify: { keys: [pub] } })).toEqual({ tools: expect.arrayContaining(['echo']) as unknown });
+    expect(await loadSource(`oci://${registry.host}/tools/bundled:message`, { storeDir: kept.storeDir, verify: { keys: [pub] } })).toEqual({ tools: expect.arrayContaining(['echo']) as unknown });
   }, 60_000);
 
   it('loads a component signed by a DSSE bundle whose statement names its digest', async () => {
     const { digest } = await component('dsse');
     await attach(dsseBundle(digest, trusted.privateKey), digest);
-    expect((await load(`oci://${registry.host}/tools/bundled:dsse`, { storeDir: store(), verify: { keys: [pub] } })).tools).toContain('echo');
+    expect((await loadSource(`oci://${registry.host}/tools/bundled:dsse`, { storeDir: store(), verify: { keys: [pub] } })).tools).toContain('echo');
   }, 60_000);
 
   it('refuses a bundle by an untrusted key, and a trusted statement naming another digest', async () => {
@@ -117,14 +103,14 @@ describe.skipIf(!hasRegistry)('Sigstore bundle referrers', () => {
     await attach(messageBundle(untrusted.manifest, other.privateKey), untrusted.digest);
     await attach(dsseBundle(untrusted.digest, other.privateKey), untrusted.digest);
     let storeDir = store();
-    expect((await load(`oci://${registry.host}/tools/bundled:untrusted`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
+    expect((await loadSource(`oci://${registry.host}/tools/bundled:untrusted`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
     expect(storedBlobs(storeDir)).toEqual([]);
 
     const elsewhere = await component('elsewhere');
     const copied = await component('copied');
     await attach(dsseBundle(elsewhere.digest, trusted.privateKey), copied.digest);
     storeDir = store();
-    expect((await load(`oci://${registry.host}/tools/bundled:copied`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'wrong-digest', signedDigest: elsewhere.digest } });
+    expect((await loadSource(`oci://${registry.host}/tools/bundled:copied`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'wrong-digest', signedDigest: elsewhere.digest } });
     expect(storedBlobs(storeDir)).toEqual([]);
   }, 60_000);
 
@@ -135,16 +121,16 @@ describe.skipIf(!hasRegistry)('Sigstore bundle referrers', () => {
     // The trusted bundle of another manifest, listed under this one's referrers tag.
     await attach(messageBundle(signed.manifest, trusted.privateKey), signed.digest, target.digest);
     const storeDir = store();
-    expect((await load(`oci://${registry.host}/tools/bundled:borrowed`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'unsigned' } });
+    expect((await loadSource(`oci://${registry.host}/tools/bundled:borrowed`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'unsigned' } });
     expect(storedBlobs(storeDir)).toEqual([]);
   }, 60_000);
 
   it('verifies a kept bundle again offline, with the registry gone (and refuses it to another key)', async () => {
     await registry.stop();
     const pinned = `oci://${registry.host}/tools/bundled@${kept.digest}`;
-    expect((await load(pinned, { storeDir: kept.storeDir, verify: { keys: [pub] } })).tools).toContain('echo');
+    expect((await loadSource(pinned, { storeDir: kept.storeDir, verify: { keys: [pub] } })).tools).toContain('echo');
     const otherPub = join(dir, 'other.pub');
     writeFileSync(otherPub, other.publicKey.export({ type: 'spki', format: 'pem' }));
-    expect((await load(pinned, { storeDir: kept.storeDir, verify: { keys: [otherPub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
+    expect((await loadSource(pinned, { storeDir: kept.storeDir, verify: { keys: [otherPub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
   }, 60_000);
 });

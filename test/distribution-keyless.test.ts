@@ -22,8 +22,9 @@ import { silentLogger } from '../host/base/logger.js';
 import { RemoteFetcher, lockEntryOf } from '../host/distribution/fetch.js';
 import type { Identity } from '../host/distribution/keyless.js';
 import type { DistributionOptions } from '../host/distribution/options.js';
-import { example, makeRegistry } from './helpers.js';
+import { example } from './helpers.js';
 import { OciRegistry, Pusher, digestOf, hasRegistry } from './oci-registry.js';
+import { loadSource } from './distribution-load.js';
 import { TestCa, TestLog, keylessBundle, statement, trustedRoot, type Leaf } from './sigstore-fixtures.js';
 
 const wasm = new Uint8Array(readFileSync(example('ctools')));
@@ -36,19 +37,6 @@ const storedBlobs = (storeDir: string): string[] => {
   const dir = join(storeDir, 'blobs', 'sha256');
   return existsSync(dir) ? readdirSync(dir) : [];
 };
-
-async function load(source: string, distribution: DistributionOptions): Promise<{ error?: ToolhostError; tools?: string[]; signedBy?: string }> {
-  const registry = makeRegistry({ distribution });
-  try {
-    const report = await registry.registerWasmTools(source);
-    return { tools: report.components.flatMap((component) => component.tools) };
-  } catch (error) {
-    if (error instanceof ToolhostError) return { error };
-    throw error;
-  } finally {
-    await registry.close();
-  }
-}
 
 /** What a keyless refusal says @sigstore/verify reported. */
 const detailOf = (error: ToolhostError | undefined): string => String((error?.details as { detail?: unknown } | undefined)?.detail);
@@ -107,38 +95,38 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
 
   it('loads a component signed keyless by the configured identity (exact subject, or an anchored RE2 pattern)', async () => {
     const { source } = await signed('right', await ca.issue({ subject: SUBJECT, issuer: ISSUER, ...valid }));
-    expect((await load(source, { storeDir: store(), ...trust(exactly) })).tools).toContain('echo');
+    expect((await loadSource(source, { storeDir: store(), ...trust(exactly) })).tools).toContain('echo');
     // Who signed is the identity, as toolhost.lock records it.
     const fetched = await new RemoteFetcher({ storeDir: store(), ...trust(exactly) }, silentLogger).fetch(source, undefined);
     expect(lockEntryOf(fetched).signer).toBe(`${SUBJECT} (${ISSUER})`);
     const pattern = [{ issuer: ISSUER, subjectRegExp: 'https://github\\.com/acme/tools/\\.github/workflows/[a-z]+\\.yml@refs/tags/v[0-9]+' }];
-    expect((await load(source, { storeDir: store(), ...trust(pattern) })).tools).toContain('echo');
+    expect((await loadSource(source, { storeDir: store(), ...trust(pattern) })).tools).toContain('echo');
     // Anchored: a pattern that matches only a part of the subject is no match.
     const partial = [{ issuer: ISSUER, subjectRegExp: 'https://github\\.com/acme/tools' }];
-    expect((await load(source, { storeDir: store(), ...trust(partial) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-identity' } });
+    expect((await loadSource(source, { storeDir: store(), ...trust(partial) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-identity' } });
   }, 60_000);
 
   it('accepts an e-mail subject too', async () => {
     const { source } = await signed('email', await ca.issue({ subject: 'dev@acme.example', issuer: 'https://accounts.google.com', ...valid }));
-    expect((await load(source, { storeDir: store(), ...trust([{ issuer: 'https://accounts.google.com', subject: 'dev@acme.example' }]) })).tools).toContain('echo');
+    expect((await loadSource(source, { storeDir: store(), ...trust([{ issuer: 'https://accounts.google.com', subject: 'dev@acme.example' }]) })).tools).toContain('echo');
   }, 60_000);
 
   it('refuses another issuer and another subject, naming the identity that signed', async () => {
     const otherIssuer = await signed('other-issuer', await ca.issue({ subject: SUBJECT, issuer: 'https://evil.example', ...valid }));
     let storeDir = store();
-    expect((await load(otherIssuer.source, { storeDir, ...trust(exactly) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-identity', identity: `${SUBJECT} (https://evil.example)` } });
+    expect((await loadSource(otherIssuer.source, { storeDir, ...trust(exactly) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-identity', identity: `${SUBJECT} (https://evil.example)` } });
     expect(storedBlobs(storeDir)).toEqual([]);
 
     const otherSubject = await signed('other-subject', await ca.issue({ subject: 'https://github.com/mallory/tools/.github/workflows/release.yml@refs/tags/v1', issuer: ISSUER, ...valid }));
     storeDir = store();
-    expect((await load(otherSubject.source, { storeDir, ...trust(exactly) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-identity' } });
+    expect((await loadSource(otherSubject.source, { storeDir, ...trust(exactly) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-identity' } });
     expect(storedBlobs(storeDir)).toEqual([]);
   }, 60_000);
 
   it('refuses a certificate that does not chain to the pinned root', async () => {
     const { source } = await signed('stranger', await stranger.issue({ subject: SUBJECT, issuer: ISSUER, ...valid }));
     const storeDir = store();
-    const { error } = await load(source, { storeDir, ...trust(exactly) });
+    const { error } = await loadSource(source, { storeDir, ...trust(exactly) });
     expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
     expect(detailOf(error)).toMatch(/CERTIFICATE_ERROR/);
     expect(storedBlobs(storeDir)).toEqual([]);
@@ -148,7 +136,7 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     const elsewhere = await component('elsewhere');
     const { source } = await signed('copied', await ca.issue({ subject: SUBJECT, issuer: ISSUER, ...valid }), { names: elsewhere.digest });
     const storeDir = store();
-    expect((await load(source, { storeDir, ...trust(exactly) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'wrong-digest', signedDigest: elsewhere.digest } });
+    expect((await loadSource(source, { storeDir, ...trust(exactly) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'wrong-digest', signedDigest: elsewhere.digest } });
     expect(storedBlobs(storeDir)).toEqual([]);
   }, 60_000);
 
@@ -157,7 +145,7 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     // The integrated time moved (to pass off a signature as made elsewhen): the signed entry timestamp no longer verifies.
     const moved = await signed('moved-time', leaf, { tamper: (entry) => { entry.integratedTime = String(now - 60); } });
     let storeDir = store();
-    let { error } = await load(moved.source, { storeDir, ...trust(exactly) });
+    let { error } = await loadSource(moved.source, { storeDir, ...trust(exactly) });
     expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
     expect(detailOf(error)).toMatch(/TLOG_INCLUSION_PROMISE_ERROR/);
     expect(storedBlobs(storeDir)).toEqual([]);
@@ -169,7 +157,7 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
       },
     });
     storeDir = store();
-    ({ error } = await load(proof.source, { storeDir, ...trust(exactly) }));
+    ({ error } = await loadSource(proof.source, { storeDir, ...trust(exactly) }));
     expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
     expect(detailOf(error)).toMatch(/TLOG_INCLUSION_PROOF_ERROR/);
     expect(storedBlobs(storeDir)).toEqual([]);
@@ -179,7 +167,7 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     const expired = await ca.issue({ subject: SUBJECT, issuer: ISSUER, notBefore: new Date((now - 3600) * 1000), notAfter: new Date((now - 3000) * 1000) });
     const { source } = await signed('expired', expired);
     const storeDir = store();
-    const { error } = await load(source, { storeDir, ...trust(exactly) });
+    const { error } = await loadSource(source, { storeDir, ...trust(exactly) });
     expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
     expect(detailOf(error)).toMatch(/expired/);
     expect(storedBlobs(storeDir)).toEqual([]);
@@ -190,7 +178,7 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     const withCt = join(dir, 'trusted_root_ct.json');
     writeFileSync(withCt, JSON.stringify(trustedRoot([ca], log, [new TestLog()])));
     const storeDir = store();
-    const { error } = await load(source, { storeDir, verify: { trustedRoot: withCt, identities: exactly } });
+    const { error } = await loadSource(source, { storeDir, verify: { trustedRoot: withCt, identities: exactly } });
     expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
     expect(detailOf(error)).toMatch(/expected 1 SCTs, got 0/);
     expect(storedBlobs(storeDir)).toEqual([]);
@@ -198,12 +186,12 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
 
   it('refuses a trusted root without identities, and identities without a trusted root, before any request', async () => {
     const { source } = await signed('no-identity', await ca.issue({ subject: SUBJECT, issuer: ISSUER, ...valid }));
-    expect((await load(source, { storeDir: store(), ...trust(undefined) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'no-trust' } });
-    expect((await load(source, { storeDir: store(), verify: { identities: exactly } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'no-trust' } });
+    expect((await loadSource(source, { storeDir: store(), ...trust(undefined) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'no-trust' } });
+    expect((await loadSource(source, { storeDir: store(), verify: { identities: exactly } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'no-trust' } });
     // A keyless bundle is no signature by a key: with keys only it is untrusted.
     const keyFile = join(dir, 'unrelated.pub');
     writeFileSync(keyFile, generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }));
-    expect((await load(source, { storeDir: store(), verify: { keys: [keyFile] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
+    expect((await loadSource(source, { storeDir: store(), verify: { keys: [keyFile] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
   }, 60_000);
 
   it('takes its trust from toolhost.yaml: verify.trusted_root (relative to the file) and identities', async () => {
@@ -215,7 +203,7 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     writeFileSync(file, yaml(`{ issuer: "${ISSUER}", subject_regexp: "https://github\\\\.com/acme/.*" }`));
     const { resolved } = await loadConfig(file, { env: {} });
     expect(resolved.distribution.verify).toEqual({ trustedRoot: join(project, 'root.json'), identities: [{ issuer: ISSUER, subjectRegExp: 'https://github\\.com/acme/.*' }] });
-    expect((await load(source, { ...resolved.distribution, storeDir: store() })).tools).toContain('echo');
+    expect((await loadSource(source, { ...resolved.distribution, storeDir: store() })).tools).toContain('echo');
     // An identity names exactly one of subject and subject_regexp, and always an issuer.
     writeFileSync(file, yaml(`{ issuer: "${ISSUER}", subject: a@b.c, subject_regexp: ".*" }`));
     await expect(loadConfig(file, { env: {} })).rejects.toBeInstanceOf(ConfigError);

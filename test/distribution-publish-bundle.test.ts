@@ -11,29 +11,15 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolhostError } from '../host/index.js';
 import { RegistryClient } from '../host/distribution/oci-client.js';
-import type { DistributionOptions } from '../host/distribution/options.js';
 import { publishComponent, pushBundleReferrer } from '../host/distribution/publish.js';
 import { parseSource, type OciSource } from '../host/distribution/source.js';
-import { example, makeRegistry } from './helpers.js';
+import { example } from './helpers.js';
 import { OciRegistry, Pusher, hasRegistry } from './oci-registry.js';
+import { loadSource } from './distribution-load.js';
 
 const BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
 const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
-
-async function load(source: string, distribution: DistributionOptions): Promise<{ error?: ToolhostError; tools?: string[] }> {
-  const registry = makeRegistry({ distribution });
-  try {
-    const report = await registry.registerWasmTools(source);
-    return { tools: report.components.flatMap((component) => component.tools) };
-  } catch (error) {
-    if (error instanceof ToolhostError) return { error };
-    throw error;
-  } finally {
-    await registry.close();
-  }
-}
 
 describe.skipIf(!hasRegistry)('publish attaches a Sigstore bundle referrer that the load path verifies', () => {
   const registry = new OciRegistry();
@@ -68,15 +54,15 @@ describe.skipIf(!hasRegistry)('publish attaches a Sigstore bundle referrer that 
     // cosign's tag now holds a stranger's signature: only the bundle is by the author.
     await new Pusher(registry.host, 'acme/signed').cosignSign(report.manifestDigest, stranger.privateKey);
     const pinned = `oci://${registry.host}/acme/signed@${report.manifestDigest}`;
-    expect((await load(pinned, { storeDir: store(), verify: { keys: [pub('author', author)] } })).tools).toContain('echo');
-    expect((await load(pinned, { storeDir: store(), verify: { keys: [pub('second', second)] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
+    expect((await loadSource(pinned, { storeDir: store(), verify: { keys: [pub('author', author)] } })).tools).toContain('echo');
+    expect((await loadSource(pinned, { storeDir: store(), verify: { keys: [pub('second', second)] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
 
     // A second bundle for the same digest (a co-signer) is listed beside the first, and each one verifies.
     const client = new RegistryClient(registry.host, 'acme/signed', { insecureRegistries: [], maxManifestBytes: 1 << 20, maxBlobBytes: 1 << 20 });
     const manifest = await client.manifest(report.manifestDigest);
     const again = await pushBundleReferrer(client, { mediaType: OCI_MANIFEST, digest: report.manifestDigest, size: manifest!.bytes.byteLength }, second.privateKey);
     expect((await referrersTag(report.manifestDigest)).map((entry) => entry.digest)).toEqual([report.bundle, again.digest]);
-    expect((await load(pinned, { storeDir: store(), verify: { keys: [pub('second', second)] } })).tools).toContain('echo');
-    expect((await load(pinned, { storeDir: store(), verify: { keys: [pub('author', author)] } })).tools).toContain('echo');
+    expect((await loadSource(pinned, { storeDir: store(), verify: { keys: [pub('second', second)] } })).tools).toContain('echo');
+    expect((await loadSource(pinned, { storeDir: store(), verify: { keys: [pub('author', author)] } })).tools).toContain('echo');
   }, 90_000);
 });
