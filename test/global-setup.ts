@@ -41,6 +41,15 @@ function builtAt(root: string): number {
   }
 }
 
+/** When the worker bundle (scripts/bundle-worker.mjs) was last made (0 when it was not). */
+function bundledAt(root: string): number {
+  try {
+    return statSync(join(root, 'dist', 'host', 'sandbox', 'worker', 'entry.bundle.js')).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
 /** Run a node script with the test run's stdio; rejects when it fails. */
 function runNode(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -78,6 +87,8 @@ export default async function setup(): Promise<void> {
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
     execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
   }
+  // The worker bundle is made again whenever it is older than the last compile (also one run by hand).
+  if (bundledAt(root) < builtAt(root)) execFileSync(process.execPath, [join(root, 'scripts', 'bundle-worker.mjs')], { cwd: root, stdio: 'inherit' });
   const script = fileURLToPath(new URL('../scripts/build-guests.mjs', import.meta.url));
   const cacheDir = join(root, 'node_modules', '.cache', 'toolhost-test');
   const cli = join(root, 'dist', 'host', 'cli', 'main.js');

@@ -1,0 +1,3 @@
+import { defineConfig, mergeConfig } from 'vitest/config';
+import base from './vitest.config.ts';
+export default mergeConfig(base, defineConfig({ test: { execArgv: (process.env.EXP_ARGV ?? '').split(' ').filter(Boolean) } }));
