@@ -5,37 +5,24 @@
  * checked here on the sources' syntax trees, and by calls whose options
  * change after they started.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { defineNativeTool, type ToolContext } from '../host/index.js';
 import { admit, type AdmissionDeps, type CallPlan } from '../host/core/call/admission.js';
 import { ANONYMOUS_TENANT, conversationScope } from '../host/core/principal-scope.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../host/policy/execution-policy.js';
-import { makeRegistry, root } from './helpers.js';
-
-const hostDir = join(root, 'host');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(c|m)?ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
+import { makeRegistry } from './helpers.js';
+import { hostDir, hostSourceFiles, identifierName, parseSource, walk } from './host-sources.js';
 
 /** Where CallOptions may be named: its definition, admission, the registry that takes it, and the entry points and adapters above. */
 const MAY_NAME_CALL_OPTIONS = [/^core\/call\/options\.ts$/, /^core\/call\/admission\.ts$/, /^core\/registry\.ts$/, /^core\/surfaces\.ts$/, /^index\.ts$/, /^runner\.ts$/, /^servers\//, /^compose\//, /^cli\//, /^bench\//];
 
 function namesCallOptions(file: string): boolean {
-  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false);
   let found = false;
-  const visit = (node: ts.Node): void => {
-    if (ts.isIdentifier(node) && node.text === 'CallOptions') found = true;
-    if (!found) ts.forEachChild(node, visit);
-  };
-  visit(source);
+  walk(parseSource(file).program, (node) => {
+    if (identifierName(node) === 'CallOptions') found = true;
+    return !found;
+  });
   return found;
 }
 
@@ -44,7 +31,7 @@ const PLAN_HAS_NO_OPTIONS: 'options' extends keyof CallPlan ? never : true = tru
 
 describe('the call plan', () => {
   it('is the only description of a call below admission: no file there names CallOptions', () => {
-    const below = sourceFiles(hostDir)
+    const below = hostSourceFiles()
       .map((file) => relative(hostDir, file))
       .filter((file) => !MAY_NAME_CALL_OPTIONS.some((allowed) => allowed.test(file)));
     expect(PLAN_HAS_NO_OPTIONS).toBe(true);

@@ -1,26 +1,14 @@
 /**
  * The layering holds: no import cycle among the host's files, no arrow from a
  * lower layer up into a higher one, and no file over 400 lines unless its
- * header says why ("(Over 400 lines: ...)"). Read from the sources with
- * TypeScript's own import scanner, type-only and dynamic imports included.
+ * header says why ("(Over 400 lines: ...)"). Read from the sources' syntax
+ * trees (test/host-sources.ts), type-only and dynamic imports included.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { root } from './helpers.js';
+import { hostDir, hostSourceFiles, moduleSpecifiers, parseSource } from './host-sources.js';
 
-const hostDir = join(root, 'host');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(c|m)?ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
-
-const files = sourceFiles(hostDir);
+const files = hostSourceFiles();
 const known = new Set(files);
 
 /** A relative import's target file (`./x.js` is written for `./x.ts`). */
@@ -34,8 +22,7 @@ function target(from: string, specifier: string): string | undefined {
 }
 
 const graph = new Map<string, string[]>(files.map((file) => {
-  const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
-  const targets = importedFiles.map((imported) => target(file, imported.fileName)).filter((path): path is string => path !== undefined);
+  const targets = moduleSpecifiers(parseSource(file)).map((specifier) => target(file, specifier)).filter((path): path is string => path !== undefined);
   return [file, [...new Set(targets)]];
 }));
 
@@ -148,7 +135,7 @@ describe('the import graph of host/', () => {
 
   it('has no file over 400 lines without a reason in its header', () => {
     const long = files
-      .map((file) => ({ file: rel(file), text: readFileSync(file, 'utf8') }))
+      .map((file) => ({ file: rel(file), text: parseSource(file).text }))
       .filter(({ text }) => text.split('\n').length > 400)
       .filter(({ text }) => !/\(Over 400 lines: [^)]+\)/.test(text.slice(0, 3000)))
       .map(({ file }) => file);

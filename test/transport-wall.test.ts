@@ -1,67 +1,61 @@
 /**
  * The wall around the sandbox's transport: only files in host/sandbox/transport/ know how a message travels between
- * the main thread and a worker. Read on the syntax trees of every file in host/ (TypeScript's parser): outside that
+ * the main thread and a worker. Read on the syntax trees of every file in host/ (test/host-sources.ts): outside that
  * folder no file posts a message (`.postMessage(`), reads a port synchronously (`receiveMessageOnPort`), makes a
  * channel (`new MessageChannel`, or imports it), or imports or constructs the shared-memory rings (shared-ring,
  * task-ring, answer-ring).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve, dirname } from 'node:path';
-import ts from 'typescript';
+import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { root } from './helpers.js';
+import { hostDir, hostSourceFiles, identifierName, literalText, parseSource, walk, type SyntaxNode } from './host-sources.js';
 
-const hostDir = join(root, 'host');
 const transportDir = join(hostDir, 'sandbox', 'transport');
 const RINGS = new Set(['shared-ring', 'task-ring', 'answer-ring'].map((name) => join(transportDir, `${name}.ts`)));
 const RING_CLASSES = new Set(['SharedRing', 'TaskRing', 'AnswerRing']);
 const PORT_NAMES = new Set(['MessageChannel', 'receiveMessageOnPort']);
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(c|m)?ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : [];
-  });
+/** The name a callee or constructor is reached by: `name` or `something.name` (undefined for anything else). */
+function calleeName(callee: unknown): string | undefined {
+  const node = callee as SyntaxNode | undefined;
+  if (node?.type === 'MemberExpression' && node.computed !== true) return identifierName(node.property);
+  return identifierName(node);
 }
 
 /** What `file` does that only the transport may do, as "line: what". */
-function transportUses(file: string, text = readFileSync(file, 'utf8')): string[] {
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+function transportUses(file: string, text?: string): string[] {
+  const source = parseSource(file, text);
   const found: string[] = [];
-  const at = (node: ts.Node, what: string): void => {
-    found.push(`${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}: ${what}`);
+  const at = (node: SyntaxNode, what: string): void => {
+    found.push(`${source.lineOf(node.start)}: ${what}`);
   };
-  const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const specifier = node.moduleSpecifier.text;
+  walk(source.program, (node) => {
+    if (node.type === 'ImportDeclaration' || node.type === 'ExportNamedDeclaration' || node.type === 'ExportAllDeclaration') {
+      const specifier = literalText(node.source);
+      if (specifier === undefined) return;
       if (specifier.startsWith('.') && RINGS.has(resolve(dirname(file), specifier).replace(/\.js$/, '.ts'))) at(node, `imports ${specifier}`);
-      const clause = ts.isImportDeclaration(node) ? node.importClause : undefined;
-      const named = clause?.namedBindings && ts.isNamedImports(clause.namedBindings) ? clause.namedBindings.elements : [];
-      for (const element of named) {
-        const name = (element.propertyName ?? element.name).text;
-        if (PORT_NAMES.has(name) && /worker_threads$/.test(specifier)) at(element, `imports ${name}`);
+      if (node.type !== 'ImportDeclaration' || !/worker_threads$/.test(specifier)) return;
+      for (const element of node.specifiers as SyntaxNode[]) {
+        const name = element.type === 'ImportSpecifier' ? identifierName(element.imported) ?? literalText(element.imported) : undefined;
+        if (name !== undefined && PORT_NAMES.has(name)) at(element, `imports ${name}`);
       }
     }
-    if (ts.isCallExpression(node)) {
-      const callee = node.expression;
-      if (ts.isPropertyAccessExpression(callee) && callee.name.text === 'postMessage') at(node, 'calls postMessage');
-      if ((ts.isIdentifier(callee) && callee.text === 'receiveMessageOnPort') || (ts.isPropertyAccessExpression(callee) && callee.name.text === 'receiveMessageOnPort')) at(node, 'calls receiveMessageOnPort');
+    if (node.type === 'CallExpression') {
+      const name = calleeName(node.callee);
+      const member = (node.callee as SyntaxNode).type === 'MemberExpression';
+      if (member && name === 'postMessage') at(node, 'calls postMessage');
+      if (name === 'receiveMessageOnPort') at(node, 'calls receiveMessageOnPort');
     }
-    if (ts.isNewExpression(node)) {
-      const made = node.expression;
-      const name = ts.isIdentifier(made) ? made.text : ts.isPropertyAccessExpression(made) ? made.name.text : '';
+    if (node.type === 'NewExpression') {
+      const name = calleeName(node.callee) ?? '';
       if (name === 'MessageChannel' || RING_CLASSES.has(name)) at(node, `constructs ${name}`);
     }
-    ts.forEachChild(node, visit);
-  };
-  visit(source);
+  });
   return found;
 }
 
 describe('the transport wall', () => {
   it('only host/sandbox/transport/ posts messages, makes channels, reads ports, or touches the rings', () => {
-    const outside = sourceFiles(hostDir).filter((file) => !file.startsWith(transportDir + '/'));
+    const outside = hostSourceFiles().filter((file) => !file.startsWith(transportDir + '/'));
     const breaches = outside.flatMap((file) => transportUses(file).map((use) => `${relative(hostDir, file)}:${use}`));
     expect(breaches).toEqual([]);
   });
