@@ -97,9 +97,10 @@ describe.runIf(hasCGuests)('a sandbox process that stops answering', () => {
 
   it('leaves a process alone whose worker runs a guest for longer than the heartbeat', { timeout: 30_000 }, async () => {
     const { restarts, pid } = registry.sandboxStats()!.process!;
-    const spun = await registry.execute('spin_for', { ms: HEARTBEAT_MS * 3 });
+    // Half again the heartbeat: a process whose main thread ran the guest would miss it by half a second.
+    const spun = await registry.execute('spin_for', { ms: HEARTBEAT_MS * 1.5 });
     expect(spun.error).toBeUndefined();
-    const slept = await registry.execute('sleep_for', { ms: HEARTBEAT_MS * 2 });
+    const slept = await registry.execute('sleep_for', { ms: HEARTBEAT_MS * 1.5 });
     expect(slept.error).toBeUndefined();
     expect(registry.sandboxStats()!.process).toMatchObject({ restarts, pid });
   });
@@ -107,8 +108,9 @@ describe.runIf(hasCGuests)('a sandbox process that stops answering', () => {
   it('does not blame the process for answers the host was too busy to read', { timeout: 30_000 }, async () => {
     expect((await registry.execute('honest', { n: 1 })).structuredContent).toMatchObject({ sum: 1 });
     const { restarts, pid } = registry.sandboxStats()!.process!;
-    // The host's own event loop stalls (a long synchronous task) while the process answers on time.
-    const until = performance.now() + HEARTBEAT_MS * 3;
+    // The host's own event loop stalls (a long synchronous task) while the process answers on time: half again
+    // the heartbeat, so a host that blamed the process for its own late reading would kill it.
+    const until = performance.now() + HEARTBEAT_MS * 1.5;
     while (performance.now() < until) { /* busy */ }
     await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS / 2));
     expect(registry.sandboxStats()!.process).toMatchObject({ restarts, pid });

@@ -68,13 +68,13 @@ describe('the total bytes of the in-memory state store', () => {
     expect(() => new InMemoryStateStore({ maxTotalBytes: 0 })).toThrow('options.stateLimits.maxTotalBytes must be a positive integer');
   });
 
-  it('keeps a host with a 256 MiB heap alive while a client fills 64 conversations of 16 MB (the default limits)', () => {
-    // What aborted `toolhost serve`, at a quarter of the scale: every value a distinct 1 MB string.
+  it('keeps a host with a 128 MiB heap alive while a client fills 32 conversations of 16 MB (the default limits)', () => {
+    // What aborted `toolhost serve`, at an eighth of the scale (4 times the heap): every value a distinct 1 MB string.
     const script = `
       const { InMemoryStateStore } = await import(${JSON.stringify(join(root, 'dist', 'host', 'core', 'state.js'))});
       const store = new InMemoryStateStore();
       let evicted = 0;
-      for (let c = 0; c < 64; c++) {
+      for (let c = 0; c < 32; c++) {
         for (let k = 0; k < 16; k++) {
           const text = '"' + Buffer.alloc(1_000_000 - 2, 97 + ((c * 16 + k) % 26)).toString('latin1') + '"';
           const outcome = await store.set('conversation-' + c, 'k' + k, text);
@@ -84,13 +84,13 @@ describe('the total bytes of the in-memory state store', () => {
       const limit = (await import('node:v8')).getHeapStatistics().heap_size_limit;
       console.log(JSON.stringify({ held: store.heldBytes, limit, conversations: store.conversations, evicted }));
     `;
-    const child = spawnSync(process.execPath, ['--max-old-space-size=256', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 50_000 });
+    const child = spawnSync(process.execPath, ['--max-old-space-size=128', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 50_000 });
     expect(child.stderr).not.toMatch(/heap out of memory/);
     expect(child.status).toBe(0);
     const report = JSON.parse(child.stdout) as { held: number; limit: number; conversations: number; evicted: number };
     expect(report.held).toBeLessThanOrEqual(report.limit / 4);
-    expect(report.conversations).toBeLessThan(64);
-    expect(report.evicted).toBe(64 - report.conversations);
+    expect(report.conversations).toBeLessThan(32);
+    expect(report.evicted).toBe(32 - report.conversations);
   });
 });
 
