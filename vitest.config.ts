@@ -12,10 +12,11 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 180_000,
-    // Three files at a time on two cores: much of a file's time is waiting (timers of budget and backoff
-    // tests, spawned CLI processes starting), and a third file fills those gaps (measured on 2 cores:
-    // 45.7 s -> 39.3-41.3 s wall for the same ~78 s of CPU). Most files' sandboxes run one worker thread.
-    maxWorkers: 3,
+    // Four files at a time on two cores: much of a file's time is waiting (timers of budget and heartbeat
+    // tests, sandbox processes, MCP servers and registries starting), and the third and fourth files fill
+    // those gaps. Measured on the idle 2-core machine for the same ~80 s of CPU: two files 61 s wall,
+    // three 46-48 s, four 43-46 s, five no better. Most files' sandboxes run one worker thread.
+    maxWorkers: 4,
     // Test files in one worker share the host's modules instead of re-importing them (~0.5 s a file).
     isolate: false,
     // Files that work at import start first instead of last (see test/sequencer.ts).
