@@ -19,6 +19,11 @@ export default defineConfig({
     maxWorkers: 4,
     // Test files in one worker share the host's modules instead of re-importing them (~0.5 s a file).
     isolate: false,
+    // Transformed modules are kept on disk between runs (node_modules/.experimental-vitest-cache, keyed by each
+    // file's content): a run after the first skips re-transforming ~400 TypeScript files and loads them
+    // faster. Measured on the idle 2-core machine: ~85 s of CPU and 44-47 s wall without, 77-79 s and
+    // 41-42 s with a warm cache (the first run, cold, ~44.6 s).
+    experimental: { fsModuleCache: true },
     // Files that work at import start first instead of last (see test/sequencer.ts).
     sequence: { sequencer: ImportCostFirstSequencer },
     // Sandbox workers run the worker the global setup just built from these sources, instead of booting
