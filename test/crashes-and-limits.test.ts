@@ -102,8 +102,8 @@ describe.runIf(hasCGuests)('honest calls beside hostile ones', () => {
     try {
       await registry.registerWasmTools(fixture('hostile'));
       const hostile: Array<[string, Record<string, number>, Record<string, unknown>]> = [
-        ['spin', {}, { timeout: '0.4s' }],
-        ['spin', {}, { budget_cpu_ms: 200, timeout: '10s' }],
+        ['spin', {}, { timeout: '0.2s' }],
+        ['spin', {}, { budget_cpu_ms: 100, timeout: '10s' }],
         ['memory_bomb', { mb: 4096 }, { memory_mb: 64 }],
         ['malloc_bomb', {}, { memory_mb: 48 }],
         ['recurse', {}, {}],
