@@ -13,6 +13,7 @@ import { CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult, t
 import type { ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { example, fixture, hasCGuests, makeRegistry } from './helpers.js';
+import { RICH_CONTENT } from './rich-content.js';
 
 type Structured = { replies?: unknown[]; model?: string; stop_reason?: string | null; error?: { code: string; message: string }; action?: string; content?: unknown };
 const structured = (result: CallToolResult): Structured => result.structuredContent as Structured;
@@ -68,14 +69,7 @@ describe.skipIf(!hasCGuests)('a 0.2.0 tool written with the C SDK', () => {
     const result = (await client.callTool({ name: 'rich', arguments: {} })) as CallToolResult;
     expect(result.isError).toBeFalsy();
     expect(result.structuredContent).toEqual({ ok: true });
-    expect(result.content).toEqual([
-      { type: 'text', text: 'hello' },
-      { type: 'image', data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString('base64'), mimeType: 'image/png' },
-      { type: 'audio', data: Buffer.from('RIFF\0\0\0\0', 'latin1').toString('base64'), mimeType: 'audio/wav' },
-      { type: 'resource_link', uri: 'test://doc', name: 'doc', title: 'A document', mimeType: 'text/plain' },
-      { type: 'resource', resource: { uri: 'test://embedded', mimeType: 'text/plain', text: 'embedded text' } },
-      { type: 'resource', resource: { uri: 'test://blob', mimeType: 'application/octet-stream', blob: 'AQID' } },
-    ]);
+    expect(result.content).toEqual(RICH_CONTENT);
     const only = (await client.callTool({ name: 'content_only', arguments: {} })) as CallToolResult;
     expect(only.content).toEqual([{ type: 'text', text: 'only content' }]);
     expect(only.structuredContent).toBeUndefined();

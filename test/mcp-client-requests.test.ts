@@ -20,6 +20,7 @@ import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
 import { fixture, hasCGuests, makeRegistry, root, sharedCacheDir } from './helpers.js';
+import { RICH_CONTENT } from './rich-content.js';
 
 const wasm = fixture('mcp_rich');
 type Structured = { replies?: string[]; model?: string; error?: { code: string; message: string }; action?: string; content?: unknown };
@@ -84,14 +85,7 @@ describe.skipIf(!hasCGuests)('a 0.2.0 tool through MCP clients', () => {
     const result = (await client.callTool({ name: 'rich', arguments: {} })) as CallToolResult;
     expect(result.isError).toBeFalsy();
     expect(result.structuredContent).toEqual({ ok: true });
-    expect(result.content).toEqual([
-      { type: 'text', text: 'hello' },
-      { type: 'image', data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString('base64'), mimeType: 'image/png' },
-      { type: 'audio', data: Buffer.from('RIFF\0\0\0\0', 'latin1').toString('base64'), mimeType: 'audio/wav' },
-      { type: 'resource_link', uri: 'test://doc', name: 'doc', title: 'A document', mimeType: 'text/plain' },
-      { type: 'resource', resource: { uri: 'test://embedded', mimeType: 'text/plain', text: 'embedded text' } },
-      { type: 'resource', resource: { uri: 'test://blob', mimeType: 'application/octet-stream', blob: 'AQID' } },
-    ]);
+    expect(result.content).toEqual(RICH_CONTENT);
     const only = (await client.callTool({ name: 'content_only', arguments: {} })) as CallToolResult;
     expect(only.content).toEqual([{ type: 'text', text: 'only content' }]);
     expect(only.structuredContent).toBeUndefined();
