@@ -4,8 +4,9 @@
  * referrers tag is the fallback), verified with a public key by
  * @sigstore/verify (key-only, offline). The bundles are built here with
  * @sigstore/bundle's builders and node:crypto, independently of toolhost:
- * a message signature over the manifest, and a DSSE in-toto statement naming
- * it. Untrusted keys, a statement naming another digest, and a referrer whose
+ * a DSSE in-toto statement naming it and its repository (accepted), and a
+ * message signature over the manifest (refused: it names no repository).
+ * Untrusted keys, a statement naming another digest, and a referrer whose
  * subject is another manifest are refused (or ignored), with nothing stored.
  */
 import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
@@ -32,10 +33,10 @@ function messageBundle(manifest: Uint8Array, key: KeyObject): unknown {
   return bundleToJSON(toMessageSignatureBundle({ digest: createHash('sha256').update(manifest).digest(), signature: sign('sha256', manifest, key), keyHint: 'test-key' }));
 }
 
-/** A DSSE bundle: an in-toto statement naming `subject` (cosign's sign predicate), signed over DSSE's PAE. */
-function dsseBundle(subject: string, key: KeyObject): unknown {
+/** A DSSE bundle: an in-toto statement naming `subject` and the repository `name` (cosign's sign predicate), signed over DSSE's PAE. */
+function dsseBundle(subject: string, key: KeyObject, name: string): unknown {
   const type = 'application/vnd.in-toto+json';
-  const statement = Buffer.from(JSON.stringify({ _type: 'https://in-toto.io/Statement/v1', subject: [{ name: 'component', digest: { sha256: subject.slice(7) } }], predicateType: 'https://sigstore.dev/cosign/sign/v1', predicate: {} }));
+  const statement = Buffer.from(JSON.stringify({ _type: 'https://in-toto.io/Statement/v1', subject: [{ name, digest: { sha256: subject.slice(7) } }], predicateType: 'https://sigstore.dev/cosign/sign/v1', predicate: {} }));
   const pae = Buffer.concat([Buffer.from(`DSSEv1 ${type.length} ${type} ${statement.length} `), statement]);
   return bundleToJSON(toDSSEBundle({ artifact: statement, artifactType: type, signature: sign('sha256', pae, key), keyHint: 'test-key' }));
 }
@@ -84,31 +85,33 @@ describe.skipIf(!hasRegistry)('Sigstore bundle referrers', () => {
 
   const kept = { storeDir: '', digest: '' };
 
-  it('loads a component whose only signature is a message-signature bundle by a trusted key', async () => {
+  it('refuses a component whose only signature is a message-signature bundle by a trusted key: it names no repository', async () => {
     const { digest, manifest } = await component('message');
     await attach(messageBundle(manifest, trusted.privateKey), digest);
-    kept.storeDir = store();
-    kept.digest = digest;
-    expect(await loadSource(`oci://${registry.host}/tools/bundled:message`, { storeDir: kept.storeDir, verify: { keys: [pub] } })).toEqual({ tools: expect.arrayContaining(['echo']) as unknown });
+    const storeDir = store();
+    expect((await loadSource(`oci://${registry.host}/tools/bundled:message`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'wrong-reference', signedReference: '' } });
+    expect(storedBlobs(storeDir)).toEqual([]);
   }, 60_000);
 
-  it('loads a component signed by a DSSE bundle whose statement names its digest', async () => {
+  it('loads a component signed by a DSSE bundle whose statement names its digest and its repository', async () => {
     const { digest } = await component('dsse');
-    await attach(dsseBundle(digest, trusted.privateKey), digest);
-    expect((await loadSource(`oci://${registry.host}/tools/bundled:dsse`, { storeDir: store(), verify: { keys: [pub] } })).tools).toContain('echo');
+    await attach(dsseBundle(digest, trusted.privateKey, `${registry.host}/tools/bundled`), digest);
+    kept.storeDir = store();
+    kept.digest = digest;
+    expect(await loadSource(`oci://${registry.host}/tools/bundled:dsse`, { storeDir: kept.storeDir, verify: { keys: [pub] } })).toEqual({ tools: expect.arrayContaining(['echo']) as unknown });
   }, 60_000);
 
   it('refuses a bundle by an untrusted key, and a trusted statement naming another digest', async () => {
     const untrusted = await component('untrusted');
     await attach(messageBundle(untrusted.manifest, other.privateKey), untrusted.digest);
-    await attach(dsseBundle(untrusted.digest, other.privateKey), untrusted.digest);
+    await attach(dsseBundle(untrusted.digest, other.privateKey, `${registry.host}/tools/bundled`), untrusted.digest);
     let storeDir = store();
     expect((await loadSource(`oci://${registry.host}/tools/bundled:untrusted`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'untrusted-key' } });
     expect(storedBlobs(storeDir)).toEqual([]);
 
     const elsewhere = await component('elsewhere');
     const copied = await component('copied');
-    await attach(dsseBundle(elsewhere.digest, trusted.privateKey), copied.digest);
+    await attach(dsseBundle(elsewhere.digest, trusted.privateKey, `${registry.host}/tools/bundled`), copied.digest);
     storeDir = store();
     expect((await loadSource(`oci://${registry.host}/tools/bundled:copied`, { storeDir, verify: { keys: [pub] } })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'wrong-digest', signedDigest: elsewhere.digest } });
     expect(storedBlobs(storeDir)).toEqual([]);

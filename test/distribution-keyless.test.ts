@@ -80,7 +80,7 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
   /** A component signed keyless by `leaf` (its statement naming `names`, by default its own digest). */
   async function signed(tag: string, leaf: Leaf, options: { names?: string; integratedTime?: number; tamper?: (entry: Record<string, unknown>) => void } = {}): Promise<{ source: string; digest: string }> {
     const artifact = await component(tag);
-    await attach(keylessBundle(statement(options.names ?? artifact.digest), leaf, log, options.integratedTime ?? now, options.tamper), artifact.digest);
+    await attach(keylessBundle(statement(options.names ?? artifact.digest, `${registry.host}/tools/keyless`), leaf, log, options.integratedTime ?? now, options.tamper), artifact.digest);
     return artifact;
   }
 

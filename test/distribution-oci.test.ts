@@ -253,7 +253,8 @@ describe.skipIf(!hasRegistry)('a registry that goes away, and one that corrupts 
       process.env.TOOLHOST_TEST_REGISTRY_PASSWORD = HTPASSWD.password;
       const loaded = await load(source, {
         storeDir: mkdtempSync(join(dir, 'store-')),
-        verify: { keys: [pub] },
+        // The front serves the registry's repositories under its own name: signatures name the registry's.
+        verify: { keys: [pub], referenceAliases: { [`127.0.0.1:${port(front)}`]: registry.host } },
         auth: { [`127.0.0.1:${port(front)}`]: { username: HTPASSWD.username, passwordEnv: 'TOOLHOST_TEST_REGISTRY_PASSWORD' } },
       });
       expect(loaded.error).toBeUndefined();

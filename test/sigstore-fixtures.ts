@@ -185,9 +185,12 @@ export function trustedRoot(cas: readonly TestCa[], log: TestLog, ctlogs: readon
   };
 }
 
-/** An in-toto statement naming `digest` (`sha256:HEX`), as cosign's keyless `sign --new-bundle-format` writes. */
-export function statement(digest: string): Buffer {
-  return Buffer.from(JSON.stringify({ _type: 'https://in-toto.io/Statement/v1', subject: [{ name: 'component', digest: { sha256: digest.slice('sha256:'.length) } }], predicateType: 'https://sigstore.dev/cosign/sign/v1', predicate: {} }));
+/**
+ * An in-toto statement with cosign's signing predicate naming `digest` (`sha256:HEX`) and, as the subject's name,
+ * the repository `name` (`REGISTRY/REPO`; cosign 3 writes the digest only, which toolhost does not accept).
+ */
+export function statement(digest: string, name: string): Buffer {
+  return Buffer.from(JSON.stringify({ _type: 'https://in-toto.io/Statement/v1', subject: [{ name, digest: { sha256: digest.slice('sha256:'.length) } }], predicateType: 'https://sigstore.dev/cosign/sign/v1', predicate: {} }));
 }
 
 /**

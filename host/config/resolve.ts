@@ -321,6 +321,7 @@ function resolveVerify(entry: VerifyEntry, baseDir: string): TrustPolicy {
     ...(entry.identities === undefined ? {} : {
       identities: entry.identities.map(({ issuer, subject, subject_regexp: pattern }) => ({ issuer, ...(subject === undefined ? {} : { subject }), ...(pattern === undefined ? {} : { subjectRegExp: pattern }) })),
     }),
+    ...(entry.reference_aliases === undefined ? {} : { referenceAliases: { ...entry.reference_aliases } }),
     ...(entry.skip === undefined ? {} : { skip: entry.skip }),
   };
 }
@@ -336,6 +337,8 @@ function resolveDistribution(section: DistributionSection, baseDir: string): Dis
   if (section.verify !== undefined) options.verify = resolveVerify(section.verify, baseDir);
   if (section.max_manifest_bytes !== undefined) options.maxManifestBytes = section.max_manifest_bytes;
   if (section.max_component_bytes !== undefined) options.maxComponentBytes = section.max_component_bytes;
+  if (section.max_signature_layers !== undefined) options.maxSignatureLayers = section.max_signature_layers;
+  if (section.max_signature_bytes !== undefined) options.maxSignatureBytes = section.max_signature_bytes;
   if (section.credential_helper_timeout_ms !== undefined) options.credentialHelperTimeoutMs = section.credential_helper_timeout_ms;
   if (section.credential_helper_max_bytes !== undefined) options.credentialHelperMaxBytes = section.credential_helper_max_bytes;
   return options;

@@ -23,6 +23,7 @@ export interface VerifyEntry {
   keys?: string[];
   trusted_root?: string;
   identities?: Array<{ issuer: string; subject?: string; subject_regexp?: string }>;
+  reference_aliases?: Record<string, string>;
   skip?: boolean;
 }
 
@@ -36,6 +37,8 @@ export interface DistributionSection {
   verify?: VerifyEntry;
   max_manifest_bytes?: number;
   max_component_bytes?: number;
+  max_signature_layers?: number;
+  max_signature_bytes?: number;
   credential_helper_timeout_ms?: number;
   credential_helper_max_bytes?: number;
 }

@@ -11,11 +11,13 @@
  *   identity policy (keyless.ts); without a trusted root such a bundle is
  *   signed by nobody trusted.
  *
- * What a bundle must say: a message signature over the manifest's bytes (its
- * message digest the manifest digest), or a DSSE envelope whose in-toto
- * statement names the manifest digest among its subjects. The signature is
- * checked first (a statement nobody trusted signed says nothing), then the
- * digest, as for cosign's tag form (cosign.ts).
+ * What a bundle must say is signature-policy.ts's decision: a DSSE envelope
+ * whose in-toto statement has cosign's signing predicate and names the
+ * manifest digest and the repository on one subject (or a simple-signing
+ * payload); an attestation is never a signature, and a message signature over
+ * the manifest's bytes names no repository, so it is not accepted. The
+ * signature is checked first (a statement nobody trusted signed says nothing),
+ * then what it says, as for cosign's tag form (cosign.ts).
  *
  * Writing (publish): a key-signed DSSE bundle whose in-toto statement names
  * the manifest digest (cosign's sign predicate), as `cosign sign --key
@@ -29,6 +31,7 @@ import { dsse } from '@sigstore/core';
 import { Verifier, toSignedEntity, toTrustMaterial } from '@sigstore/verify';
 import type { SignatureCheck, TrustedKey } from './cosign.js';
 import { checkKeyless, isKeyless, type KeylessTrust } from './keyless.js';
+import { COSIGN_SIGN_PREDICATE, IN_TOTO_PAYLOAD, checkDssePayload, checkMessageSignature, type ClaimCheck, type SignedSubject } from './signature-policy.js';
 
 /** The media type (artifact type and layer) of a Sigstore bundle referrer. */
 export const SIGSTORE_BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -49,40 +52,34 @@ function parse(bytes: Uint8Array): Bundle | undefined {
 /** The bundle as a key checks it: the key is the trust, log entries (and the timestamps they would give) are not consulted. */
 const keyOnly = (bundle: Bundle): Bundle => ({ ...bundle, verificationMaterial: { ...bundle.verificationMaterial, tlogEntries: [], timestampVerificationData: undefined } }) as Bundle;
 
-/** The digests (`sha256:<hex>`) a DSSE bundle's in-toto statement names as subjects. */
-function statementSubjects(bundle: Bundle): string[] {
-  if (!isBundleWithDsseEnvelope(bundle)) return [];
-  try {
-    const statement = JSON.parse(Buffer.from(bundle.content.dsseEnvelope.payload).toString('utf8')) as { subject?: Array<{ digest?: { sha256?: unknown } }> };
-    return (statement.subject ?? []).flatMap((subject) => typeof subject.digest?.sha256 === 'string' ? [`sha256:${subject.digest.sha256}`] : []);
-  } catch {
-    return [];
-  }
-}
-
 /** The trust a bundle is checked against: keys, and (keyless) a pinned root with its identities. */
 export interface BundleTrust {
   keys: readonly TrustedKey[];
   keyless?: KeylessTrust | undefined;
+  /** The repositories a signature may name for this load, normalized (signature-policy.ts's acceptedReferences). */
+  references: readonly string[];
 }
 
-/** The digests a verified bundle names: its statement's subjects (DSSE), or its message digest. */
-const namedDigests = (bundle: Bundle): string[] => bundle.content.$case === 'dsseEnvelope'
-  ? statementSubjects(bundle)
-  : [`sha256:${Buffer.from(bundle.content.messageSignature.messageDigest?.digest ?? []).toString('hex')}`];
+/** What a verified bundle says, read against `subject` (signature-policy.ts). */
+function claimOf(bundle: Bundle, subject: SignedSubject): ClaimCheck {
+  const content = bundle.content;
+  if (content.$case === 'dsseEnvelope') return checkDssePayload(content.dsseEnvelope.payloadType, content.dsseEnvelope.payload, subject);
+  // A message signature verified over these very bytes binds this digest, and no repository.
+  const named = `sha256:${Buffer.from(content.messageSignature.messageDigest?.digest ?? []).toString('hex')}`;
+  return named === subject.digest ? checkMessageSignature() : { ok: false, reason: 'wrong-digest', names: named };
+}
 
 /**
  * Check one Sigstore bundle against the trust and the manifest (its bytes and digest). A bundle that does not
  * parse is signed by nobody.
  */
-export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, digest: string, trust: BundleTrust): SignatureCheck {
+export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, subject: SignedSubject, trust: BundleTrust): SignatureCheck {
   const bundle = parse(bundleBytes);
   if (bundle === undefined) return { ok: false, reason: 'untrusted-key' };
   const artifact = isBundleWithDsseEnvelope(bundle) ? undefined : Buffer.from(manifest);
   const bound = (signed: { key: string; fingerprint?: string }): SignatureCheck => {
-    const names = namedDigests(bundle);
-    // A message signature verified over these very bytes binds this digest; its own message digest must agree.
-    return names.includes(digest) ? { ok: true, ...signed } : { ok: false, reason: 'wrong-digest', names: names.join(', ') };
+    const claim = claimOf(bundle, subject);
+    return claim.ok ? { ok: true, ...signed } : claim;
   };
   if (isKeyless(bundle)) {
     if (trust.keyless === undefined) return { ok: false, reason: 'untrusted-key' };
@@ -103,9 +100,6 @@ export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, diges
   return { ok: false, reason: 'untrusted-key' };
 }
 
-/** The in-toto statement type a DSSE bundle signs. */
-const IN_TOTO = 'application/vnd.in-toto+json';
-
 /**
  * A Sigstore bundle (v0.3 JSON bytes) in which `key` (ECDSA P-256) signs an in-toto statement naming `digest`
  * (`name`: the repository, as the statement's subject name); `keyHint` identifies the key (its fingerprint).
@@ -114,9 +108,9 @@ export function signBundle(digest: string, name: string, key: KeyObject, keyHint
   const statement = Buffer.from(JSON.stringify({
     _type: 'https://in-toto.io/Statement/v1',
     subject: [{ name, digest: { sha256: digest.slice('sha256:'.length) } }],
-    predicateType: 'https://sigstore.dev/cosign/sign/v1',
+    predicateType: COSIGN_SIGN_PREDICATE,
     predicate: {},
   }));
-  const signature = sign('sha256', dsse.preAuthEncoding(IN_TOTO, statement), { key, dsaEncoding: 'der' });
-  return Buffer.from(JSON.stringify(bundleToJSON(toDSSEBundle({ artifact: statement, artifactType: IN_TOTO, signature, keyHint }))));
+  const signature = sign('sha256', dsse.preAuthEncoding(IN_TOTO_PAYLOAD, statement), { key, dsaEncoding: 'der' });
+  return Buffer.from(JSON.stringify(bundleToJSON(toDSSEBundle({ artifact: statement, artifactType: IN_TOTO_PAYLOAD, signature, keyHint }))));
 }

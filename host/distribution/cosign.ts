@@ -1,7 +1,9 @@
 /**
  * cosign's key-based signatures, in the tag form `cosign sign --key` writes:
  * a simple-signing payload naming the manifest digest
- * (`critical.image.docker-manifest-digest`), signed with ECDSA P-256 over its
+ * (`critical.image.docker-manifest-digest`) and the repository
+ * (`critical.identity.docker-reference`; what that binds is
+ * signature-policy.ts's), signed with ECDSA P-256 over its
  * SHA-256 (DER, base64 in the layer annotation
  * `dev.cosignproject.cosign/signature`). All cryptography is node:crypto's.
  *
@@ -13,6 +15,7 @@ import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyOb
 import { readFileSync } from 'node:fs';
 import { ToolhostError } from '../base/errors.js';
 import { decryptCosignKey, isEncryptedCosignKey } from './cosign-key.js';
+import { SIMPLE_SIGNING_TYPE, checkSimpleSigning, type ClaimCheck, type SignedSubject } from './signature-policy.js';
 
 /** A trusted public key and where it came from (a file, or `inline`). */
 export interface TrustedKey {
@@ -76,7 +79,7 @@ export function readSigningKey(file: string, password?: string): KeyObject {
 /** The simple-signing payload cosign signs for a manifest digest. */
 export function simpleSigningPayload(dockerReference: string, digest: string): Uint8Array {
   return Buffer.from(JSON.stringify({
-    critical: { identity: { 'docker-reference': dockerReference }, image: { 'docker-manifest-digest': digest }, type: 'cosign container image signature' },
+    critical: { identity: { 'docker-reference': dockerReference }, image: { 'docker-manifest-digest': digest }, type: SIMPLE_SIGNING_TYPE },
     optional: null,
   }));
 }
@@ -86,11 +89,12 @@ export function signPayload(payload: Uint8Array, key: KeyObject): string {
   return sign('sha256', payload, { key, dsaEncoding: 'der' }).toString('base64');
 }
 
-/** The outcome of checking one signature against the trusted keys and the digest. */
+/** The outcome of checking one signature against the trusted keys and what it must bind (signature-policy.ts). */
 export type SignatureCheck =
   | { ok: true; key: string; fingerprint?: string }
   | { ok: false; reason: 'untrusted-key' }
-  | { ok: false; reason: 'wrong-digest'; names: string }
+  /** Verified, but what was signed is not a signature of this digest under this name (signature-policy.ts). */
+  | Exclude<ClaimCheck, { ok: true }>
   /** Keyless: the certificate, log entry or timestamps did not verify against the pinned root. */
   | { ok: false; reason: 'invalid-signature'; detail: string }
   /** Keyless: verified, but by an identity no `verify.identities` entry names. */
@@ -98,10 +102,10 @@ export type SignatureCheck =
 
 /**
  * Check one cosign signature: first the signature against the keys (a
- * payload nobody trusted signed says nothing), then that the payload names
- * `digest`.
+ * payload nobody trusted signed says nothing), then what the payload says
+ * against `subject` (signature-policy.ts: type, digest, repository).
  */
-export function checkSignature(payload: Uint8Array, signatureB64: string, digest: string, keys: readonly TrustedKey[]): SignatureCheck {
+export function checkSignature(payload: Uint8Array, signatureB64: string, subject: SignedSubject, keys: readonly TrustedKey[]): SignatureCheck {
   const signature = Buffer.from(signatureB64, 'base64');
   const signer = keys.find(({ key }) => {
     try {
@@ -111,14 +115,6 @@ export function checkSignature(payload: Uint8Array, signatureB64: string, digest
     }
   });
   if (signer === undefined) return { ok: false, reason: 'untrusted-key' };
-  let names = '';
-  try {
-    const parsed = JSON.parse(Buffer.from(payload).toString('utf8')) as { critical?: { image?: { 'docker-manifest-digest'?: unknown }; type?: unknown } };
-    const named = parsed.critical?.image?.['docker-manifest-digest'];
-    names = typeof named === 'string' ? named : '';
-  } catch {
-    names = '';
-  }
-  if (names !== digest) return { ok: false, reason: 'wrong-digest', names };
-  return { ok: true, key: signer.source, fingerprint: signer.fingerprint };
+  const claim = checkSimpleSigning(payload, subject);
+  return claim.ok ? { ok: true, key: signer.source, fingerprint: signer.fingerprint } : claim;
 }

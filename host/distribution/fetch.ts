@@ -8,9 +8,10 @@
  * 2. OCI: the manifest digest (pinned in the source, else in toolhost.lock,
  *    else the tag resolved once); the manifest by that digest (from the store when it holds it: no network),
  *    checked against the digest and the CNCF Wasm layout;
- * 3. a signature of exactly that digest by a trusted key (cosign's tag form or
- *    a Sigstore bundle referrer, see signatures.ts; or the signatures stored with
- *    the manifest) — before the component's layer is even fetched;
+ * 3. a signature of exactly that digest under this repository's name by a
+ *    trusted key (signature-policy.ts; cosign's tag form or a Sigstore bundle
+ *    referrer, see signatures.ts; or the signature stored with the manifest) —
+ *    before the component's layer is even fetched;
  * 4. config and layer blobs, each verified against its descriptor while it
  *    streams, under the size caps;
  * 5. only then is anything stored, and the layer handed to the loader, whose
@@ -27,10 +28,10 @@ import { credentialFor } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
 import { componentLayer, parseImageManifest } from './layout.js';
 import { RegistryClient } from './oci-client.js';
-import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
+import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_SIGNATURE_BYTES, DEFAULT_MAX_SIGNATURE_LAYERS, type DistributionOptions, type TrustPolicy } from './options.js';
 import type { LockEntry } from './lock.js';
 import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type UrlSource } from './source.js';
-import { registrySignatures, sameSignature, verifySignatures } from './signatures.js';
+import { sameSignature, verifyRegistrySignatures, verifySignatures } from './signatures.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { trustOf } from './trust.js';
 import { fetchUrl } from './url-fetch.js';
@@ -97,7 +98,7 @@ export class RemoteFetcher {
     if (runtime && policy.skip === true) {
       throw untrusted('no-trust', text, 'a component loaded at runtime is always verified (verify.skip / --insecure-skip-verify does not apply to it): name the publisher\'s key in distribution.verify.keys');
     }
-    return this.#oci(source, policy.skip === true ? { keys: [] } : trustOf(policy, text), policy.skip === true, signal);
+    return this.#oci(source, policy.skip === true ? { keys: [], references: [] } : trustOf(policy, text), policy.skip === true, signal);
   }
 
   async #client(source: OciSource, signal: AbortSignal | undefined): Promise<RegistryClient> {
@@ -132,13 +133,14 @@ export class RemoteFetcher {
       throw integrity('digest-mismatch', what, `toolhost.lock pins the layer ${pin.layerDigest}, but the manifest names ${layer.digest}: run toolhost update ${source.text}`, { expected: pin.layerDigest, actual: layer.digest });
     }
 
-    let signer: { key: string; fingerprint?: string } = { key: 'skipped' };
+    let signer: { key: string; fingerprint?: string; signature?: StoredSignature } = { key: 'skipped' };
     let signatures: StoredSignature[] = [];
     if (skip) {
       this.#logger.warn({ source: source.text, digest }, 'loading a remote component WITHOUT verifying its signature (--insecure-skip-verify / verify.skip)');
     } else {
-      // Kept signatures first (offline); when none of them is by a trusted key, the registry's (a re-signed or
-      // rotated key), unless the registry cannot be reached: then the kept ones' refusal stands.
+      // Kept signatures first (offline); when none of them is accepted, the registry's (a re-signed or rotated
+      // key), each checked as it is fetched, unless the registry cannot be reached: then the kept ones' refusal
+      // stands. Of the registry's, only the accepted one is kept (beside those kept before, each accepted once).
       const kept = stored === undefined ? [] : await this.#store.signatures(digest);
       let refusal: unknown;
       try {
@@ -146,14 +148,14 @@ export class RemoteFetcher {
       } catch (error) {
         refusal = error;
       }
-      signatures = kept;
       if (kept.length === 0 || refusal !== undefined) {
-        const fresh = await registrySignatures(client, digest, maxManifest).catch((error: unknown) => {
+        const limits = { maxLayers: this.#options.maxSignatureLayers ?? DEFAULT_MAX_SIGNATURE_LAYERS, maxPayloadBytes: this.#options.maxSignatureBytes ?? DEFAULT_MAX_SIGNATURE_BYTES };
+        signer = await verifyRegistrySignatures(client, digest, manifestBytes, trust, limits, what).catch((error: unknown) => {
           throw refusal ?? error;
         });
-        signatures = [...fresh, ...kept.filter((entry) => !fresh.some((other) => sameSignature(entry, other)))];
-        signer = verifySignatures(signatures, manifestBytes, digest, trust, what);
       }
+      const accepted = signer.signature;
+      if (accepted !== undefined) signatures = [accepted, ...kept.filter((entry) => !sameSignature(entry, accepted))];
     }
 
     const config = (await this.#store.get(manifest.config.digest)) ?? await client.blob(manifest.config, maxManifest, 'max_manifest_bytes');

@@ -10,6 +10,10 @@ import type { LockEntries } from './lock.js';
 
 /** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
 export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+/** Default cap on the layers of a `sha256-HEX.sig` manifest (and the bundle referrers of one digest): 16. */
+export const DEFAULT_MAX_SIGNATURE_LAYERS = 16;
+/** Default cap on one signature payload or Sigstore bundle: 64 KiB (a keyless bundle is ~5-10 KB). */
+export const DEFAULT_MAX_SIGNATURE_BYTES = 64 * 1024;
 /** Default cap on a component layer: 64 MiB (a componentize-js component is ~12 MB). */
 export const DEFAULT_MAX_COMPONENT_BYTES = 64 * 1024 * 1024;
 
@@ -21,6 +25,11 @@ export interface TrustPolicy {
   trustedRoot?: string;
   /** Keyless: the OIDC issuer and certificate subject of each trusted signer; needs `trustedRoot`. */
   identities?: readonly Identity[];
+  /**
+   * By requested repository prefix (`host[:port]` or `host[:port]/path`, whole segments): the prefix a signature
+   * may name instead (a mirror of a repository signed under its origin's name; signature-policy.ts).
+   */
+  referenceAliases?: Readonly<Record<string, string>>;
   /** Load without verifying (a warning is logged). */
   skip?: boolean;
 }
@@ -47,6 +56,10 @@ export interface DistributionOptions {
   verify?: TrustPolicy;
   maxManifestBytes?: number;
   maxComponentBytes?: number;
+  /** Most layers of a `sha256-HEX.sig` manifest, and bundle referrers of a digest (default 16). */
+  maxSignatureLayers?: number;
+  /** Most bytes of one signature payload or bundle (default 65 536). */
+  maxSignatureBytes?: number;
   /** How long a docker credential helper may take (ms, default 30 000). */
   credentialHelperTimeoutMs?: number;
   /** Most bytes a docker credential helper may print (default 65 536). */

@@ -3,13 +3,17 @@
  * identities) read into what signatures are checked against. Fail closed: a
  * policy that trusts nobody — no key and no keyless root, or a root without
  * identities, or identities without a root — refuses the source before any
- * request, saying how to configure trust.
+ * request, saying how to configure trust. It also fixes the repositories a
+ * signature may name for this source (itself, and its `reference_aliases`;
+ * what that binding means is signature-policy.ts's).
  */
 import type { BundleTrust } from './bundle.js';
 import { readPublicKey } from './cosign.js';
 import { untrusted } from './errors.js';
 import { readKeylessTrust } from './keyless.js';
 import type { TrustPolicy } from './options.js';
+import { acceptedReferences } from './signature-policy.js';
+import { parseSource } from './source.js';
 
 const HOW = 'name the publisher\'s public key with distribution.verify.keys (or verify.keys on the tool entry, or --verify-key FILE), or a pinned Sigstore trusted root with the signers\' identities (verify.trusted_root and verify.identities); --insecure-skip-verify (verify: { skip: true }) loads it unverified';
 
@@ -18,6 +22,8 @@ const HOW = 'name the publisher\'s public key with distribution.verify.keys (or 
  * @throws SOURCE_UNTRUSTED `no-trust` when it trusts nobody; INVALID_INPUT for an unreadable key or root.
  */
 export function trustOf(policy: TrustPolicy, text: string): BundleTrust {
+  const source = parseSource(text);
+  const references = source.kind === 'oci' ? acceptedReferences(source.registry, source.repository, policy.referenceAliases) : [];
   const keys = (policy.keys ?? []).map(readPublicKey);
   const identities = policy.identities ?? [];
   if (policy.trustedRoot === undefined && identities.length > 0) {
@@ -28,7 +34,7 @@ export function trustOf(policy: TrustPolicy, text: string): BundleTrust {
   }
   if (policy.trustedRoot === undefined) {
     if (keys.length === 0) throw untrusted('no-trust', text, `no trust is configured for remote components, so it is refused: ${HOW}`);
-    return { keys };
+    return { keys, references };
   }
-  return { keys, keyless: readKeylessTrust(policy.trustedRoot, identities) };
+  return { keys, keyless: readKeylessTrust(policy.trustedRoot, identities), references };
 }
