@@ -140,15 +140,44 @@ export class Pusher {
     return this.manifest(tag, { schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config, layers: [first, ...extra] });
   }
 
-  /** cosign's tag-form signature of `digest` with `key` (the payload may name `names` instead). */
-  async cosignSign(digest: string, key: KeyObject, names = digest): Promise<void> {
-    const payload = json({ critical: { identity: { 'docker-reference': `${this.host}/${this.repository}` }, image: { 'docker-manifest-digest': names }, type: 'cosign container image signature' }, optional: null });
-    const layer = await this.blob(payload, 'application/vnd.dev.cosign.simplesigning.v1+json');
-    const config = await this.blob(json({ architecture: '', os: '', rootfs: { type: 'layers', diff_ids: [layer.digest] }, config: {} }), 'application/vnd.oci.image.config.v1+json');
-    const signature = sign('sha256', payload, { key, dsaEncoding: 'der' }).toString('base64');
-    await this.manifest(`${digest.replace(':', '-')}.sig`, {
-      schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config,
-      layers: [{ ...layer, annotations: { 'dev.cosignproject.cosign/signature': signature } }],
+  /**
+   * cosign's tag-form signature of `digest` with `key` (the payload may name `names` instead, and another
+   * repository than this one as `reference`).
+   */
+  async cosignSign(digest: string, key: KeyObject, names = digest, reference = `${this.host}/${this.repository}`): Promise<void> {
+    const payload = json({ critical: { identity: { 'docker-reference': reference }, image: { 'docker-manifest-digest': names }, type: 'cosign container image signature' }, optional: null });
+    await this.signatureManifest(digest, [{ payload, signature: sign('sha256', payload, { key, dsaEncoding: 'der' }).toString('base64') }]);
+  }
+
+  readonly #referrers = new Map<string, Array<{ mediaType: string; digest: string; size: number; artifactType: string; annotations?: Record<string, string> }>>();
+
+  /**
+   * Attach a Sigstore bundle (its JSON) as an OCI 1.1 referrer of `subject`, listed (with `annotations`) in the
+   * `sha256-HEX` referrers tag beside the ones this pusher attached before (distribution 2.8 has no Referrers API).
+   */
+  async referrer(subject: string, bundle: unknown, annotations?: Record<string, string>): Promise<string> {
+    const type = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+    const layer = await this.blob(json(bundle), type);
+    const config = await this.blob(json({}), 'application/vnd.oci.empty.v1+json');
+    const manifest = { schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', artifactType: type, config, layers: [layer], subject: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: subject, size: 0 } };
+    const bytes = json(manifest);
+    const digest = await this.manifest(digestOf(bytes), manifest);
+    const list = [...(this.#referrers.get(subject) ?? []), { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest, size: bytes.byteLength, artifactType: type, ...(annotations === undefined ? {} : { annotations }) }];
+    this.#referrers.set(subject, list);
+    const put = await fetch(`http://${this.host}/v2/${this.repository}/manifests/${subject.replace(':', '-')}`, {
+      method: 'PUT', headers: this.#headers({ 'content-type': 'application/vnd.oci.image.index.v1+json' }), body: JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests: list }),
     });
+    if (put.status !== 201) throw new Error(`referrers tag: ${put.status} ${await put.text()}`);
+    return digest;
+  }
+
+  /** A `sha256-HEX.sig` manifest of `digest` with these simple-signing layers (payload bytes, base64 signature), in order. */
+  async signatureManifest(digest: string, layers: ReadonlyArray<{ payload: Uint8Array; signature: string }>): Promise<void> {
+    const pushed = [];
+    for (const { payload, signature } of layers) {
+      pushed.push({ ...await this.blob(payload, 'application/vnd.dev.cosign.simplesigning.v1+json'), annotations: { 'dev.cosignproject.cosign/signature': signature } });
+    }
+    const config = await this.blob(json({ architecture: '', os: '', rootfs: { type: 'layers', diff_ids: pushed.map((layer) => layer.digest) }, config: {} }), 'application/vnd.oci.image.config.v1+json');
+    await this.manifest(`${digest.replace(':', '-')}.sig`, { schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config, layers: pushed });
   }
 }
