@@ -77,10 +77,10 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     if (put.status !== 201) throw new Error(`referrers tag: ${put.status} ${await put.text()}`);
   }
 
-  /** A component signed keyless by `leaf` (its statement naming `names`, by default its own digest). */
-  async function signed(tag: string, leaf: Leaf, options: { names?: string; integratedTime?: number; tamper?: (entry: Record<string, unknown>) => void } = {}): Promise<{ source: string; digest: string }> {
+  /** A component signed keyless by `leaf` (its statement naming `names`, by default its own digest, and `repository`, by default its own). */
+  async function signed(tag: string, leaf: Leaf, options: { names?: string; repository?: string; integratedTime?: number; tamper?: (entry: Record<string, unknown>) => void } = {}): Promise<{ source: string; digest: string }> {
     const artifact = await component(tag);
-    await attach(keylessBundle(statement(options.names ?? artifact.digest, `${registry.host}/tools/keyless`), leaf, log, options.integratedTime ?? now, options.tamper), artifact.digest);
+    await attach(keylessBundle(statement(options.names ?? artifact.digest, options.repository ?? `${registry.host}/tools/keyless`), leaf, log, options.integratedTime ?? now, options.tamper), artifact.digest);
     return artifact;
   }
 
@@ -129,6 +129,13 @@ describe.skipIf(!hasRegistry)('keyless Sigstore bundles against a pinned trusted
     const { error } = await loadSource(source, { storeDir, ...trust(exactly) });
     expect(error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'invalid-signature' } });
     expect(detailOf(error)).toMatch(/CERTIFICATE_ERROR/);
+    expect(storedBlobs(storeDir)).toEqual([]);
+  }, 60_000);
+
+  it('refuses a bundle by the trusted identity whose statement names another repository', async () => {
+    const { source } = await signed('other-repo', await ca.issue({ subject: SUBJECT, issuer: ISSUER, ...valid }), { repository: `${registry.host}/tools/files` });
+    const storeDir = store();
+    expect((await loadSource(source, { storeDir, ...trust(exactly) })).error).toMatchObject({ code: 'SOURCE_UNTRUSTED', details: { reason: 'wrong-reference', signedReference: `${registry.host}/tools/files` } });
     expect(storedBlobs(storeDir)).toEqual([]);
   }, 60_000);
 
