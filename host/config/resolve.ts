@@ -322,6 +322,7 @@ function resolveVerify(entry: VerifyEntry, baseDir: string): TrustPolicy {
       identities: entry.identities.map(({ issuer, subject, subject_regexp: pattern }) => ({ issuer, ...(subject === undefined ? {} : { subject }), ...(pattern === undefined ? {} : { subjectRegExp: pattern }) })),
     }),
     ...(entry.reference_aliases === undefined ? {} : { referenceAliases: { ...entry.reference_aliases } }),
+    ...(entry.require_attestations === undefined ? {} : { requireAttestations: entry.require_attestations.map(({ predicate_type: type, builder_id: id }) => ({ predicateType: type, ...(id === undefined ? {} : { builderId: id }) })) }),
     ...(entry.skip === undefined ? {} : { skip: entry.skip }),
   };
 }

@@ -24,6 +24,7 @@ export interface VerifyEntry {
   trusted_root?: string;
   identities?: Array<{ issuer: string; subject?: string; subject_regexp?: string }>;
   reference_aliases?: Record<string, string>;
+  require_attestations?: Array<{ predicate_type: string; builder_id?: string }>;
   skip?: boolean;
 }
 

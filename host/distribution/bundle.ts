@@ -31,7 +31,7 @@ import { dsse } from '@sigstore/core';
 import { Verifier, toSignedEntity, toTrustMaterial } from '@sigstore/verify';
 import type { SignatureCheck, TrustedKey } from './cosign.js';
 import { checkKeyless, isKeyless, type KeylessTrust } from './keyless.js';
-import { COSIGN_SIGN_PREDICATE, IN_TOTO_PAYLOAD, checkDssePayload, checkMessageSignature, type ClaimCheck, type SignedSubject } from './signature-policy.js';
+import { COSIGN_SIGN_PREDICATE, IN_TOTO_PAYLOAD, checkAttestation, checkDssePayload, checkMessageSignature, type AttestationRequirement, type ClaimCheck, type SignedSubject } from './signature-policy.js';
 
 /** The media type (artifact type and layer) of a Sigstore bundle referrer. */
 export const SIGSTORE_BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -58,6 +58,8 @@ export interface BundleTrust {
   keyless?: KeylessTrust | undefined;
   /** The repositories a signature may name for this load, normalized (signature-policy.ts's acceptedReferences). */
   references: readonly string[];
+  /** Attestations required beside the signature (`verify.require_attestations`), checked against the same signers. */
+  attestations?: readonly AttestationRequirement[];
 }
 
 /** What a verified bundle says, read against `subject` (signature-policy.ts). */
@@ -73,13 +75,13 @@ function claimOf(bundle: Bundle, subject: SignedSubject): ClaimCheck {
  * Check one Sigstore bundle against the trust and the manifest (its bytes and digest). A bundle that does not
  * parse is signed by nobody.
  */
-export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, subject: SignedSubject, trust: BundleTrust): SignatureCheck {
+export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, subject: SignedSubject, trust: BundleTrust, claim: (bundle: Bundle) => ClaimCheck = (bundle) => claimOf(bundle, subject)): SignatureCheck {
   const bundle = parse(bundleBytes);
   if (bundle === undefined) return { ok: false, reason: 'untrusted-key' };
   const artifact = isBundleWithDsseEnvelope(bundle) ? undefined : Buffer.from(manifest);
   const bound = (signed: { key: string; fingerprint?: string }): SignatureCheck => {
-    const claim = claimOf(bundle, subject);
-    return claim.ok ? { ok: true, ...signed } : claim;
+    const said = claim(bundle);
+    return said.ok ? { ok: true, ...signed } : said;
   };
   if (isKeyless(bundle)) {
     if (trust.keyless === undefined) return { ok: false, reason: 'untrusted-key' };
@@ -98,6 +100,13 @@ export function checkBundle(bundleBytes: Uint8Array, manifest: Uint8Array, subje
     return bound({ key: trusted.source, fingerprint: trusted.fingerprint });
   }
   return { ok: false, reason: 'untrusted-key' };
+}
+
+/** Check one Sigstore bundle as the attestation `required` asks for, by the same signers a signature must be by. */
+export function checkAttestationBundle(bundleBytes: Uint8Array, manifest: Uint8Array, subject: SignedSubject, trust: BundleTrust, required: AttestationRequirement): SignatureCheck {
+  return checkBundle(bundleBytes, manifest, subject, trust, (bundle) => bundle.content.$case === 'dsseEnvelope'
+    ? checkAttestation(bundle.content.dsseEnvelope.payloadType, bundle.content.dsseEnvelope.payload, subject, required)
+    : { ok: false, reason: 'not-a-signature', kind: 'a message signature' });
 }
 
 /**

@@ -6,7 +6,7 @@
 import { ToolhostError } from '../base/errors.js';
 
 /** Why a source was not trusted. */
-export type UntrustedReason = 'no-trust' | 'unsigned' | 'untrusted-key' | 'untrusted-identity' | 'invalid-signature' | 'wrong-digest' | 'wrong-reference' | 'not-a-signature' | 'insecure' | 'not-allowed';
+export type UntrustedReason = 'no-trust' | 'unsigned' | 'untrusted-key' | 'untrusted-identity' | 'invalid-signature' | 'wrong-digest' | 'wrong-reference' | 'not-a-signature' | 'missing-attestation' | 'insecure' | 'not-allowed';
 /** Why bytes were refused. */
 export type IntegrityReason = 'digest-mismatch' | 'layout' | 'too-large';
 

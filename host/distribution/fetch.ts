@@ -31,7 +31,7 @@ import { RegistryClient } from './oci-client.js';
 import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_SIGNATURE_BYTES, DEFAULT_MAX_SIGNATURE_LAYERS, type DistributionOptions, type TrustPolicy } from './options.js';
 import type { LockEntry } from './lock.js';
 import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type UrlSource } from './source.js';
-import { sameSignature, verifyRegistrySignatures, verifySignatures } from './signatures.js';
+import { sameSignature, verifyAttestations, verifyRegistrySignatures, verifySignatures } from './signatures.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { trustOf } from './trust.js';
 import { fetchUrl } from './url-fetch.js';
@@ -148,14 +148,17 @@ export class RemoteFetcher {
       } catch (error) {
         refusal = error;
       }
+      const limits = { maxLayers: this.#options.maxSignatureLayers ?? DEFAULT_MAX_SIGNATURE_LAYERS, maxPayloadBytes: this.#options.maxSignatureBytes ?? DEFAULT_MAX_SIGNATURE_BYTES };
       if (kept.length === 0 || refusal !== undefined) {
-        const limits = { maxLayers: this.#options.maxSignatureLayers ?? DEFAULT_MAX_SIGNATURE_LAYERS, maxPayloadBytes: this.#options.maxSignatureBytes ?? DEFAULT_MAX_SIGNATURE_BYTES };
         signer = await verifyRegistrySignatures(client, digest, manifestBytes, trust, limits, what).catch((error: unknown) => {
           throw refusal ?? error;
         });
       }
       const accepted = signer.signature;
       if (accepted !== undefined) signatures = [accepted, ...kept.filter((entry) => !sameSignature(entry, accepted))];
+      // Attestations a policy requires beside the signature (kept with it, for offline loads).
+      const attested = await verifyAttestations(kept, client, digest, manifestBytes, trust, limits, what);
+      signatures = [...signatures, ...attested.filter((entry) => !signatures.some((other) => sameSignature(entry, other)))];
     }
 
     const config = (await this.#store.get(manifest.config.digest)) ?? await client.blob(manifest.config, maxManifest, 'max_manifest_bytes');

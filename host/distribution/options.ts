@@ -7,6 +7,7 @@ import type { TokenRealms } from './auth-scope.js';
 import type { ConfiguredAuth } from './credentials.js';
 import type { Identity } from './keyless.js';
 import type { LockEntries } from './lock.js';
+import type { AttestationRequirement } from './signature-policy.js';
 
 /** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
 export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -30,6 +31,8 @@ export interface TrustPolicy {
    * may name instead (a mirror of a repository signed under its origin's name; signature-policy.ts).
    */
   referenceAliases?: Readonly<Record<string, string>>;
+  /** Attestations required beside the signature, by the same signers (e.g. SLSA provenance from a named builder). */
+  requireAttestations?: readonly AttestationRequirement[];
   /** Load without verifying (a warning is logged). */
   skip?: boolean;
 }

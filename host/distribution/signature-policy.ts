@@ -34,6 +34,15 @@
  * statement carries the digest only: anyone able to push the same signed
  * manifest into another repository could serve it under that name).
  *
+ * A policy may also *require* attestations (`verify.require_attestations`):
+ * for each requirement, a DSSE in-toto statement by a trusted signer (the
+ * same keys or keyless identities) with that `predicateType`, naming the
+ * digest and the repository on one subject as a signature must, and, when the
+ * requirement names a `builder_id`, SLSA provenance built by it
+ * (`predicate.runDetails.builder.id`, v1; `predicate.builder.id`, v0.2). An
+ * attestation is required *beside* a signature, never instead of one; what
+ * its predicate claims beyond the builder is not interpreted.
+ *
  * What a signature guarantees: the signer vouched for these exact manifest
  * bytes under this repository name. What it does not: freshness. It carries no
  * tag and no time: a tag moved back to an older digest the same signer once
@@ -160,6 +169,40 @@ export function checkDssePayload(payloadType: string, payload: Uint8Array, subje
 /** A message signature (over the manifest's bytes): it binds the digest and names no repository, so it is not accepted. */
 export function checkMessageSignature(): ClaimCheck {
   return { ok: false, reason: 'wrong-reference', names: '' };
+}
+
+/** An attestation a policy requires beside the signature. */
+export interface AttestationRequirement {
+  predicateType: string;
+  /** SLSA provenance: the builder's id, exactly. */
+  builderId?: string;
+}
+
+/** The builder id SLSA provenance names (v1 `runDetails.builder.id`, v0.2 `builder.id`), '' for none. */
+function builderOf(predicate: Record<string, unknown> | undefined): string {
+  return text(record(record(record(predicate?.['runDetails'])?.['builder']))?.['id']) || text(record(predicate?.['builder'])?.['id']);
+}
+
+/**
+ * A DSSE payload read as the attestation `required` asks for: an in-toto statement with its predicate type, naming
+ * the digest and the repository on one subject (as a signature must), and built by its builder when it names one.
+ */
+export function checkAttestation(payloadType: string, payload: Uint8Array, subject: SignedSubject, required: AttestationRequirement): ClaimCheck {
+  if (payloadType !== IN_TOTO_PAYLOAD) return { ok: false, reason: 'not-a-signature', kind: `a DSSE payload of type ${JSON.stringify(payloadType)}` };
+  const statement = record(parseJson(payload));
+  const predicate = text(statement?.['predicateType']);
+  if (!IN_TOTO_STATEMENTS.has(text(statement?.['_type'])) || predicate !== required.predicateType) {
+    return { ok: false, reason: 'not-a-signature', kind: `an attestation of another predicate (${JSON.stringify(predicate)})` };
+  }
+  const subjects = Array.isArray(statement?.['subject']) ? (statement['subject'] as unknown[]).map(record) : [];
+  const matching = subjects.filter((entry) => `sha256:${text(record(entry?.['digest'])?.['sha256'])}` === subject.digest);
+  if (matching.length === 0) return { ok: false, reason: 'wrong-digest', names: '' };
+  if (!matching.some((entry) => names(text(entry?.['name']), subject))) return { ok: false, reason: 'wrong-reference', names: matching.map((entry) => text(entry?.['name'])).join(', ') };
+  if (required.builderId !== undefined) {
+    const builder = builderOf(record(statement?.['predicate']));
+    if (builder !== required.builderId) return { ok: false, reason: 'not-a-signature', kind: `provenance by builder ${JSON.stringify(builder)}` };
+  }
+  return { ok: true };
 }
 
 /** Why a refusal of `wrong-reference` happened, for its message. */

@@ -19,7 +19,7 @@
  * is another digest is ignored. What a verified payload must say is
  * signature-policy.ts's decision.
  */
-import { SIGSTORE_BUNDLE_TYPES, checkBundle, type BundleTrust } from './bundle.js';
+import { SIGSTORE_BUNDLE_TYPES, checkAttestationBundle, checkBundle, type BundleTrust } from './bundle.js';
 import { checkSignature, type SignatureCheck } from './cosign.js';
 import { integrity, untrusted } from './errors.js';
 import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, cosignSignatureTag, parseImageManifest } from './layout.js';
@@ -65,27 +65,30 @@ async function cosignTagCandidates(client: RegistryClient, digest: string, limit
 const PREDICATE_ANNOTATION = 'dev.sigstore.bundle.predicateType';
 
 /**
- * The referrers index's manifests that say they are Sigstore bundles, less the ones whose annotation says they
- * carry an attestation (never a signature: not fetched).
+ * The referrers index's manifests that say they are Sigstore bundles of a predicate `wanted` accepts (the
+ * `dev.sigstore.bundle.predicateType` annotation cosign writes; absent: unknown, so fetched).
  */
-function bundleReferrers(index: Uint8Array): string[] {
+function bundleReferrers(index: Uint8Array, wanted: (predicate: string) => boolean): string[] {
   try {
     const parsed = JSON.parse(Buffer.from(index).toString('utf8')) as { manifests?: Array<{ digest?: unknown; artifactType?: unknown; annotations?: Record<string, unknown> }> };
     return (parsed.manifests ?? []).flatMap((entry) => {
       const predicate = entry.annotations?.[PREDICATE_ANNOTATION];
-      const attestation = predicate !== undefined && predicate !== COSIGN_SIGN_PREDICATE;
-      return typeof entry.digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(entry.digest) && SIGSTORE_BUNDLE_TYPES.has(String(entry.artifactType)) && !attestation ? [entry.digest] : [];
+      const skipped = predicate !== undefined && !wanted(String(predicate));
+      return typeof entry.digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(entry.digest) && SIGSTORE_BUNDLE_TYPES.has(String(entry.artifactType)) && !skipped ? [entry.digest] : [];
     });
   } catch {
     return [];
   }
 }
 
-/** The Sigstore bundles attached to `digest` as referrers, one manifest and one bundle fetched per turn. */
-async function referrerCandidates(client: RegistryClient, digest: string, limits: SignatureLimits): Promise<Candidate[]> {
+/**
+ * The Sigstore bundles attached to `digest` as referrers, one manifest and one bundle fetched per turn; by default
+ * less the ones annotated as attestations (never a signature: not fetched).
+ */
+async function referrerCandidates(client: RegistryClient, digest: string, limits: SignatureLimits, wanted: (predicate: string) => boolean = (predicate) => predicate === COSIGN_SIGN_PREDICATE): Promise<Candidate[]> {
   const index = await client.referrers(digest);
   if (index === undefined) return [];
-  const listed = bundleReferrers(index);
+  const listed = bundleReferrers(index, wanted);
   if (listed.length > limits.maxLayers) throw tooMany(`oci://${client.registry}/${client.repository}@${digest} (referrers)`, listed.length, limits.maxLayers, 'Sigstore bundle referrers');
   return listed.map((referrer) => async () => {
     const read = await client.manifest(referrer);
@@ -118,6 +121,42 @@ export async function verifyRegistrySignatures(client: RegistryClient, digest: s
     }
   }
   throw refusals.refusal(digest, trust, what);
+}
+
+/**
+ * The attestations `trust.attestations` requires of `digest`, each a bundle by a trusted signer (signature-policy.ts's
+ * checkAttestation): looked for among `kept` first (offline), then among the registry's referrers (under the same
+ * caps, one fetched at a time). Returns the accepted bundles, to keep beside the signature.
+ * @throws SOURCE_UNTRUSTED `missing-attestation` naming the first requirement no bundle met (and what was found).
+ */
+export async function verifyAttestations(kept: readonly StoredSignature[], client: RegistryClient, digest: string, manifest: Uint8Array, trust: BundleTrust, limits: SignatureLimits, what: string): Promise<StoredSignature[]> {
+  const subject = { digest, references: trust.references };
+  const accepted: StoredSignature[] = [];
+  for (const required of trust.attestations ?? []) {
+    const refusals = new Refusals();
+    const meets = (entry: StoredSignature): boolean => {
+      if (!('bundle' in entry)) return false;
+      const check = checkAttestationBundle(Buffer.from(entry.bundle, 'base64'), manifest, subject, trust, required);
+      if (!check.ok) refusals.add(check);
+      return check.ok;
+    };
+    let found = kept.find(meets);
+    if (found === undefined) {
+      for (const candidate of await referrerCandidates(client, digest, limits, (predicate) => predicate === required.predicateType)) {
+        const entry = await candidate();
+        if (entry !== undefined && meets(entry)) {
+          found = entry;
+          break;
+        }
+      }
+    }
+    if (found === undefined) {
+      const wanted = `${required.predicateType}${required.builderId === undefined ? '' : ` built by ${required.builderId}`}`;
+      throw untrusted('missing-attestation', what, `is signed, but verify.require_attestations asks for an attestation (${wanted}) by a trusted signer naming this digest and repository, and none was found${refusals.summary()}`, { predicateType: required.predicateType, ...(required.builderId === undefined ? {} : { builderId: required.builderId }) });
+    }
+    accepted.push(found);
+  }
+  return accepted;
 }
 
 /** An accepted signature and who signed it: the key file (and its fingerprint) or the keyless identity. */
@@ -156,6 +195,13 @@ class Refusals {
     if (check.reason === 'not-a-signature') this.#attestation ??= check.kind;
     if (check.reason === 'untrusted-identity') this.#identity ??= check.identity;
     if (check.reason === 'invalid-signature') this.#invalid ??= check.detail;
+  }
+
+  /** What was found instead, for a message ('' when nothing was looked at). */
+  summary(): string {
+    if (this.#count === 0) return '';
+    const seen = [this.#reference === undefined ? [] : [`one for ${this.#reference || 'no repository'}`], this.#attestation === undefined ? [] : [this.#attestation], this.#digest === undefined ? [] : ['one for another digest']].flat();
+    return ` (looked at ${this.#count}${seen.length === 0 ? ', none by a trusted signer' : `: ${seen.join('; ')}`})`;
   }
 
   /**

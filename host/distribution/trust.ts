@@ -24,6 +24,7 @@ const HOW = 'name the publisher\'s public key with distribution.verify.keys (or 
 export function trustOf(policy: TrustPolicy, text: string): BundleTrust {
   const source = parseSource(text);
   const references = source.kind === 'oci' ? acceptedReferences(source.registry, source.repository, policy.referenceAliases) : [];
+  const attestations = policy.requireAttestations ?? [];
   const keys = (policy.keys ?? []).map(readPublicKey);
   const identities = policy.identities ?? [];
   if (policy.trustedRoot === undefined && identities.length > 0) {
@@ -34,7 +35,7 @@ export function trustOf(policy: TrustPolicy, text: string): BundleTrust {
   }
   if (policy.trustedRoot === undefined) {
     if (keys.length === 0) throw untrusted('no-trust', text, `no trust is configured for remote components, so it is refused: ${HOW}`);
-    return { keys, references };
+    return { keys, references, attestations };
   }
-  return { keys, keyless: readKeylessTrust(policy.trustedRoot, identities), references };
+  return { keys, keyless: readKeylessTrust(policy.trustedRoot, identities), references, attestations };
 }
