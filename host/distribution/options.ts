@@ -9,7 +9,7 @@ import type { Identity } from './keyless.js';
 import type { LockEntries } from './lock.js';
 import type { AttestationRequirement } from './signature-policy.js';
 
-/** Default cap on a manifest, a config blob or a signature payload: 4 MiB (what registries commonly accept). */
+/** Default cap on a manifest (a signature manifest, a referrers index) or a config blob: 4 MiB (what registries commonly accept). */
 export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 /** Default cap on the layers of a `sha256-HEX.sig` manifest (and the bundle referrers of one digest): 16. */
 export const DEFAULT_MAX_SIGNATURE_LAYERS = 16;
