@@ -8,9 +8,11 @@
  * letters, digits, `.`, `_` and `-` (a config cannot name a path), run
  * without a shell, under a time limit (`distribution.credential_helper_timeout_ms`)
  * and an output cap (`distribution.credential_helper_max_bytes`), and killed
- * past either; what it prints is never logged or put in an error message
- * (only its exit and the first line of its stderr, which docker's helpers use
- * for their errors). "credentials not found" is no credential, as for docker.
+ * past either; what it prints on stdout is never logged or put in an error
+ * message, whatever its exit status (a failed helper's message has only its
+ * name, its exit and the first line of its stderr, which docker's helpers use
+ * for their errors). "credentials not found" (on either stream) is no
+ * credential, as for docker.
  * Not guaranteed: what the helper itself does (it is the user's program,
  * trusted as docker trusts it).
  */
@@ -93,7 +95,9 @@ export async function runCredentialHelper(name: string, serverUrl: string, limit
   const text = stdout.toString('utf8');
   if (code !== 0) {
     if (NOT_FOUND.test(text) || NOT_FOUND.test(stderr)) return undefined;
-    const line = (stderr.trim() || text.trim()).split('\n')[0]?.slice(0, 200) ?? '';
+    // Only stderr is quoted: stdout is where a helper puts its answer, and one that failed after printing it
+    // (or printed it and exited non-zero) would otherwise carry the secret into the message and every log of it.
+    const line = stderr.trim().split('\n')[0]?.slice(0, 200) ?? '';
     throw new CredentialHelperError(`${program} get failed (exit ${String(code)})${line === '' ? '' : `: ${line}`}`);
   }
   let answer: { Username?: unknown; Secret?: unknown };
