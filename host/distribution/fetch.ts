@@ -17,7 +17,14 @@
  *    transpile cache is keyed by the same sha256.
  *
  * A URL source is pinned by the digest in its fragment: that digest, chosen
- * by whoever wrote the config, is its trust; its bytes must match it.
+ * by whoever wrote the config, is its trust; its bytes must match it, and they
+ * are fetched from that URL unless the store records that this exact URL
+ * served them before.
+ *
+ * The store answers a request only for a source it recorded (store.ts): a
+ * digest fetched (or loaded under verify.skip) for one source is no answer
+ * for another that names it, so no spelling of a source reaches a component
+ * that was not fetched and accepted for that source.
  */
 import { basename } from 'node:path';
 import type { Logger } from '../base/logger.js';
@@ -61,6 +68,11 @@ export function lockEntryOf(fetched: FetchedComponent): LockEntry {
     size: fetched.bytes.byteLength,
     signer: fetched.signerFingerprint ?? fetched.signedBy,
   };
+}
+
+/** An OCI source as the store records it: its registry and repository, whatever tag or digest named it. */
+export function ociStoreSource(source: OciSource): string {
+  return `oci://${source.registry}/${source.repository}`;
 }
 
 /** Fetches remote components with one host's settings. */
@@ -123,7 +135,9 @@ export class RemoteFetcher {
     const pin = source.digest === undefined ? this.#options.lock?.[source.text] : undefined;
     const digest = source.digest ?? pin?.manifestDigest ?? await client.resolveTag(source.tag!);
     const what = `oci://${source.registry}/${source.repository}@${digest}`;
-    const stored = await this.#store.get(digest);
+    // The store answers only for a source it was fetched for (store.ts): another repository naming the digest asks its registry.
+    const known = (await this.#store.recordsFor(digest, ociStoreSource(source))).length > 0;
+    const stored = known ? await this.#store.get(digest) : undefined;
     const manifestBytes = stored ?? (await client.manifest(digest))?.bytes;
     if (manifestBytes === undefined) throw unavailable(what, 'the registry has no such manifest');
     const manifest = parseImageManifest(manifestBytes, what);
@@ -166,24 +180,30 @@ export class RemoteFetcher {
     await this.#store.put(layer.digest, bytes);
     if (signatures.length > 0) await this.#store.putSignatures(digest, signatures);
     await this.#store.put(digest, manifestBytes);
+    await this.#store.addRecord(digest, { source: ociStoreSource(source), policy: skip ? 'skip' : 'signature', ...(skip ? {} : { signer: signer.fingerprint ?? signer.key }) });
     const name = source.repository.split('/').pop()!;
     return { name, source: source.text, bytes, digest: layer.digest, manifestDigest: digest, signedBy: signer.key, ...(signer.fingerprint === undefined ? {} : { signerFingerprint: signer.fingerprint }) };
   }
 
   async #url(source: UrlSource, signal: AbortSignal | undefined): Promise<FetchedComponent> {
     const name = basename(new URL(source.url).pathname, '.wasm') || 'component';
-    const stored = await this.#store.get(source.digest);
     const insecure = this.#options.insecureRegistries ?? [];
     if (new URL(source.url).protocol === 'http:' && !plainHttpAllowed(new URL(source.url), insecure)) {
       throw untrusted('insecure', source.text, 'plain http is accepted only for loopback hosts and distribution.insecure_registries; use https');
     }
+    // From the store only if this exact URL served these bytes before; any other URL naming the digest is fetched.
+    const known = (await this.#store.recordsFor(source.digest, source.url)).some((record) => record.policy === 'digest');
+    const stored = known ? await this.#store.get(source.digest) : undefined;
     const bytes = stored ?? await fetchUrl(source, {
       insecure,
       maxBytes: this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES,
       ...(this.#options.ca === undefined ? {} : { ca: this.#options.ca }),
       ...(signal === undefined ? {} : { signal }),
     });
-    if (stored === undefined) await this.#store.put(source.digest, bytes);
+    if (stored === undefined) {
+      await this.#store.put(source.digest, bytes);
+      await this.#store.addRecord(source.digest, { source: source.url, policy: 'digest' });
+    }
     return { name, source: source.text, bytes, digest: source.digest, signedBy: 'pinned' };
   }
 }
