@@ -33,6 +33,8 @@ export const DEFAULT_CREDENTIAL_HELPER_MAX_BYTES = 64 * 1024;
 export interface HelperLimits {
   timeoutMs: number;
   maxBytes: number;
+  /** The load's signal: its abort kills the helper. */
+  signal?: AbortSignal | undefined;
 }
 
 /** Why a helper gave no usable credential (the caller turns it into SOURCE_UNAVAILABLE). */
@@ -64,6 +66,7 @@ export async function runCredentialHelper(name: string, serverUrl: string, limit
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      limits.signal?.removeEventListener('abort', onAbort);
       act();
     };
     const stop = (error: CredentialHelperError): void => settle(() => {
@@ -77,6 +80,9 @@ export async function runCredentialHelper(name: string, serverUrl: string, limit
       reject(error);
     });
     const timer = setTimeout(() => stop(new CredentialHelperError(`${program} did not answer within ${limits.timeoutMs} ms (distribution.credential_helper_timeout_ms)`, 'credential_helper_timeout_ms')), limits.timeoutMs);
+    const onAbort = (): void => stop(new CredentialHelperError(`${program} was stopped: the load was aborted`));
+    if (limits.signal?.aborted === true) onAbort();
+    else limits.signal?.addEventListener('abort', onAbort, { once: true });
     child.stdout.on('data', (chunk: Buffer) => {
       outBytes += chunk.byteLength;
       if (outBytes > limits.maxBytes) stop(new CredentialHelperError(`${program} printed more than ${limits.maxBytes} bytes (distribution.credential_helper_max_bytes)`, 'credential_helper_max_bytes'));

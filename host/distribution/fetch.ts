@@ -27,6 +27,7 @@
  * that was not fetched and accepted for that source.
  */
 import { basename } from 'node:path';
+import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
 import { listedRealms } from './auth-scope.js';
 import type { BundleTrust } from './bundle.js';
@@ -34,9 +35,9 @@ import { credentialFor } from './credentials.js';
 import { integrity, unavailable, untrusted } from './errors.js';
 import { componentLayer, parseImageManifest } from './layout.js';
 import { RegistryClient } from './oci-client.js';
-import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
+import { DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, type DistributionOptions, type TrustPolicy } from './options.js';
 import type { LockEntry } from './lock.js';
-import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type UrlSource } from './source.js';
+import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type RemoteSource, type UrlSource } from './source.js';
 import { registrySignatures, sameSignature, verifySignatures } from './signatures.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { trustOf } from './trust.js';
@@ -70,6 +71,14 @@ export function lockEntryOf(fetched: FetchedComponent): LockEntry {
   };
 }
 
+/** The reason a load's deadline aborts its requests with. */
+class LoadDeadline extends Error {
+  override readonly name = 'LoadDeadline';
+  constructor(timeoutMs: number) {
+    super(`the load's deadline of ${timeoutMs} ms passed (distribution.load_timeout_ms)`);
+  }
+}
+
 /** An OCI source as the store records it: its registry and repository, whatever tag or digest named it. */
 export function ociStoreSource(source: OciSource): string {
   return `oci://${source.registry}/${source.repository}`;
@@ -99,6 +108,39 @@ export class RemoteFetcher {
    */
   async fetch(text: string, trust: TrustPolicy | undefined, signal?: AbortSignal, runtime = false): Promise<FetchedComponent> {
     const source = parseSource(text);
+    const timeoutMs = this.#options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
+    if (signal?.aborted === true) throw this.#abortError(text, signal, timeoutMs);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new LoadDeadline(timeoutMs)), timeoutMs);
+    const bounded = signal === undefined ? deadline.signal : AbortSignal.any([signal, deadline.signal]);
+    // Every request, the credential helper and the stream reads take `bounded`; the race settles the load at the
+    // abort even where a step cannot be interrupted (a DNS lookup), and what it still does then is dropped.
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_resolve, reject) => {
+      onAbort = (): void => reject(this.#abortError(text, signal, timeoutMs));
+      bounded.addEventListener('abort', onAbort, { once: true });
+    });
+    aborted.catch(() => undefined);
+    try {
+      return await Promise.race([this.#fetch(source, text, trust, bounded, runtime), aborted]);
+    } catch (error) {
+      if (bounded.aborted) throw this.#abortError(text, signal, timeoutMs);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort !== undefined) bounded.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** The error a load ends with when its caller aborted it (CANCELLED) or its deadline passed (SOURCE_UNAVAILABLE). */
+  #abortError(text: string, caller: AbortSignal | undefined, timeoutMs: number): ToolhostError {
+    if (caller?.aborted === true) {
+      return new ToolhostError('CANCELLED', `${text}: the load was cancelled by its caller`, { details: { source: text, reason: 'aborted' } });
+    }
+    return unavailable(text, `the load did not finish within ${timeoutMs} ms (distribution.load_timeout_ms): the registry or server is too slow or stalled`, { reason: 'deadline', limitHit: 'load_timeout_ms', timeoutMs });
+  }
+
+  async #fetch(source: RemoteSource, text: string, trust: TrustPolicy | undefined, signal: AbortSignal, runtime: boolean): Promise<FetchedComponent> {
     const allowed = this.#options.registries;
     if (allowed === undefined ? runtime : !sourceAllowed(source, allowed)) {
       const why = allowed === undefined ? 'a component loaded at runtime must come from a source distribution.registries lists, and none is listed' : `distribution.registries does not list its ${source.kind === 'oci' ? 'registry or repository' : 'URL prefix'} (${allowed.join(', ') || 'nothing is listed'})`;
@@ -112,9 +154,9 @@ export class RemoteFetcher {
     return this.#oci(source, policy.skip === true ? { keys: [] } : trustOf(policy, text), policy.skip === true, signal);
   }
 
-  async #client(source: OciSource, signal: AbortSignal | undefined): Promise<RegistryClient> {
+  async #client(source: OciSource, signal: AbortSignal): Promise<RegistryClient> {
     const insecure = this.#options.insecureRegistries ?? [];
-    const lookup = { helperTimeoutMs: this.#options.credentialHelperTimeoutMs, helperMaxBytes: this.#options.credentialHelperMaxBytes };
+    const lookup = { helperTimeoutMs: this.#options.credentialHelperTimeoutMs, helperMaxBytes: this.#options.credentialHelperMaxBytes, signal };
     const credential = await credentialFor(source.registry, this.#options.auth, this.#env, lookup, source.text);
     return new RegistryClient(source.registry, source.repository, {
       insecureRegistries: insecure,
@@ -122,12 +164,12 @@ export class RemoteFetcher {
       maxBlobBytes: this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES,
       ...(credential === undefined ? {} : { credential }),
       ...(this.#options.ca === undefined ? {} : { ca: this.#options.ca }),
-      ...(signal === undefined ? {} : { signal }),
+      signal,
       tokenRealms: listedRealms(source.registry, this.#options.tokenRealms),
     });
   }
 
-  async #oci(source: OciSource, trust: BundleTrust, skip: boolean, signal: AbortSignal | undefined): Promise<FetchedComponent> {
+  async #oci(source: OciSource, trust: BundleTrust, skip: boolean, signal: AbortSignal): Promise<FetchedComponent> {
     const maxManifest = this.#options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
     const maxComponent = this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES;
     const client = await this.#client(source, signal);
@@ -175,7 +217,9 @@ export class RemoteFetcher {
       throw integrity('too-large', what, `the component declares ${layer.size} bytes, over the cap of ${maxComponent} (distribution.max_component_bytes)`, { limitHit: 'max_component_bytes', size: layer.size });
     }
     const bytes = (await this.#store.get(layer.digest)) ?? await client.blob(layer, maxComponent, 'max_component_bytes');
-    // Everything matched: keep it (blobs first, the manifest last, so a stored manifest's blobs are there).
+    // Everything matched: keep it (blobs first, the manifest last, so a stored manifest's blobs are there) — unless
+    // the load was given up meanwhile.
+    signal.throwIfAborted();
     await this.#store.put(manifest.config.digest, config);
     await this.#store.put(layer.digest, bytes);
     if (signatures.length > 0) await this.#store.putSignatures(digest, signatures);
@@ -185,7 +229,7 @@ export class RemoteFetcher {
     return { name, source: source.text, bytes, digest: layer.digest, manifestDigest: digest, signedBy: signer.key, ...(signer.fingerprint === undefined ? {} : { signerFingerprint: signer.fingerprint }) };
   }
 
-  async #url(source: UrlSource, signal: AbortSignal | undefined): Promise<FetchedComponent> {
+  async #url(source: UrlSource, signal: AbortSignal): Promise<FetchedComponent> {
     const name = basename(new URL(source.url).pathname, '.wasm') || 'component';
     const insecure = this.#options.insecureRegistries ?? [];
     if (new URL(source.url).protocol === 'http:' && !plainHttpAllowed(new URL(source.url), insecure)) {
@@ -198,8 +242,9 @@ export class RemoteFetcher {
       insecure,
       maxBytes: this.#options.maxComponentBytes ?? DEFAULT_MAX_COMPONENT_BYTES,
       ...(this.#options.ca === undefined ? {} : { ca: this.#options.ca }),
-      ...(signal === undefined ? {} : { signal }),
+      signal,
     });
+    signal.throwIfAborted();
     if (stored === undefined) {
       await this.#store.put(source.digest, bytes);
       await this.#store.addRecord(source.digest, { source: source.url, policy: 'digest' });

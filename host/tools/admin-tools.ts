@@ -40,11 +40,11 @@ export function registerAdminTools(registry: ToolRegistry): void {
       required: ['path'],
       additionalProperties: false,
     },
-    async run(args) {
+    async run(args, ctx) {
       const { path, isolation } = args as { path: string; isolation?: 'call' | 'conversation' | 'worker' };
       const remote = /^(oci|https?):\/\//i.test(path);
       if (!remote) refuseStorePath(registry, resolve(path));
-      const report = await registry.registerWasmTools(remote ? path : resolve(path), { runtime: true, ...(isolation === undefined ? {} : { isolation }) });
+      const report = await registry.registerWasmTools(remote ? path : resolve(path), { runtime: true, signal: ctx.signal, ...(isolation === undefined ? {} : { isolation }) });
       return { components: report.components.map((c) => ({ component: c.component, tools: c.tools, cache: c.cache })), renamed: report.renamed };
     },
   }));
