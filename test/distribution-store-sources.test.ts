@@ -6,7 +6,7 @@
  * Controls: a URL fetched before loads again from the store without a request; an honest URL loads from its server.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,6 +118,27 @@ describe.skipIf(!hasRegistry || !hasCGuests)('the store answers only what was ve
     expect((await adminLoad(source, distribution())).tools).toContain('echo');
     expect(requests).toBe(before + 1);
     expect((await adminLoad(source, distribution())).tools).toContain('echo');
+    expect(requests).toBe(before + 1);
+  }, 60_000);
+
+  it('answers a source toolhost.lock pins from a store written before the records existed, and no other', async () => {
+    const source = `${filesBase}/allowed/ctools.wasm#sha256=${digestOf(honest).slice(7)}`;
+    const legacy = join(dir, 'legacy-store');
+    const config = async (lock?: DistributionOptions['lock']): Promise<string[]> => {
+      const registry = makeRegistry({ distribution: { storeDir: legacy, ...(lock === undefined ? {} : { lock }) } });
+      try {
+        return (await registry.registerWasmTools(source)).components.flatMap((component) => component.tools);
+      } finally {
+        await registry.close();
+      }
+    };
+    expect(await config()).toContain('echo');
+    rmSync(join(legacy, 'sources'), { recursive: true, force: true });
+    const before = requests;
+    expect(await config({ [source]: { pinned: source, layerDigest: digestOf(honest), size: honest.byteLength, signer: 'pinned' } })).toContain('echo');
+    expect(requests).toBe(before);
+    rmSync(join(legacy, 'sources'), { recursive: true, force: true });
+    expect(await config()).toContain('echo');
     expect(requests).toBe(before + 1);
   }, 60_000);
 });

@@ -177,8 +177,10 @@ export class RemoteFetcher {
     const pin = source.digest === undefined ? this.#options.lock?.[source.text] : undefined;
     const digest = source.digest ?? pin?.manifestDigest ?? await client.resolveTag(source.tag!);
     const what = `oci://${source.registry}/${source.repository}@${digest}`;
-    // The store answers only for a source it was fetched for (store.ts): another repository naming the digest asks its registry.
-    const known = (await this.#store.recordsFor(digest, ociStoreSource(source))).length > 0;
+    // The store answers only for a source it was fetched for (store.ts): another repository naming the digest asks its
+    // registry. toolhost.lock (host-owned, written by pull) pinning this very source to this digest counts too: a store
+    // written before the records existed still starts offline.
+    const known = (await this.#store.recordsFor(digest, ociStoreSource(source))).length > 0 || this.#options.lock?.[source.text]?.manifestDigest === digest;
     const stored = known ? await this.#store.get(digest) : undefined;
     const manifestBytes = stored ?? (await client.manifest(digest))?.bytes;
     if (manifestBytes === undefined) throw unavailable(what, 'the registry has no such manifest');
@@ -236,7 +238,9 @@ export class RemoteFetcher {
       throw untrusted('insecure', source.text, 'plain http is accepted only for loopback hosts and distribution.insecure_registries; use https');
     }
     // From the store only if this exact URL served these bytes before; any other URL naming the digest is fetched.
-    const known = (await this.#store.recordsFor(source.digest, source.url)).some((record) => record.policy === 'digest');
+    const locked = this.#options.lock?.[source.text];
+    const known = (await this.#store.recordsFor(source.digest, source.url)).some((record) => record.policy === 'digest')
+      || (locked?.pinned === source.text && locked.layerDigest === source.digest);
     const stored = known ? await this.#store.get(source.digest) : undefined;
     const bytes = stored ?? await fetchUrl(source, {
       insecure,
