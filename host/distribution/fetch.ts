@@ -6,8 +6,8 @@
  * 1. parse; refuse at once a source with no trust configured (fail closed:
  *    no keys and no explicit skip) — before any network traffic;
  * 2. OCI: the manifest digest (pinned in the source, else in toolhost.lock,
- *    else the tag resolved once); the manifest by that digest (from the store when it holds it: no network),
- *    checked against the digest and the CNCF Wasm layout;
+ *    else the tag resolved once); the manifest by that digest (from the store when it holds it for this
+ *    repository: no network), checked against the digest and the CNCF Wasm layout;
  * 3. a signature of exactly that digest by a trusted key (cosign's tag form or
  *    a Sigstore bundle referrer, see signatures.ts; or the signatures stored with
  *    the manifest) — before the component's layer is even fetched;
@@ -25,6 +25,12 @@
  * digest fetched (or loaded under verify.skip) for one source is no answer
  * for another that names it, so no spelling of a source reaches a component
  * that was not fetched and accepted for that source.
+ *
+ * Bounded: one deadline over the whole load (`distribution.load_timeout_ms`,
+ * default 2 min: every request, stream read and the credential helper take
+ * its signal), and the caller's signal (Ctrl-C, a call's cancel, a shutdown).
+ * Past the deadline the load is SOURCE_UNAVAILABLE (`deadline`, a limit hit);
+ * aborted by its caller, CANCELLED; either way nothing more is stored.
  */
 import { basename } from 'node:path';
 import { ToolhostError } from '../base/errors.js';
