@@ -38,7 +38,14 @@ export function trustOf(flags: TrustFlags): { keys: string[]; skip: boolean } {
  */
 export async function interruptible<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
-  const onSignal = (): void => controller.abort();
+  const onSignal = (): void => {
+    // The handler is gone after the first signal: a second one ends the process as it always did (a local component
+    // being transpiled does not watch the signal).
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.stderr.write('toolhost: stopping the remote loads in progress (again to quit at once)\n');
+    controller.abort();
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
