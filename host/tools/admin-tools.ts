@@ -4,7 +4,10 @@
  * a caller run any component file the host can read. A remote source
  * (`oci://`, `https://…#sha256=`) loads only from a source
  * `distribution.registries` lists (none unless configured) and only verified
- * with the host's trust: the load is marked `runtime`, the fetcher decides.
+ * with the host's trust: the load is marked `runtime`, the fetcher decides
+ * (and answers from its store only what was fetched for that very source). A
+ * path inside the store or the transpile cache is refused. The load takes the
+ * call's signal: a cancelled or timed-out call ends its fetch.
  */
 import { resolve } from 'node:path';
 import { ToolhostError, toolError } from '../base/errors.js';
