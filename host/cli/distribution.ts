@@ -32,6 +32,30 @@ export function trustOf(flags: TrustFlags): { keys: string[]; skip: boolean } {
   return { keys: flags.verifyKey ?? [], skip: flags.insecureSkipVerify === true };
 }
 
+/**
+ * Run `work` with a signal that SIGINT or SIGTERM (Ctrl-C) aborts while it runs: remote loads stop at once and end
+ * with CANCELLED, instead of the process dying mid-write or waiting for a stalled registry.
+ */
+export async function interruptible<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const onSignal = (): void => {
+    // The handler is gone after the first signal: a second one ends the process as it always did (a local component
+    // being transpiled does not watch the signal).
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.stderr.write('toolhost: stopping the remote loads in progress (again to quit at once)\n');
+    controller.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await work(controller.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 /** The components loaded without a verified signature: by source, and the component name each gives its tools. */
 export async function unverifiedComponents(host: Host, loads: readonly string[]): Promise<Map<string, string>> {
   const { unverifiedSources } = await import('../distribution/options.js');

@@ -16,7 +16,7 @@ import { MemoryAuditLog } from '../policy/memory-audit-log.js';
 import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
-import { addPublishCommand, addTrustOptions, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
+import { addPublishCommand, addTrustOptions, interruptible, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
 import { addPullCommands } from './pull.js';
 
 
@@ -81,7 +81,8 @@ async function open(loads: string[], configPath: string | undefined, trust: Trus
   for (const warning of warnings) process.stderr.write(`toolhost: ${warning}\n`);
   // An audit log on stderr (the default) is collected instead, so a failed call's stderr stays one error object.
   const overrides = audit !== undefined && config.auditLog === 'stderr' ? { overrides: { audit } } : {};
-  return createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, { ...options, ...overrides, ...(forTool === undefined ? {} : { forTool }) });
+  // Ctrl-C while remote components load ends the loads (CANCELLED) rather than waiting on a registry.
+  return interruptible((signal) => createHost({ ...config, sandbox: { threads: 1, ...config.sandbox } }, { ...options, ...overrides, signal, ...(forTool === undefined ? {} : { forTool }) }));
 }
 
 async function list(options: { load: string[]; json?: boolean; config?: string } & TrustFlags): Promise<number> {

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { TrustPolicy } from '../distribution/options.js';
-import { addTrustOptions, trustOf, type TrustFlags } from './distribution.js';
+import { addTrustOptions, interruptible, trustOf, type TrustFlags } from './distribution.js';
 import { UsageError } from './usage-error.js';
 
 interface PullFlags extends TrustFlags {
@@ -41,10 +41,13 @@ async function pull(refs: string[], flags: PullFlags, mode: 'pull' | 'update'): 
   const { lock: _ignored, ...distribution } = config.distribution;
   const fetcher = new RemoteFetcher({ ...distribution, lock: pins, storeDir: storeDirOf(distribution, config.sandbox) }, createDefaultLogger(config.logLevel));
   const entries: Record<string, ReturnType<typeof lockEntryOf>> = refs.length > 0 ? { ...existing } : {};
-  for (const source of sources) {
-    const trust: TrustPolicy | undefined = configured.get(source);
-    entries[source] = lockEntryOf(await fetcher.fetch(source, trust));
-  }
+  // Ctrl-C ends the fetch in progress (CANCELLED) and leaves the lock unchanged.
+  await interruptible(async (signal) => {
+    for (const source of sources) {
+      const trust: TrustPolicy | undefined = configured.get(source);
+      entries[source] = lockEntryOf(await fetcher.fetch(source, trust, signal));
+    }
+  });
   lock.writeLock(lockPath, entries);
   const changed = sources.filter((source) => existing[source]?.pinned !== entries[source]?.pinned);
   process.stdout.write(`${JSON.stringify({ lock: lockPath, changed, components: entries }, null, 2)}\n`);

@@ -16,6 +16,7 @@ import type { GrpcServerHandle } from '../servers/grpc/index.js';
 import type { McpHttpServer } from '../servers/mcp-http.js';
 import type { McpStdioServer } from '../servers/mcp-stdio.js';
 import type { HostMetrics } from '../servers/metrics.js';
+import { interruptible } from './distribution.js';
 import { UsageError } from './usage-error.js';
 
 export interface ServeOptions {
@@ -99,7 +100,8 @@ export async function serve(options: ServeOptions): Promise<number> {
   // What this host tells the fleet view about itself (addresses known once the servers listen).
   const addresses: Record<string, string> = {};
   let described: { registry: { sandboxStats(): unknown } } | undefined;
-  const host = await createHost(config, { ...hostOptions, describeHost: () => ({ servers: addresses, pool: described?.registry.sandboxStats() ?? null }) });
+  // A shutdown signal while remote components load ends the loads (CANCELLED): start is bounded by the operator too.
+  const host = await interruptible((signal) => createHost(config, { ...hostOptions, signal, describeHost: () => ({ servers: addresses, pool: described?.registry.sandboxStats() ?? null }) }));
   described = host;
   const { registry } = host;
   // Loading from the cache defers compiling; a server compiles before it listens, so first calls are not cold.

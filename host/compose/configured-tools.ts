@@ -20,9 +20,10 @@ async function atOrigin<T>(origin: ConfigOrigin | undefined, what: string, step:
 }
 
 /** Register each configured component, in order (only `files` of an entry's path, when given: see tool-scope.ts). */
-export async function registerConfiguredComponents(registry: ToolRegistry, loads: ReadonlyArray<ToolLoad & { files?: readonly string[] }>): Promise<void> {
+export async function registerConfiguredComponents(registry: ToolRegistry, loads: ReadonlyArray<ToolLoad & { files?: readonly string[] }>, signal?: AbortSignal): Promise<void> {
   for (const load of loads) {
-    await atOrigin(load.origin, `tools entry ${load.path}`, () => registry.registerWasmTools(load.files === undefined ? load.path : [...load.files], load.options));
+    const options = signal === undefined ? load.options : { ...load.options, signal };
+    await atOrigin(load.origin, `tools entry ${load.path}`, () => registry.registerWasmTools(load.files === undefined ? load.path : [...load.files], options));
   }
 }
 

@@ -54,6 +54,8 @@ export interface CreateHostOptions {
    * the call's answer is the one a host with everything loaded gives.
    */
   forTool?: string;
+  /** Aborts the remote loads the host makes while it is created (Ctrl-C, a shutdown during start): CANCELLED. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -111,9 +113,9 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
   };
   try {
     if (fleet !== undefined) registerFleetTools(registry);
-    await registerConfiguredComponents(registry, scope?.tools ?? config.tools);
+    await registerConfiguredComponents(registry, scope?.tools ?? config.tools, options.signal);
     const load = scope?.load ?? options.load ?? [];
-    if (load.length > 0) await registry.registerWasmTools([...load]);
+    if (load.length > 0) await registry.registerWasmTools([...load], options.signal === undefined ? {} : { signal: options.signal });
     await registerHttpTools(registry, scope?.httpTools ?? config.httpTools);
     if (scope === undefined) await importConfiguredMcpServers(registry, config.mcpServers, imports, options.env);
     if (config.adminTools) registerAdminTools(registry);

@@ -42,7 +42,7 @@ export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const logger = rest.logger ?? createDefaultLogger();
   const storeDir = storeDirOf(distribution, sandbox);
   const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
-  const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, undefined, load.runtime === true);
+  const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, load.signal, load.runtime === true);
   const pool = new Sandbox({ ...sandbox, fetchRemote });
   const registry = new ToolRegistry({ ...rest, logger, pool, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger, pool) });
   // What the host runs is fetched into the store: no writable worktree may reach it (a guest would plant code there).

@@ -342,6 +342,7 @@ function resolveDistribution(section: DistributionSection, baseDir: string): Dis
   if (section.max_signature_bytes !== undefined) options.maxSignatureBytes = section.max_signature_bytes;
   if (section.credential_helper_timeout_ms !== undefined) options.credentialHelperTimeoutMs = section.credential_helper_timeout_ms;
   if (section.credential_helper_max_bytes !== undefined) options.credentialHelperMaxBytes = section.credential_helper_max_bytes;
+  if (section.load_timeout_ms !== undefined) options.loadTimeoutMs = section.load_timeout_ms;
   return options;
 }
 

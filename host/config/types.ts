@@ -42,6 +42,7 @@ export interface DistributionSection {
   max_signature_bytes?: number;
   credential_helper_timeout_ms?: number;
   credential_helper_max_bytes?: number;
+  load_timeout_ms?: number;
 }
 
 /** A fleet of hosts on one Redis. */

@@ -60,6 +60,8 @@ export interface WasmLoadOptions {
    * `distribution.registries` (none are, unless configured) and verified (`skip` does not apply).
    */
   runtime?: boolean;
+  /** Aborts a remote fetch (the caller's Ctrl-C, a call's cancel, a server's shutdown): it ends with CANCELLED. */
+  signal?: AbortSignal;
 }
 
 /** What the sandbox's worker pool is doing (for metrics and health checks). */

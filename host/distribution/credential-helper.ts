@@ -8,9 +8,11 @@
  * letters, digits, `.`, `_` and `-` (a config cannot name a path), run
  * without a shell, under a time limit (`distribution.credential_helper_timeout_ms`)
  * and an output cap (`distribution.credential_helper_max_bytes`), and killed
- * past either; what it prints is never logged or put in an error message
- * (only its exit and the first line of its stderr, which docker's helpers use
- * for their errors). "credentials not found" is no credential, as for docker.
+ * past either; what it prints on stdout is never logged or put in an error
+ * message, whatever its exit status (a failed helper's message has only its
+ * name, its exit and the first line of its stderr, which docker's helpers use
+ * for their errors). "credentials not found" (on either stream) is no
+ * credential, as for docker.
  * Not guaranteed: what the helper itself does (it is the user's program,
  * trusted as docker trusts it).
  */
@@ -31,6 +33,8 @@ export const DEFAULT_CREDENTIAL_HELPER_MAX_BYTES = 64 * 1024;
 export interface HelperLimits {
   timeoutMs: number;
   maxBytes: number;
+  /** The load's signal: its abort kills the helper. */
+  signal?: AbortSignal | undefined;
 }
 
 /** Why a helper gave no usable credential (the caller turns it into SOURCE_UNAVAILABLE). */
@@ -62,6 +66,7 @@ export async function runCredentialHelper(name: string, serverUrl: string, limit
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      limits.signal?.removeEventListener('abort', onAbort);
       act();
     };
     const stop = (error: CredentialHelperError): void => settle(() => {
@@ -75,6 +80,9 @@ export async function runCredentialHelper(name: string, serverUrl: string, limit
       reject(error);
     });
     const timer = setTimeout(() => stop(new CredentialHelperError(`${program} did not answer within ${limits.timeoutMs} ms (distribution.credential_helper_timeout_ms)`, 'credential_helper_timeout_ms')), limits.timeoutMs);
+    const onAbort = (): void => stop(new CredentialHelperError(`${program} was stopped: the load was aborted`));
+    if (limits.signal?.aborted === true) onAbort();
+    else limits.signal?.addEventListener('abort', onAbort, { once: true });
     child.stdout.on('data', (chunk: Buffer) => {
       outBytes += chunk.byteLength;
       if (outBytes > limits.maxBytes) stop(new CredentialHelperError(`${program} printed more than ${limits.maxBytes} bytes (distribution.credential_helper_max_bytes)`, 'credential_helper_max_bytes'));
@@ -93,7 +101,9 @@ export async function runCredentialHelper(name: string, serverUrl: string, limit
   const text = stdout.toString('utf8');
   if (code !== 0) {
     if (NOT_FOUND.test(text) || NOT_FOUND.test(stderr)) return undefined;
-    const line = (stderr.trim() || text.trim()).split('\n')[0]?.slice(0, 200) ?? '';
+    // Only stderr is quoted: stdout is where a helper puts its answer, and one that failed after printing it
+    // (or printed it and exited non-zero) would otherwise carry the secret into the message and every log of it.
+    const line = stderr.trim().split('\n')[0]?.slice(0, 200) ?? '';
     throw new CredentialHelperError(`${program} get failed (exit ${String(code)})${line === '' ? '' : `: ${line}`}`);
   }
   let answer: { Username?: unknown; Secret?: unknown };

@@ -66,6 +66,8 @@ function fromAuths(server: string, auths: NonNullable<DockerConfig['auths']>): C
 export interface CredentialLookup {
   helperTimeoutMs?: number | undefined;
   helperMaxBytes?: number | undefined;
+  /** The load's signal: its abort stops the helper. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -84,7 +86,7 @@ export async function credentialFor(registry: string, configured: ConfiguredAuth
   const helperEntry = Object.entries(config.credHelpers ?? {}).find(([key]) => key === server || hostOf(key) === hostOf(server));
   const helper = helperEntry?.[1] ?? config.credsStore;
   if (typeof helper === 'string' && helper !== '') {
-    const limits: HelperLimits = { timeoutMs: lookup.helperTimeoutMs ?? DEFAULT_CREDENTIAL_HELPER_TIMEOUT_MS, maxBytes: lookup.helperMaxBytes ?? DEFAULT_CREDENTIAL_HELPER_MAX_BYTES };
+    const limits: HelperLimits = { timeoutMs: lookup.helperTimeoutMs ?? DEFAULT_CREDENTIAL_HELPER_TIMEOUT_MS, maxBytes: lookup.helperMaxBytes ?? DEFAULT_CREDENTIAL_HELPER_MAX_BYTES, signal: lookup.signal };
     try {
       return await runCredentialHelper(helper, helperEntry?.[0] ?? server, limits, env);
     } catch (error) {

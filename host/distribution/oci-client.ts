@@ -6,8 +6,11 @@
  *   the realm for a token (with the registry's Basic credential only where
  *   auth-scope.ts allows it, else anonymously), `Basic` with the credential.
  *   The `Authorization` header goes only to the registry's origin (and an
- *   allowed token realm): redirects are followed by net/redirects.ts, which
- *   drops it when the origin changes.
+ *   allowed token realm), on every request: an absolute URL the registry
+ *   names (a blob upload's `Location`) on another origin (scheme, host or
+ *   port) is sent none, and its 401 is not answered with the credential;
+ *   redirects are followed by net/redirects.ts, which drops it when the
+ *   origin changes.
  * - Reads are verified while streaming: a manifest by digest and every blob
  *   against its descriptor (sha256 and size), under a size cap; a blob whose
  *   descriptor is over the cap is not requested at all. Bytes are returned only
@@ -214,15 +217,18 @@ export class RegistryClient {
   async #send(method: string, path: string, request: { accept?: string; maxBodyBytes?: number; scope?: Scope; body?: Uint8Array; contentType?: string; what?: string; limit?: string }): Promise<EgressStreamResponse> {
     const url = /^https?:\/\//.test(path) ? path : `${this.#origin}/v2/${this.repository}/${path}`;
     const what = request.what ?? this.#what;
+    // The registry's Authorization is for the registry's origin only: an absolute URL the registry named (a blob
+    // upload's Location) on another origin gets none, and its challenge is not answered with the credential.
+    const ours = sameOrigin(url, this.#origin);
     const go = async (): Promise<EgressStreamResponse> => {
       const headers: Array<[string, string]> = [];
       if (request.accept !== undefined) headers.push(['accept', request.accept]);
       if (request.contentType !== undefined) headers.push(['content-type', request.contentType]);
-      if (this.#authorization !== undefined) headers.push(['authorization', this.#authorization]);
+      if (this.#authorization !== undefined && ours) headers.push(['authorization', this.#authorization]);
       return this.#egress(url, method, headers, request.body, request.maxBodyBytes, what, request.limit);
     };
     let response = await go();
-    if (response.status !== 401) return response;
+    if (response.status !== 401 || !ours) return response;
     const challenge = header(response, 'www-authenticate');
     await response.body.close();
     if (challenge === undefined) return response;
@@ -306,6 +312,15 @@ async function readAll(response: EgressStreamResponse, what: string, cap: number
   }
   if (total > cap) throw integrity('too-large', what, `over the cap of ${cap} bytes`, { limitHit: limit });
   return Buffer.concat(chunks, total);
+}
+
+/** Whether `url` is on `origin` (scheme, host and port; default ports folded as URL does). */
+function sameOrigin(url: string, origin: string): boolean {
+  try {
+    return new URL(url).origin === new URL(origin).origin;
+  } catch {
+    return false;
+  }
 }
 
 function header(response: EgressStreamResponse, name: string): string | undefined {

@@ -18,6 +18,9 @@ export const DEFAULT_MAX_SIGNATURE_BYTES = 64 * 1024;
 /** Default cap on a component layer: 64 MiB (a componentize-js component is ~12 MB). */
 export const DEFAULT_MAX_COMPONENT_BYTES = 64 * 1024 * 1024;
 
+/** Default overall deadline of one remote load (resolve, signatures, blobs): 2 minutes. */
+export const DEFAULT_LOAD_TIMEOUT_MS = 120_000;
+
 /** Who must have signed a remote component (per load, or global). */
 export interface TrustPolicy {
   /** PEM public key files (ECDSA P-256, cosign.pub): a signature by any of them is trusted. */
@@ -67,6 +70,8 @@ export interface DistributionOptions {
   credentialHelperTimeoutMs?: number;
   /** Most bytes a docker credential helper may print (default 65 536). */
   credentialHelperMaxBytes?: number;
+  /** Overall deadline of one remote load, every request and the credential helper included (ms, default 120 000). */
+  loadTimeoutMs?: number;
   /** CA certificates (PEM) for registries with a private CA. */
   ca?: string;
   /**

@@ -11,8 +11,21 @@
  * temporary file renamed into place (no half blob is ever visible), and
  * every read is hashed again (a blob that no longer matches is treated as
  * absent). Signatures are not trusted because they are stored: they are
- * checked against the keys at every load. Not guaranteed: garbage
- * collection (nothing is ever removed).
+ * checked against the keys at every load.
+ *
+ * A digest is not an answer to every request that names it: beside each
+ * digest a request is answered by (an OCI manifest, a URL's bytes) the store
+ * records which sources it was fetched for and how each was accepted
+ * (`sources/sha256/<hex>.json`: the source normalized, `signature` with the
+ * signer, `digest` for a URL's pin, or `skip` for a load under verify.skip).
+ * fetch.ts answers a request from the store only when a record names that
+ * request's own source (and still verifies an OCI manifest's kept signatures
+ * under the request's own trust): a URL is answered from the store only if
+ * that exact URL served those bytes before, so a client cannot reach a
+ * component the operator loaded unverified by naming its digest under some
+ * other URL or repository. Records are kept per digest, most recent
+ * {@link MAX_RECORDS} only; a record lost to two concurrent writers only
+ * costs a fetch. Not guaranteed: garbage collection (nothing is ever removed).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -27,6 +40,26 @@ export type StoredSignature = {
 } | {
   /** A Sigstore bundle's JSON, base64. */
   bundle: string;
+};
+
+/** For whom a stored digest was fetched, and how it was accepted. */
+export interface StoreRecord {
+  /** The source, normalized: `oci://REGISTRY/REPOSITORY` (whatever tag or digest named it), or the URL without its fragment. */
+  source: string;
+  /** `signature`: verified by `signer`; `digest`: a URL's bytes matched its pinned sha256; `skip`: loaded unverified (verify.skip). */
+  policy: 'signature' | 'digest' | 'skip';
+  /** The accepted key's fingerprint, the keyless identity, or the key file. */
+  signer?: string;
+}
+
+/** Most records kept per digest (the most recent). */
+export const MAX_RECORDS = 64;
+
+const isRecord = (value: unknown): value is StoreRecord => {
+  const entry = value as Partial<StoreRecord> | null;
+  return typeof entry === 'object' && entry !== null && typeof entry.source === 'string'
+    && (entry.policy === 'signature' || entry.policy === 'digest' || entry.policy === 'skip')
+    && (entry.signer === undefined || typeof entry.signer === 'string');
 };
 
 const hexOf = (digest: string): string => {
@@ -76,6 +109,33 @@ export class ComponentStore {
 
   async putSignatures(digest: string, signatures: readonly StoredSignature[]): Promise<void> {
     await this.#write(join(this.root, 'signatures', 'sha256', `${hexOf(digest)}.json`), Buffer.from(JSON.stringify(signatures)));
+  }
+
+  /** The sources `digest` was fetched for, and how each was accepted (none when it was never recorded). */
+  async records(digest: string): Promise<StoreRecord[]> {
+    try {
+      const parsed = JSON.parse(await readFile(this.#recordsPath(digest), 'utf8')) as unknown;
+      return Array.isArray(parsed) ? parsed.filter(isRecord) : [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** The records of `digest` that name `source` (normalized as {@link StoreRecord.source}). */
+  async recordsFor(digest: string, source: string): Promise<StoreRecord[]> {
+    return (await this.records(digest)).filter((record) => record.source === source);
+  }
+
+  /** Record that `digest` was fetched and accepted for a source (kept after the blobs it answers with). */
+  async addRecord(digest: string, record: StoreRecord): Promise<void> {
+    const same = (other: StoreRecord): boolean => other.source === record.source && other.policy === record.policy && other.signer === record.signer;
+    const kept = (await this.records(digest)).filter((other) => !same(other));
+    const entry: StoreRecord = { source: record.source, policy: record.policy, ...(record.signer === undefined ? {} : { signer: record.signer }) };
+    await this.#write(this.#recordsPath(digest), Buffer.from(JSON.stringify([...kept, entry].slice(-MAX_RECORDS))));
+  }
+
+  #recordsPath(digest: string): string {
+    return join(this.root, 'sources', 'sha256', `${hexOf(digest)}.json`);
   }
 
   async #write(path: string, bytes: Uint8Array): Promise<void> {

@@ -4,12 +4,28 @@
  * a caller run any component file the host can read. A remote source
  * (`oci://`, `https://…#sha256=`) loads only from a source
  * `distribution.registries` lists (none unless configured) and only verified
- * with the host's trust: the load is marked `runtime`, the fetcher decides.
+ * with the host's trust: the load is marked `runtime`, the fetcher decides
+ * (and answers from its store only what was fetched for that very source). A
+ * path inside the store or the transpile cache is refused. The load takes the
+ * call's signal: a cancelled or timed-out call ends its fetch.
  */
 import { resolve } from 'node:path';
-import { toolError } from '../base/errors.js';
+import { ToolhostError, toolError } from '../base/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { defineNativeTool } from '../core/tool.js';
+import { overlapWith } from '../policy/host-owned-paths.js';
+
+/**
+ * A client never loads by path what the host fetched (the store holds components loaded under verify.skip) or
+ * transpiled: such a path is refused whatever spelling (relative, `..`, a symlink) reaches it.
+ */
+function refuseStorePath(registry: ToolRegistry, path: string): void {
+  const owned = registry.hostOwnedPaths.list().filter(({ kind }) => kind === 'store' || kind === 'cache');
+  const overlap = overlapWith(path, owned);
+  if (overlap !== undefined && (overlap.relation === 'inside' || overlap.entry === overlap.realWorktree)) {
+    throw new ToolhostError('PERMISSION_DENIED', `${path} is inside ${overlap.owned.path} (the host's ${overlap.owned.kind === 'store' ? 'store of fetched components' : 'transpile cache'}): a component there is loaded by its remote source, never by path`, { details: { reason: 'host-owned', kind: overlap.owned.kind } });
+  }
+}
 
 /** The admin tools' names (a one-call host checks them for collisions without registering them first). */
 export const ADMIN_TOOL_NAMES = ['toolhost_load', 'toolhost_unload'] as const;
@@ -27,10 +43,11 @@ export function registerAdminTools(registry: ToolRegistry): void {
       required: ['path'],
       additionalProperties: false,
     },
-    async run(args) {
+    async run(args, ctx) {
       const { path, isolation } = args as { path: string; isolation?: 'call' | 'conversation' | 'worker' };
       const remote = /^(oci|https?):\/\//i.test(path);
-      const report = await registry.registerWasmTools(remote ? path : resolve(path), { runtime: true, ...(isolation === undefined ? {} : { isolation }) });
+      if (!remote) refuseStorePath(registry, resolve(path));
+      const report = await registry.registerWasmTools(remote ? path : resolve(path), { runtime: true, signal: ctx.signal, ...(isolation === undefined ? {} : { isolation }) });
       return { components: report.components.map((c) => ({ component: c.component, tools: c.tools, cache: c.cache })), renamed: report.renamed };
     },
   }));

@@ -70,7 +70,7 @@ export async function expandComponentPaths(paths: string[]): Promise<string[]> {
  * Fetches a remote source (`oci://…`, `https://…#sha256=…`) into verified bytes, with the load's trust policy.
  * The composition root supplies it (host/distribution/); the sandbox only calls it.
  */
-export type RemoteComponentFetch = (source: string, load: Pick<WasmLoadOptions, 'verify' | 'runtime'>) => Promise<{ name: string; bytes: Uint8Array }>;
+export type RemoteComponentFetch = (source: string, load: Pick<WasmLoadOptions, 'verify' | 'runtime' | 'signal'>) => Promise<{ name: string; bytes: Uint8Array }>;
 
 /** Whether a component path names a remote source rather than a file. */
 export function isRemotePath(path: string): boolean {
