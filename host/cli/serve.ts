@@ -131,7 +131,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       }
       const options = introspection === undefined || secret === undefined ? settings : {
         ...settings,
-        introspection: { endpoint: introspection.endpoint, clientId: introspection.clientId, clientSecret: secret, ...(introspection.cacheMs === undefined ? {} : { cacheMs: introspection.cacheMs }) },
+        introspection: { ...withoutSecretEnv(introspection), clientSecret: secret },
       };
       oauth = { oauthVerifier: createOAuthVerifier(options, [...tokens.map((entry) => entry.principal), SHARED_TOKEN_PRINCIPAL]) };
     }
@@ -200,6 +200,8 @@ export async function serve(options: ServeOptions): Promise<number> {
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
       }));
     }
+    const verifier = oauth.oauthVerifier;
+    if (metrics !== undefined && verifier !== undefined) metrics.trackIntrospection(() => verifier.introspectionStats);
   } catch (error) {
     metrics?.close();
     await Promise.allSettled([mcpHttp?.close(), mcpStdio?.close(), grpc?.close()]);
@@ -246,4 +248,10 @@ function redactUrl(url: string): string {
   } catch {
     return 'redis://(unparseable URL)';
   }
+}
+
+/** The introspection settings as the servers take them, without the name of the secret's variable. */
+function withoutSecretEnv<T extends { clientSecretEnv: string }>(settings: T): Omit<T, 'clientSecretEnv'> {
+  const { clientSecretEnv: _env, ...rest } = settings;
+  return rest;
 }

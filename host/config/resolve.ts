@@ -382,12 +382,15 @@ function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth'
     ...(section.scope_labels === undefined ? {} : { scopeLabels: Object.fromEntries(Object.entries(section.scope_labels).map(([scope, labels]) => [scope, { ...labels }])) }),
     ...(section.resource_name === undefined ? {} : { resourceName: section.resource_name }),
     ...(section.max_jwks_bytes === undefined ? {} : { maxJwksBytes: section.max_jwks_bytes }),
+    ...(section.accept_plain_jwt === undefined ? {} : { acceptPlainJwt: section.accept_plain_jwt }),
     ...(section.introspection === undefined ? {} : {
       introspection: {
         endpoint: section.introspection.endpoint,
         clientId: section.introspection.client_id,
         clientSecretEnv: section.introspection.client_secret_env,
-        ...(section.introspection.cache_ms === undefined ? {} : { cacheMs: section.introspection.cache_ms }),
+        // Its numbers (cache_ms, negative_cache_ms, max_in_flight, max_waiting, address_*, max_addresses), camel-cased.
+        ...Object.fromEntries(Object.entries(section.introspection).filter(([, value]) => typeof value === 'number')
+          .map(([key, value]) => [key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()), value])),
       },
     }),
   };

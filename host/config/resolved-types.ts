@@ -89,8 +89,20 @@ export interface ServerSettings {
     scopeLabels?: Record<string, { network?: string; privilege?: string }>;
     resourceName?: string;
     maxJwksBytes?: number;
+    acceptPlainJwt?: boolean;
     /** RFC 7662 introspection of opaque tokens; the secret is read from `clientSecretEnv` when the servers start. */
-    introspection?: { endpoint: string; clientId: string; clientSecretEnv: string; cacheMs?: number };
+    introspection?: {
+      endpoint: string;
+      clientId: string;
+      clientSecretEnv: string;
+      cacheMs?: number;
+      negativeCacheMs?: number;
+      maxInFlight?: number;
+      maxWaiting?: number;
+      addressRate?: number;
+      addressBurst?: number;
+      maxAddresses?: number;
+    };
   };
   mcp: {
     /** How long a call's answer waits for the ping after its last progress notification (ms; absent: the server's default). */
