@@ -11,6 +11,8 @@
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import * as grpc from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,10 +24,18 @@ import { addressKey } from '../host/servers/auth/address-rate.js';
 import type { IntrospectionOptions } from '../host/servers/auth/oauth-options.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { createMetrics, type HostMetrics } from '../host/servers/metrics.js';
-import { makeRegistry } from './helpers.js';
+import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
+import { makeRegistry, root } from './helpers.js';
 import { INTROSPECTION_CLIENT, makeKey, startAuthorizationServer, type TestAuthorizationServer } from './oauth-server.js';
 
 const AUDIENCE = 'https://tools.example.test/mcp';
+type Callback<T> = (error: grpc.ServiceError | null, value?: T) => void;
+interface ToolServiceClient extends grpc.Client {
+  Call(request: Record<string, unknown>, metadata: grpc.Metadata, callback: Callback<{ data: Buffer }>): grpc.ClientUnaryCall;
+}
+const toolPackage = grpc.loadPackageDefinition(loadSync(join(root, 'proto', 'sw4rm', 'tool.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true })) as unknown as {
+  sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor } };
+};
 const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
 
 /** POST an MCP initialize with this bearer token from a local address of our choosing (any 127.0.0.0/8 address is ours). */
@@ -59,6 +69,13 @@ describe('introspection over MCP HTTP', () => {
   let registry: ToolRegistry;
   let metrics: HostMetrics;
   let mcp: McpHttpServer;
+  let grpcServer: GrpcServerHandle;
+  let grpcClient: ToolServiceClient;
+  const grpcCall = (token: string): Promise<grpc.ServiceError | null> => new Promise((resolve) => {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${token}`);
+    grpcClient.Call({ tool_name: 'noop', args: Buffer.from('{}') }, metadata, (error) => resolve(error));
+  });
 
   beforeAll(async () => {
     as = await startAuthorizationServer({ audience: AUDIENCE, keys: [await makeKey('k', 'ES256')] });
@@ -72,8 +89,12 @@ describe('introspection over MCP HTTP', () => {
     metrics = createMetrics(registry);
     metrics.trackIntrospection(() => verifier.introspectionStats);
     mcp = await startMcpHttpServer(registry, { oauthVerifier: verifier, metrics, limitMetrics: metrics.limits, progressFlushMs: 0 });
+    grpcServer = await startGrpcServer(registry, { port: 0, oauthVerifier: verifier, limitMetrics: metrics.limits, shutdownTimeoutMs: 200 });
+    grpcClient = new toolPackage.sw4rm.tool.ToolService(grpcServer.address, grpc.credentials.createInsecure()) as unknown as ToolServiceClient;
   });
   afterAll(async () => {
+    grpcClient?.close();
+    await grpcServer?.close();
     await mcp?.close();
     metrics?.close();
     await registry?.close();
@@ -103,6 +124,18 @@ describe('introspection over MCP HTTP', () => {
     expect(text).toMatch(/toolhost_introspection_refused_total\{reason="rate_limited"\} (3\d)/);
     expect(text).toMatch(/toolhost_server_refused_total\{server="mcp",reason="auth_rate_limited"\} (3\d)/);
     expect(text).toContain('toolhost_introspection_requests_total{outcome="active"} 1');
+  });
+  it('refuses a gRPC peer past its rate with RESOURCE_EXHAUSTED (OVERLOADED), while a valid token is still served', async () => {
+    const valid = as.opaque({ sub: 'gus' });
+    // 127.0.0.1 spent one of its 5 on the bogus token above: of 12 distinct bogus tokens, at most 4 are asked about.
+    const errors = await inBatches(12, 4, (i) => grpcCall(`grpc-bogus-${i}-${Math.random()}`));
+    const exhausted = errors.filter((error) => error?.code === grpc.status.RESOURCE_EXHAUSTED);
+    expect(exhausted.length).toBeGreaterThanOrEqual(8);
+    expect(exhausted[0]!.metadata.get('toolhost-error-code')).toEqual(['OVERLOADED']);
+    expect(errors.filter((error) => error?.code === grpc.status.UNAUTHENTICATED).length).toBeLessThanOrEqual(4);
+    // Control: a valid token from another address (MCP) is asked about and served; over gRPC, once cached, too.
+    expect((await postFrom(mcp.url, '127.0.0.4', valid)).status).toBe(200);
+    expect(await grpcCall(valid)).toBeNull();
   });
 });
 
