@@ -5,12 +5,15 @@
  * name; a label that reaches its cap of distinct values counts the rest
  * under `(other)`, and says so.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../host/config/index.js';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
 import { startGrpcServer, type GrpcServerHandle } from '../host/servers/grpc/server.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
@@ -96,6 +99,21 @@ describe('label caps', () => {
     } finally {
       metrics.close();
       await registry.close();
+    }
+  });
+});
+
+describe('servers.metrics.max_label_values in toolhost.yaml', () => {
+  it('resolves to the servers\' settings, and refuses 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolhost-metrics-'));
+    try {
+      const file = join(dir, 'toolhost.yaml');
+      writeFileSync(file, 'tools: []\nservers:\n  metrics: { max_label_values: 50 }\n');
+      expect((await loadConfig(file, { env: {} })).resolved.servers.metricsMaxLabelValues).toBe(50);
+      writeFileSync(file, 'tools: []\nservers:\n  metrics: { max_label_values: 0 }\n');
+      await expect(loadConfig(file, { env: {} })).rejects.toThrow('max_label_values');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -250,6 +250,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   const servers: ServerSettings = {
     tokens: (config.servers?.auth?.tokens ?? []).map((entry) => ({ principal: entry.principal, tokenEnv: entry.token_env })),
     ...(config.servers?.auth?.oauth === undefined ? {} : { oauth: resolveOAuth(config.servers.auth.oauth) }),
+    ...(config.servers?.metrics?.max_label_values === undefined ? {} : { metricsMaxLabelValues: config.servers.metrics.max_label_values }),
     mcp: {
       ...(config.servers?.mcp?.progress_flush_ms === undefined ? {} : { progressFlushMs: config.servers.mcp.progress_flush_ms }),
       http: {

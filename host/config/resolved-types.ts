@@ -79,6 +79,8 @@ export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec;
 export interface ServerSettings {
   /** Named tokens (MCP HTTP and gRPC): each principal and the environment variable holding its token. */
   tokens: Array<{ principal: string; tokenEnv: string }>;
+  /** `/metrics`: distinct values of each client-influenced label (absent: metrics.ts's default, 1000). */
+  metricsMaxLabelValues?: number;
   /** OAuth 2.1 access tokens for both servers (absent: none); the servers check it again when they start. */
   oauth?: {
     issuer: string;

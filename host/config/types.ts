@@ -218,6 +218,7 @@ export interface OAuthSection {
 
 export interface ServersSection {
   auth?: { tokens?: Array<{ principal: string; token_env: string }>; oauth?: OAuthSection };
+  metrics?: { max_label_values?: number };
   mcp?: {
     progress_flush_ms?: number;
     http?: {

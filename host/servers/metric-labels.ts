@@ -17,7 +17,7 @@
 /** The longest label value kept (longer ones are cut). */
 export const MAX_LABEL_CHARS = 128;
 
-/** Distinct values of one bounded label, by default (`createMetrics(registry, { maxLabelValues })`). */
+/** Distinct values of one bounded label, by default (`servers.metrics.max_label_values`, `createMetrics(registry, { maxLabelValues })`). */
 export const DEFAULT_MAX_LABEL_VALUES = 1000;
 
 /** The `tool` label of a call whose name is no registered tool's (TOOL_NOT_FOUND): one series for all of them. */

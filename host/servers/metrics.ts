@@ -9,7 +9,7 @@
  * name), or a component's surface tool, and a name no tool has (a call
  * refused TOOL_NOT_FOUND) is counted under `(unknown)`; `tool`, `limit` and
  * `reason` values are cut to 128 characters and at most `maxLabelValues`
- * (default 1000) distinct ones each, further ones under `(other)` (counted in
+ * (config `servers.metrics.max_label_values`, default 1000) distinct ones each, further ones under `(other)` (counted in
  * `toolhost_metric_label_values_folded_total`). The other labels take values
  * from fixed sets the host defines (`outcome` and `code` are error codes of
  * host/base/errors.ts, `stage`, `server`, `direction`, `kind`); no label
@@ -69,7 +69,7 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
   const prometheus = new Registry();
   const folded = new Counter({
     name: 'toolhost_metric_label_values_folded_total',
-    help: 'Label values counted under "(other)" because their label already had its cap of distinct values (createMetrics maxLabelValues, default 1000), by label.',
+    help: 'Label values counted under "(other)" because their label already had its cap of distinct values (servers.metrics.max_label_values, createMetrics maxLabelValues; default 1000), by label.',
     labelNames: ['label'] as const,
     registers: [prometheus],
   });
