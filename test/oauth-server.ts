@@ -32,23 +32,30 @@ export interface TestAuthorizationServer {
   rotate(keys: SigningKey[]): void;
   /** A token signed by `key` (default the first published), with default claims overridden by `claims` (undefined removes one). */
   token(claims: Record<string, unknown>, key?: SigningKey): Promise<string>;
+  /** The same, with the header's `typ` set to `typ` (undefined: none) instead of `at+jwt`. */
+  tokenTyped(claims: Record<string, unknown>, typ: string | undefined): Promise<string>;
   /** The same claims, `alg: none`. */
   unsigned(claims: Record<string, unknown>): string;
   /** An opaque token whose introspection answers these claims (default ones overridden; `active: false` makes it inactive). */
   opaque(claims: Record<string, unknown>): string;
   /** Introspection requests answered so far (with the right client credentials). */
   readonly introspections: number;
+  /** The most introspection requests it held at once. */
+  readonly peakIntrospections: number;
   close(): Promise<void>;
 }
 
 /** The client credentials the introspection endpoint accepts (HTTP Basic). */
 export const INTROSPECTION_CLIENT = { clientId: 'toolhost rs', clientSecret: 's3cret:+/' };
 
-export async function startAuthorizationServer(options: { audience: string; keys: SigningKey[] }): Promise<TestAuthorizationServer> {
+/** `introspectionDelayMs`: how long each introspection answer is held (so concurrent ones overlap). */
+export async function startAuthorizationServer(options: { audience: string; keys: SigningKey[]; introspectionDelayMs?: number }): Promise<TestAuthorizationServer> {
   let keys = options.keys;
   let jwksFetches = 0;
   let metadataFetches = 0;
   let introspections = 0;
+  let holding = 0;
+  let peakIntrospections = 0;
   let issuer = '';
   const opaqueTokens = new Map<string, Record<string, unknown>>();
   const server: Server = createServer((req, res) => {
@@ -64,11 +71,16 @@ export async function startAuthorizationServer(options: { audience: string; keys
         return;
       }
       let body = '';
+      holding += 1;
+      peakIntrospections = Math.max(peakIntrospections, holding);
       req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
       req.on('end', () => {
         introspections += 1;
         const token = new URLSearchParams(body).get('token') ?? '';
-        send(opaqueTokens.get(token) ?? { active: false });
+        setTimeout(() => {
+          holding -= 1;
+          send(opaqueTokens.get(token) ?? { active: false });
+        }, options.introspectionDelayMs ?? 0);
       });
       return;
     }
@@ -101,6 +113,9 @@ export async function startAuthorizationServer(options: { audience: string; keys
     get introspections() {
       return introspections;
     },
+    get peakIntrospections() {
+      return peakIntrospections;
+    },
     opaque(claims) {
       const token = `opaque-${opaqueTokens.size}-${Math.random().toString(36).slice(2)}`;
       const { exp, ...rest } = claimsOf(claims) as Record<string, unknown>;
@@ -112,6 +127,10 @@ export async function startAuthorizationServer(options: { audience: string; keys
     },
     token(claims, key = keys[0]!) {
       return new SignJWT(claimsOf(claims)).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
+    },
+    tokenTyped(claims, typ) {
+      const key = keys[0]!;
+      return new SignJWT(claimsOf(claims)).setProtectedHeader({ alg: key.alg, kid: key.kid, ...(typ === undefined ? {} : { typ }) }).sign(key.privateKey);
     },
     unsigned(claims) {
       return new UnsecuredJWT(claimsOf(claims)).encode();

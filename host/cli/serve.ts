@@ -119,6 +119,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       if (!token) throw new ToolhostError('INVALID_INPUT', `servers.auth.tokens[${i}].token_env names ${tokenEnv}, which is not set in the environment`);
       return { principal, token };
     });
+    const metricsOptions = config.servers.metricsMaxLabelValues === undefined ? {} : { maxLabelValues: config.servers.metricsMaxLabelValues };
     const progressFlush = config.servers.mcp.progressFlushMs === undefined ? {} : { progressFlushMs: config.servers.mcp.progressFlushMs };
     // OAuth access tokens (both servers); the servers check the options (https, or http on loopback) when they start.
     // One verifier for both servers: the issuer's metadata and key set are fetched and cached once.
@@ -133,7 +134,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       }
       const options = introspection === undefined || secret === undefined ? settings : {
         ...settings,
-        introspection: { endpoint: introspection.endpoint, clientId: introspection.clientId, clientSecret: secret, ...(introspection.cacheMs === undefined ? {} : { cacheMs: introspection.cacheMs }) },
+        introspection: { ...withoutSecretEnv(introspection), clientSecret: secret },
       };
       oauth = { oauthVerifier: createOAuthVerifier(options, [...tokens.map((entry) => entry.principal), SHARED_TOKEN_PRINCIPAL]) };
     }
@@ -145,7 +146,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         throw new ToolhostError('INVALID_INPUT', `servers.mcp.http.bearer_token_env names ${http.bearerTokenEnv}, which is not set in the environment`);
       }
       const [{ startMcpHttpServer }, { createMetrics }] = await Promise.all([import('../servers/mcp-http.js'), import('../servers/metrics.js')]);
-      metrics = createMetrics(registry);
+      metrics = createMetrics(registry, metricsOptions);
       mcpHttp = await listening('MCP HTTP', 'servers.mcp.http.port or --port', file, startMcpHttpServer(registry, {
         host: options.host ?? http.host,
         port: options.port ?? http.port,
@@ -183,7 +184,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       const [{ startGrpcServer }, { createMetrics }, grpcJs] = await Promise.all([import('../servers/grpc/index.js'), import('../servers/metrics.js'), import('@grpc/grpc-js')]);
       // grpc-js logs to the console by itself; in a server its lines belong in the host's log.
       grpcJs.setLogger({ error: (...parts: unknown[]) => registry.logger.debug({ grpc: parts.map(String).join(' ') }, 'grpc-js') });
-      metrics ??= createMetrics(registry);
+      metrics ??= createMetrics(registry, metricsOptions);
       grpc = await listening('gRPC', 'servers.grpc.port or --grpc-port', file, startGrpcServer(registry, {
         host: options.host ?? settings.host,
         port: options.grpcPort ?? settings.port,
@@ -202,6 +203,8 @@ export async function serve(options: ServeOptions): Promise<number> {
         ...(worktreeFor === undefined ? {} : { worktree: worktreeFor }),
       }));
     }
+    const verifier = oauth.oauthVerifier;
+    if (metrics !== undefined && verifier !== undefined) metrics.trackIntrospection(() => verifier.introspectionStats);
   } catch (error) {
     metrics?.close();
     await Promise.allSettled([mcpHttp?.close(), mcpStdio?.close(), grpc?.close()]);
@@ -248,4 +251,10 @@ function redactUrl(url: string): string {
   } catch {
     return 'redis://(unparseable URL)';
   }
+}
+
+/** The introspection settings as the servers take them, without the name of the secret's variable. */
+function withoutSecretEnv<T extends { clientSecretEnv: string }>(settings: T): Omit<T, 'clientSecretEnv'> {
+  const { clientSecretEnv: _env, ...rest } = settings;
+  return rest;
 }

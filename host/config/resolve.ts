@@ -250,6 +250,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   const servers: ServerSettings = {
     tokens: (config.servers?.auth?.tokens ?? []).map((entry) => ({ principal: entry.principal, tokenEnv: entry.token_env })),
     ...(config.servers?.auth?.oauth === undefined ? {} : { oauth: resolveOAuth(config.servers.auth.oauth) }),
+    ...(config.servers?.metrics?.max_label_values === undefined ? {} : { metricsMaxLabelValues: config.servers.metrics.max_label_values }),
     mcp: {
       ...(config.servers?.mcp?.progress_flush_ms === undefined ? {} : { progressFlushMs: config.servers.mcp.progress_flush_ms }),
       http: {
@@ -387,12 +388,15 @@ function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth'
     ...(section.scope_labels === undefined ? {} : { scopeLabels: Object.fromEntries(Object.entries(section.scope_labels).map(([scope, labels]) => [scope, { ...labels }])) }),
     ...(section.resource_name === undefined ? {} : { resourceName: section.resource_name }),
     ...(section.max_jwks_bytes === undefined ? {} : { maxJwksBytes: section.max_jwks_bytes }),
+    ...(section.accept_plain_jwt === undefined ? {} : { acceptPlainJwt: section.accept_plain_jwt }),
     ...(section.introspection === undefined ? {} : {
       introspection: {
         endpoint: section.introspection.endpoint,
         clientId: section.introspection.client_id,
         clientSecretEnv: section.introspection.client_secret_env,
-        ...(section.introspection.cache_ms === undefined ? {} : { cacheMs: section.introspection.cache_ms }),
+        // Its numbers (cache_ms, negative_cache_ms, max_in_flight, max_waiting, address_*, max_addresses), camel-cased.
+        ...Object.fromEntries(Object.entries(section.introspection).filter(([, value]) => typeof value === 'number')
+          .map(([key, value]) => [key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()), value])),
       },
     }),
   };

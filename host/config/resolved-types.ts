@@ -79,6 +79,8 @@ export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec;
 export interface ServerSettings {
   /** Named tokens (MCP HTTP and gRPC): each principal and the environment variable holding its token. */
   tokens: Array<{ principal: string; tokenEnv: string }>;
+  /** `/metrics`: distinct values of each client-influenced label (absent: metrics.ts's default, 1000). */
+  metricsMaxLabelValues?: number;
   /** OAuth 2.1 access tokens for both servers (absent: none); the servers check it again when they start. */
   oauth?: {
     issuer: string;
@@ -89,8 +91,20 @@ export interface ServerSettings {
     scopeLabels?: Record<string, { network?: string; privilege?: string }>;
     resourceName?: string;
     maxJwksBytes?: number;
+    acceptPlainJwt?: boolean;
     /** RFC 7662 introspection of opaque tokens; the secret is read from `clientSecretEnv` when the servers start. */
-    introspection?: { endpoint: string; clientId: string; clientSecretEnv: string; cacheMs?: number };
+    introspection?: {
+      endpoint: string;
+      clientId: string;
+      clientSecretEnv: string;
+      cacheMs?: number;
+      negativeCacheMs?: number;
+      maxInFlight?: number;
+      maxWaiting?: number;
+      addressRate?: number;
+      addressBurst?: number;
+      maxAddresses?: number;
+    };
   };
   mcp: {
     /** How long a call's answer waits for the ping after its last progress notification (ms; absent: the server's default). */

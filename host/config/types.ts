@@ -206,11 +206,24 @@ export interface OAuthSection {
   scope_labels?: Record<string, { network?: string; privilege?: string }>;
   resource_name?: string;
   max_jwks_bytes?: number;
-  introspection?: { endpoint: string; client_id: string; client_secret_env: string; cache_ms?: number };
+  accept_plain_jwt?: boolean;
+  introspection?: {
+    endpoint: string;
+    client_id: string;
+    client_secret_env: string;
+    cache_ms?: number;
+    negative_cache_ms?: number;
+    max_in_flight?: number;
+    max_waiting?: number;
+    address_rate?: number;
+    address_burst?: number;
+    max_addresses?: number;
+  };
 }
 
 export interface ServersSection {
   auth?: { tokens?: Array<{ principal: string; token_env: string }>; oauth?: OAuthSection };
+  metrics?: { max_label_values?: number };
   mcp?: {
     progress_flush_ms?: number;
     http?: {

@@ -13,6 +13,6 @@ export type { McpStdioOptions, McpStdioServer } from './mcp-stdio.js';
 export { importMcpServer } from '../tools/mcp-import.js';
 export type { McpImport, McpImportOptions } from '../tools/mcp-import.js';
 export { createMetrics } from './metrics.js';
-export type { HostMetrics } from './metrics.js';
+export type { HostMetrics, MetricsOptions } from './metrics.js';
 export { DEFAULT_GRPC_HOST, DEFAULT_GRPC_PORT, startGrpcServer } from './grpc/index.js';
 export type { GrpcServerHandle, GrpcServerOptions } from './grpc/index.js';

@@ -1,12 +1,27 @@
 /**
  * Prometheus metrics for a serving host (prom-client): calls by tool and
  * outcome, call latency, budget kills, limit hits (`registry.onLimitHit`),
- * pool utilization and queue depth.
+ * pool utilization and queue depth, token introspection.
  * Served at `/metrics` by the HTTP server.
+ *
+ * Guarantees (labels a client influences, metric-labels.ts): `tool` is a
+ * registered tool's name (a model-facing alias counted under the tool's own
+ * name), or a component's surface tool, and a name no tool has (a call
+ * refused TOOL_NOT_FOUND) is counted under `(unknown)`; `tool`, `limit` and
+ * `reason` values are cut to 128 characters and at most `maxLabelValues`
+ * (config `servers.metrics.max_label_values`, default 1000) distinct ones each, further ones under `(other)` (counted in
+ * `toolhost_metric_label_values_folded_total`). The other labels take values
+ * from fixed sets the host defines (`outcome` and `code` are error codes of
+ * host/base/errors.ts, `stage`, `server`, `direction`, `kind`); no label
+ * carries a principal, a call id or a session id.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../base/errors.js';
+import type { TerminalEvent } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
+import { SURFACE_TOOL_PREFIX } from '../core/surfaces.js';
+import type { IntrospectionStats } from './auth/introspection.js';
+import { DEFAULT_MAX_LABEL_VALUES, LabelValues, UNKNOWN_TOOL } from './metric-labels.js';
 
 /** Codes that mean the host stopped a call at one of its limits. */
 const BUDGET_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -39,12 +54,40 @@ export interface HostMetrics {
   readonly limits: ServerLimitMetrics;
   /** The exposition text. */
   metrics(): Promise<string>;
+  /** Report token introspection (an OAuth verifier's `introspectionStats`, read when metrics are scraped). */
+  trackIntrospection(stats: () => IntrospectionStats | undefined): void;
   /** Stop listening to the registry. */
   close(): void;
 }
 
-export function createMetrics(registry: ToolRegistry): HostMetrics {
+export interface MetricsOptions {
+  /** Distinct values of each client-influenced label (`tool`, `limit`, `reason`; default 1000); further ones count under `(other)`. */
+  maxLabelValues?: number;
+}
+
+export function createMetrics(registry: ToolRegistry, options: MetricsOptions = {}): HostMetrics {
   const prometheus = new Registry();
+  const folded = new Counter({
+    name: 'toolhost_metric_label_values_folded_total',
+    help: 'Label values counted under "(other)" because their label already had its cap of distinct values (servers.metrics.max_label_values, createMetrics maxLabelValues; default 1000), by label.',
+    labelNames: ['label'] as const,
+    registers: [prometheus],
+  });
+  const maxValues = options.maxLabelValues ?? DEFAULT_MAX_LABEL_VALUES;
+  const tools = new LabelValues(maxValues, () => folded.inc({ label: 'tool' }));
+  const limitNames = new LabelValues(maxValues, () => folded.inc({ label: 'limit' }));
+  const reasons = new LabelValues(maxValues, () => folded.inc({ label: 'reason' }));
+  /**
+   * The `tool` label of a call: a registered tool's own name, else the name a call that passed lookup ran
+   * under (a component's surface tool), else `(unknown)`: a refused call's name is the client's.
+   */
+  const toolLabel = (name: string, event?: TerminalEvent): string => {
+    const registered = registry.resolveName(name);
+    if (registered !== undefined) return tools.of(registered);
+    const lookedUp = event === undefined || event.type === 'result' || event.stage !== 'rejected'
+      || (event.code !== 'TOOL_NOT_FOUND' && name.startsWith(SURFACE_TOOL_PREFIX));
+    return lookedUp ? tools.of(name) : UNKNOWN_TOOL;
+  };
   const calls = new Counter({
     name: 'toolhost_calls_total',
     help: 'Calls by tool and outcome (ok, or the error code).',
@@ -211,8 +254,8 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     },
   });
   const limits: ServerLimitMetrics = {
-    refused: (server, reason) => refused.inc({ server, reason }),
-    sessionEnded: (server, reason) => sessionsEnded.inc({ server, reason }),
+    refused: (server, reason) => refused.inc({ server, reason: reasons.of(reason) }),
+    sessionEnded: (server, reason) => sessionsEnded.inc({ server, reason: reasons.of(reason) }),
     trackSessions: (server, count) => {
       sessionCounts.set(server, count);
     },
@@ -220,8 +263,48 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     relayed: (server, direction, kind) => relayed.inc({ server, direction, kind }),
   };
 
-  const unsubscribeLimits = registry.onLimitHit((tool, limit) => limitHits.inc({ tool, limit }));
-  const unsubscribe = registry.onCallFinished((tool, event) => {
+  let introspection: () => IntrospectionStats | undefined = () => undefined;
+  const introspectionCounter = (name: string, help: string, label: string, read: (stats: IntrospectionStats) => Record<string, number>): void => {
+    new Counter({
+      name,
+      help,
+      labelNames: [label],
+      registers: [prometheus],
+      collect() {
+        const stats = introspection();
+        this.reset();
+        if (stats === undefined) return;
+        for (const [value, count] of Object.entries(read(stats))) this.inc({ [label]: value }, count);
+      },
+    });
+  };
+  introspectionCounter('toolhost_introspection_requests_total', 'Token introspection requests (RFC 7662) sent to the authorization server, by outcome (active, inactive, error).', 'outcome', (stats) => stats.requests);
+  introspectionCounter('toolhost_introspection_cache_hits_total', 'Token checks answered from the introspection cache without a request, by the cached answer (active; inactive: servers.auth.oauth.introspection.negative_cache_ms).', 'answer', (stats) => stats.cacheHits);
+  introspectionCounter('toolhost_introspection_refused_total', 'Token checks refused before any request: reason="rate_limited" (the client address over servers.auth.oauth.introspection.address_rate: 429), reason="busy" (max_in_flight requests out and max_waiting checks waiting: 503).', 'reason', (stats) => stats.refused);
+  new Counter({
+    name: 'toolhost_introspection_shared_total',
+    help: 'Token checks that joined an introspection request already in flight for the same token (one request per token).',
+    registers: [prometheus],
+    collect() {
+      this.reset();
+      this.inc(introspection()?.shared ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'toolhost_introspection_in_flight',
+    help: 'Introspection requests at the authorization server now (at most servers.auth.oauth.introspection.max_in_flight), by state (in_flight; waiting: checks waiting for a slot).',
+    labelNames: ['state'] as const,
+    registers: [prometheus],
+    collect() {
+      const stats = introspection();
+      this.set({ state: 'in_flight' }, stats?.inFlight ?? 0);
+      this.set({ state: 'waiting' }, stats?.waiting ?? 0);
+    },
+  });
+
+  const unsubscribeLimits = registry.onLimitHit((name, limit) => limitHits.inc({ tool: toolLabel(name), limit: limitNames.of(limit) }));
+  const unsubscribe = registry.onCallFinished((name, event) => {
+    const tool = toolLabel(name, event);
     const outcome = event.type === 'result' ? 'ok' : event.code;
     calls.inc({ tool, outcome, stage: event.type === 'result' ? 'run' : event.stage });
     if (event.type === 'result' || event.stage === 'run') latency.observe({ tool }, event.accounting.wallMs / 1000);
@@ -235,6 +318,9 @@ export function createMetrics(registry: ToolRegistry): HostMetrics {
     contentType: prometheus.contentType,
     limits,
     metrics: () => prometheus.metrics(),
+    trackIntrospection: (stats) => {
+      introspection = stats;
+    },
     close: () => {
       unsubscribe();
       unsubscribeLimits();

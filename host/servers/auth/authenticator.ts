@@ -15,6 +15,7 @@
  */
 import { TokenTable, type TokenOptions } from '../principals.js';
 import { bearerOf, type AuthRefusal, type Authentication, type Authenticator, type ProtectedResource } from './caller.js';
+import type { IntrospectionStats } from './introspection.js';
 import { JwtAccessTokens } from './jwt-access-tokens.js';
 import { resolveOAuthOptions, type OAuthOptions, type ResolvedOAuth } from './oauth-options.js';
 import { bearerChallenge, protectedResourceOf } from './protected-resource.js';
@@ -34,7 +35,10 @@ export interface OAuthVerifier {
   readonly options: ResolvedOAuth;
   /** Whether no access token may name `principal` (a static token's). */
   reserves(principal: string): boolean;
-  verify(token: string): Promise<Authentication>;
+  /** `address`: the client's, for introspection's per-address rate. */
+  verify(token: string, address?: string): Promise<Authentication>;
+  /** What introspection did so far (undefined without it): for the metrics. */
+  readonly introspectionStats?: IntrospectionStats | undefined;
 }
 
 /**
@@ -59,13 +63,13 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
   const missing: AuthRefusal = { ok: false, status: 401, reason: 'missing', message: 'a valid bearer token is required' };
   return {
     ...(resource === undefined ? {} : { protectedResource: resource }),
-    async authenticate(authorization: string | undefined): Promise<Authentication> {
+    async authenticate(authorization: string | undefined, from?: { address?: string | undefined }): Promise<Authentication> {
       const token = bearerOf(authorization);
       const principal = tokens?.principalOf(authorization);
       if (principal !== undefined) return { ok: true, caller: { principal, scopes: [], kind: 'static' } };
       if (token === undefined) return missing;
       if (verifier === undefined) return { ok: false, status: 401, error: 'invalid_token', reason: 'unknown', message: 'the bearer token is not valid' };
-      return verifier.verify(token);
+      return verifier.verify(token, from?.address);
     },
     challenge: (refusal) => bearerChallenge(refusal, resource),
   };

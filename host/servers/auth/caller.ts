@@ -62,8 +62,13 @@ export interface Caller {
 /** Why a request was not authenticated. */
 export interface AuthRefusal {
   ok: false;
-  /** 401: bring a (valid) token; 503: the token could not be checked now (the authorization server is away). */
-  status: 401 | 503;
+  /**
+   * 401: bring a (valid) token; 503: the token could not be checked now (the authorization server is away,
+   * or too many checks wait for it); 429: this client address asked for too many checks (introspection's rate).
+   */
+  status: 401 | 429 | 503;
+  /** For 429 and 503: when to try again, in seconds (absent: the server's usual hint). */
+  retryAfterSec?: number;
   /** RFC 6750's error, when a token was presented and refused. */
   error?: 'invalid_token';
   /** A short machine-readable reason (`missing`, `unknown`, `expired`, `audience`, `issuer`, `signature`, `claims`, `unavailable`...). */
@@ -86,12 +91,25 @@ export interface ProtectedResource {
 
 /** The one question servers ask about a request's credentials. */
 export interface Authenticator {
-  /** Authenticate an `Authorization` header value (or gRPC `authorization` metadata). */
-  authenticate(authorization: string | undefined): Promise<Authentication>;
+  /**
+   * Authenticate an `Authorization` header value (or gRPC `authorization` metadata); `from.address` is the
+   * client's address (the peer's IP), for the limits that count per address.
+   */
+  authenticate(authorization: string | undefined, from?: { address?: string | undefined }): Promise<Authentication>;
   /** The `WWW-Authenticate` value a 401 carries. */
   challenge(refusal: AuthRefusal): string;
   /** Set when OAuth is configured. */
   readonly protectedResource?: ProtectedResource;
+}
+
+/**
+ * The `toolhost_server_refused_total` reason of a refusal: `unauthenticated` (401), `auth_rate_limited` (429),
+ * `auth_busy` (503, too many checks waiting), `auth_unavailable` (503, the authorization server is away).
+ */
+export function refusedReason(refusal: AuthRefusal): 'unauthenticated' | 'auth_rate_limited' | 'auth_busy' | 'auth_unavailable' {
+  if (refusal.status === 401) return 'unauthenticated';
+  if (refusal.status === 429) return 'auth_rate_limited';
+  return refusal.reason === 'busy' ? 'auth_busy' : 'auth_unavailable';
 }
 
 /** What a caller's calls carry into the call path. */

@@ -1,8 +1,9 @@
 /**
  * The HTTP side of authentication for the MCP server: the RFC 9728 metadata
  * route, and the check every guarded request passes (401 with
- * `WWW-Authenticate`, or 503 with `Retry-After` when an access token cannot be
- * checked now).
+ * `WWW-Authenticate`, 503 with `Retry-After` when an access token cannot be
+ * checked now, 429 with `Retry-After` when the client's address asked for too
+ * many token checks).
  *
  * Guarantees: an authenticated request carries its caller to the SDK's
  * handlers as `req.auth` (`extra.authInfo`), without the token itself; a
@@ -13,7 +14,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { header, methodNotAllowed, sendJson } from '../http-edges.js';
-import { callerOptions, type Authenticator, type Caller } from './caller.js';
+import { callerOptions, refusedReason, type Authenticator, type Caller } from './caller.js';
 
 /** Where the caller's call options go in `AuthInfo.extra` (mcp-server.ts reads them). */
 export const CALLER_AUTH_KEY = 'toolhost/caller';
@@ -34,7 +35,8 @@ export function serveProtectedResource(auth: Authenticator | undefined, path: st
 
 /**
  * The request's caller, or null when it was refused (and answered here).
- * `refused(reason)` counts the refusal (`unauthenticated` or `auth_unavailable`).
+ * `refused(reason)` counts the refusal (caller.ts `refusedReason`: `unauthenticated`, `auth_unavailable`,
+ * `auth_busy` or `auth_rate_limited`).
  */
 export async function authenticateRequest(
   auth: Authenticator,
@@ -42,12 +44,13 @@ export async function authenticateRequest(
   res: ServerResponse,
   refused: (reason: string, detail: string) => void,
 ): Promise<Caller | null> {
-  const checked = await auth.authenticate(header(req, 'authorization'));
+  const checked = await auth.authenticate(header(req, 'authorization'), { address: req.socket.remoteAddress });
   if (!checked.ok) {
-    refused(checked.status === 503 ? 'auth_unavailable' : 'unauthenticated', `${checked.reason}: ${checked.message}`);
-    if (checked.status === 503) {
-      res.setHeader('Retry-After', '5');
-      sendJson(res, 503, { jsonrpc: '2.0', error: { code: -32000, message: `Service unavailable: ${checked.message}` }, id: null });
+    refused(refusedReason(checked), `${checked.reason}: ${checked.message}`);
+    if (checked.status === 503 || checked.status === 429) {
+      res.setHeader('Retry-After', String(checked.retryAfterSec ?? 5));
+      const what = checked.status === 503 ? 'Service unavailable' : 'Too many requests';
+      sendJson(res, checked.status, { jsonrpc: '2.0', error: { code: -32000, message: `${what}: ${checked.message}` }, id: null });
     } else {
       res.setHeader('WWW-Authenticate', auth.challenge(checked));
       sendJson(res, 401, { jsonrpc: '2.0', error: { code: -32000, message: `Unauthorized: ${checked.message}` }, id: null });

@@ -13,6 +13,13 @@
  *   metadata names; they are cached and fetched again after `jwksCacheMs`, and
  *   a token naming an unknown key fetches them again (at most once per
  *   `jwksCooldownMs`), so a rotation is picked up;
+ * - the token is an access token: its header's `typ` is `at+jwt` (RFC 9068
+ *   §2.1; `application/at+jwt` too, case-insensitive), so an ID token or any
+ *   other JWT the issuer signs with the same keys is refused (reason
+ *   `token_type`) even when its `aud` names this resource. With
+ *   `acceptPlainJwt` a `typ` of `JWT` (or none) passes too: weaker, since
+ *   then only `aud` tells an access token from an ID token (an ID token's
+ *   `aud` is a client id, so the audience must never be one);
  * - the principal is a claim (`sub` by default), mapped one-to-one into the
  *   principal alphabet (caller.ts `principalOfClaim`: `auth0|id` becomes
  *   `auth0%7Cid`), and never one of the static tokens' principals; the tenant
@@ -22,19 +29,29 @@
  *   token accepted without its key.
  *
  * - with `introspection`, a token that is not a JWT is checked at the issuer's
- *   RFC 7662 endpoint (introspection.ts): it must be active, and its answer's
- *   `iss` (when given), `aud`, `exp` (required) and `nbf` are checked as a
- *   JWT's, then mapped the same way.
+ *   RFC 7662 endpoint (introspection.ts): it must be active, its answer's
+ *   `token_type` (when given) must name an access token (`access_token`,
+ *   `Bearer`, or the RFC 8693 URI; `refresh_token`, `id_token` or anything
+ *   else is refused), and its `iss` (when given), `aud`, `exp` (required) and
+ *   `nbf` are checked as a JWT's, then mapped the same way. A check the
+ *   introspection refuses to send (the client's address over its rate: 429;
+ *   too many waiting: 503) is never an accepted token.
  */
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type RemoteJWKSet } from 'jose';
 import { labelRank, NETWORK_LABELS, PRIVILEGE_LABELS, type LabelCeiling, type NetworkLabel, type PrivilegeLabel } from '../../policy/labels.js';
 import { MAX_MAPPED_PRINCIPAL, principalOfClaim, type AuthRefusal, type Authentication, type Caller } from './caller.js';
 import { cappedFetch, discoverJwksUri } from './discovery.js';
-import { TokenIntrospection } from './introspection.js';
+import { IntrospectionRefused, TokenIntrospection, type IntrospectionStats } from './introspection.js';
 import type { ResolvedOAuth } from './oauth-options.js';
 
 /** The JWS algorithms an access token may use: asymmetric only. */
 export const ACCESS_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+/** The header `typ` of an RFC 9068 access token (after dropping `application/`, lower case). */
+const ACCESS_TOKEN_TYP = 'at+jwt';
+
+/** Introspection `token_type` values (lower case) that name an access token: RFC 7009's hint, RFC 6750's type, RFC 8693's URI. */
+const ACCESS_TOKEN_TYPES: ReadonlySet<string> = new Set(['access_token', 'bearer', 'urn:ietf:params:oauth:token-type:access_token']);
 
 /** Three base64url segments: a JWS compact serialization (anything else is an opaque token). */
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -69,11 +86,15 @@ export class JwtAccessTokens {
     return this.#reserved.has(principal);
   }
 
-  /** Check one presented token: a JWT against the key set, else (when configured) at the introspection endpoint. */
-  async verify(token: string): Promise<Authentication> {
-    if (this.#introspection !== undefined && !JWT_SHAPE.test(token)) return this.#verifyOpaque(this.#introspection, token);
+  /**
+   * Check one presented token: a JWT against the key set, else (when configured) at the introspection endpoint.
+   * `address` is the client's (introspection's per-address rate).
+   */
+  async verify(token: string, address?: string): Promise<Authentication> {
+    if (this.#introspection !== undefined && !JWT_SHAPE.test(token)) return this.#verifyOpaque(this.#introspection, token, address);
     const oauth = this.#oauth;
     let payload: JWTPayload;
+    let typ: unknown;
     try {
       const keys = await this.#keySetNow();
       const getKey: JWTVerifyGetKey = async (header, input) => {
@@ -83,7 +104,7 @@ export class JwtAccessTokens {
           throw unavailableOrNot(error);
         }
       };
-      ({ payload } = await jwtVerify(token, getKey, {
+      ({ payload, protectedHeader: { typ } } = await jwtVerify(token, getKey, {
         issuer: oauth.issuer,
         audience: oauth.audience,
         algorithms: ACCESS_TOKEN_ALGORITHMS,
@@ -93,6 +114,11 @@ export class JwtAccessTokens {
     } catch (error) {
       return refusalOf(error);
     }
+    const kind = typ === undefined ? undefined : typeof typ === 'string' ? typ.toLowerCase().replace(/^application\//, '') : '';
+    if (kind !== ACCESS_TOKEN_TYP && !(oauth.acceptPlainJwt && (kind === undefined || kind === 'jwt'))) {
+      const named = typeof typ === 'string' ? `typ ${JSON.stringify(typ.slice(0, 40))}` : typ === undefined ? 'no typ' : 'a typ that is not a string';
+      return invalid('token_type', `the token is not an access token: RFC 9068 wants the header typ "at+jwt", this one has ${named}`);
+    }
     return this.#callerOf(payload);
   }
 
@@ -101,16 +127,27 @@ export class JwtAccessTokens {
     return this.#introspection?.requests ?? 0;
   }
 
+  /** What introspection did so far (undefined without it): for the metrics. */
+  get introspectionStats(): IntrospectionStats | undefined {
+    return this.#introspection?.stats;
+  }
+
   /** RFC 7662: the endpoint says whether it is active; its answer is checked like a JWT's claims. */
-  async #verifyOpaque(introspection: TokenIntrospection, token: string): Promise<Authentication> {
+  async #verifyOpaque(introspection: TokenIntrospection, token: string, address: string | undefined): Promise<Authentication> {
     const oauth = this.#oauth;
     let claims: Record<string, unknown> | undefined;
     try {
-      claims = await introspection.introspect(token);
+      claims = await introspection.introspect(token, address);
     } catch (error) {
+      if (error instanceof IntrospectionRefused) {
+        return { ok: false, status: error.reason === 'rate_limited' ? 429 : 503, reason: error.reason, message: error.message, retryAfterSec: error.retryAfterSec };
+      }
       return refusalOf(new KeysUnavailable((error as Error).message));
     }
     if (claims === undefined) return invalid('inactive', 'the token is not active');
+    if (claims.token_type !== undefined && (typeof claims.token_type !== 'string' || !ACCESS_TOKEN_TYPES.has(claims.token_type.toLowerCase()))) {
+      return invalid('token_type', 'the token is not an access token (the introspection answer\'s token_type names another kind)');
+    }
     const now = Date.now() / 1000;
     const skew = oauth.clockToleranceSec;
     if (claims.iss !== undefined && claims.iss !== oauth.issuer) return invalid('issuer', 'the token is not from the configured issuer');

@@ -24,6 +24,18 @@ export interface IntrospectionOptions {
   clientSecret: string;
   /** How long an active answer is used, in ms (default 60000; never past the token's exp). */
   cacheMs?: number;
+  /** How long an inactive answer is remembered (the token refused without asking again), in ms (default 30000; 0: never). */
+  negativeCacheMs?: number;
+  /** Requests at the endpoint at once, over all tokens (default 16). */
+  maxInFlight?: number;
+  /** Token checks that wait for one of those (default 256); beyond, a check is refused (503, retry). */
+  maxWaiting?: number;
+  /** Requests a client address may cause per second (cache hits and shared requests are free; default 5; 0: no per-address rate). */
+  addressRate?: number;
+  /** How many it may cause at once before the rate applies (the bucket's size, default 20). */
+  addressBurst?: number;
+  /** Client addresses whose rate is remembered (the least recently seen are forgotten first; default 10000). */
+  maxAddresses?: number;
 }
 
 export interface ResolvedIntrospection {
@@ -31,7 +43,15 @@ export interface ResolvedIntrospection {
   clientId: string;
   clientSecret: string;
   cacheMs: number;
+  negativeCacheMs: number;
+  maxInFlight: number;
+  maxWaiting: number;
+  addressRate: number;
+  addressBurst: number;
+  maxAddresses: number;
 }
+
+export const INTROSPECTION_DEFAULTS = { cacheMs: 60_000, negativeCacheMs: 30_000, maxInFlight: 16, maxWaiting: 256, addressRate: 5, addressBurst: 20, maxAddresses: 10_000 } as const;
 
 /** The labels a scope lets a token's calls ask for. */
 export interface ScopeLabels {
@@ -71,6 +91,12 @@ export interface OAuthOptions {
   maxJwksBytes?: number;
   /** Opaque (non-JWT) access tokens are checked at the issuer's RFC 7662 introspection endpoint. */
   introspection?: IntrospectionOptions;
+  /**
+   * Accept JWTs whose header `typ` is `JWT` (or absent), not only RFC 9068's `at+jwt` (default false). Weaker:
+   * such a token cannot be told from an ID token or another JWT the issuer signs with the same keys, so only
+   * its `aud` keeps them apart. For issuers that cannot mint `at+jwt` access tokens.
+   */
+  acceptPlainJwt?: boolean;
 }
 
 export interface ResolvedOAuth {
@@ -87,6 +113,7 @@ export interface ResolvedOAuth {
   fetchTimeoutMs: number;
   maxJwksBytes: number;
   introspection: ResolvedIntrospection | undefined;
+  acceptPlainJwt: boolean;
 }
 
 export const OAUTH_DEFAULTS = { principalClaim: 'sub', clockToleranceSec: 5, jwksCacheMs: 600_000, jwksCooldownMs: 30_000, fetchTimeoutMs: 5_000, maxJwksBytes: 262_144 } as const;
@@ -130,6 +157,7 @@ export function resolveOAuthOptions(options: OAuthOptions, where = 'options.oaut
     fetchTimeoutMs: number(options.fetchTimeoutMs, 'fetchTimeoutMs', OAUTH_DEFAULTS.fetchTimeoutMs, 1),
     maxJwksBytes: number(options.maxJwksBytes, 'maxJwksBytes', OAUTH_DEFAULTS.maxJwksBytes, 1024),
     introspection: options.introspection === undefined ? undefined : resolveIntrospection(options.introspection, `${where}.introspection`, number),
+    acceptPlainJwt: flag(options.acceptPlainJwt, `${where}.acceptPlainJwt`),
   };
 }
 
@@ -139,7 +167,29 @@ function resolveIntrospection(options: IntrospectionOptions, where: string, numb
   for (const name of ['clientId', 'clientSecret'] as const) {
     if (typeof options[name] !== 'string' || options[name] === '') throw new TypeError(`${where}.${name} must be a non-empty string`);
   }
-  return { endpoint, clientId: options.clientId, clientSecret: options.clientSecret, cacheMs: number(options.cacheMs, 'introspection.cacheMs', 60_000, 0) };
+  const integer = (value: unknown, name: keyof typeof INTROSPECTION_DEFAULTS, min: number): number => {
+    const resolved = number(value, `introspection.${name}`, INTROSPECTION_DEFAULTS[name], min);
+    if (!Number.isInteger(resolved)) throw new TypeError(`${where}.${name} must be an integer >= ${min}`);
+    return resolved;
+  };
+  return {
+    endpoint,
+    clientId: options.clientId,
+    clientSecret: options.clientSecret,
+    cacheMs: number(options.cacheMs, 'introspection.cacheMs', INTROSPECTION_DEFAULTS.cacheMs, 0),
+    negativeCacheMs: number(options.negativeCacheMs, 'introspection.negativeCacheMs', INTROSPECTION_DEFAULTS.negativeCacheMs, 0),
+    maxInFlight: integer(options.maxInFlight, 'maxInFlight', 1),
+    maxWaiting: integer(options.maxWaiting, 'maxWaiting', 0),
+    addressRate: number(options.addressRate, 'introspection.addressRate', INTROSPECTION_DEFAULTS.addressRate, 0),
+    addressBurst: integer(options.addressBurst, 'addressBurst', 1),
+    maxAddresses: integer(options.maxAddresses, 'maxAddresses', 1),
+  };
+}
+
+function flag(value: unknown, where: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new TypeError(`${where} must be true or false`);
+  return value;
 }
 
 function resolveScopeLabels(map: Record<string, ScopeLabels>, where: string): ResolvedOAuth['scopeLabels'] {
