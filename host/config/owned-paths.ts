@@ -4,7 +4,7 @@
  * what remote sources load), the trust anchors remote components are verified
  * with (each `verify.keys` file and `verify.trusted_root`, of `distribution`
  * and of each tool entry), the transpile cache, the store of fetched
- * components, the audit log file, every component path, and each stdio MCP
+ * components, the audit log file, every component path and `admin.load_dirs`, and each stdio MCP
  * server's command and the files its arguments name (relative to its cwd). Each comes with the YAML node that
  * names it, so a config check can point at the line to change.
  *
@@ -79,6 +79,8 @@ export function configOwnedPaths(config: ConfigFile, baseDir: string, file?: str
     : { kind: 'cache', path: defaultCacheDir() });
   if (host.audit_log !== undefined && host.audit_log !== 'stderr') owned.push({ kind: 'audit-log', path: resolve(baseDir, host.audit_log), at: ['host', 'audit_log'] });
   (config.tools ?? []).forEach((entry, i) => owned.push({ kind: 'component', path: resolve(baseDir, entry.path), at: ['tools', i, 'path'] }));
+  // What toolhost_load may load: a guest that could write there would choose the next admin load's code.
+  (config.admin?.load_dirs ?? []).forEach((dir, i) => owned.push({ kind: 'component', path: resolve(baseDir, dir), at: ['admin', 'load_dirs', i] }));
   (config.mcp_servers ?? []).forEach((entry, i) => {
     if (entry.url !== undefined) return;
     const cwd = resolve(baseDir, entry.cwd ?? '.');
@@ -99,6 +101,7 @@ export function resolvedOwnedPaths(config: ResolvedConfig): HostOwnedPath[] {
   const owned: HostOwnedPath[] = [];
   if (config.file !== undefined) owned.push({ kind: 'config', path: config.file }, { kind: 'lock', path: lockPathFor(config.file) });
   owned.push(...trustAnchors(config.distribution.verify));
+  for (const dir of config.adminLoadDirs) owned.push({ kind: 'component', path: dir });
   for (const tool of config.tools) owned.push(...trustAnchors(tool.options.verify));
   for (const server of config.mcpServers) {
     if (server.transport !== 'stdio') continue;

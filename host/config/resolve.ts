@@ -307,6 +307,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     mcpServers,
     servers,
     adminTools: config.admin_tools ?? false,
+    adminLoadDirs: (config.admin?.load_dirs ?? []).map((dir) => resolve(baseDir, dir)),
     distribution: resolveDistribution(config.distribution ?? {}, baseDir),
   };
   if (config.cluster !== undefined) resolved.cluster = resolveCluster(config.cluster);

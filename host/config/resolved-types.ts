@@ -171,6 +171,8 @@ export interface ResolvedConfig {
   servers: ServerSettings;
   /** Expose load/unload as MCP admin tools. */
   adminTools: boolean;
+  /** Directories `toolhost_load` may load local files from (absolute; `admin.load_dirs`, default none). */
+  adminLoadDirs: string[];
   /** A fleet on Redis (absent: everything in process). */
   cluster?: ClusterSettings;
   /** Remote components (paths absolute; only what the file sets). */

@@ -14,6 +14,7 @@ export interface ConfigFile {
   mcp_servers?: McpServerEntry[];
   servers?: ServersSection;
   admin_tools?: boolean;
+  admin?: { load_dirs?: string[] };
   cluster?: ClusterSection;
   distribution?: DistributionSection;
 }

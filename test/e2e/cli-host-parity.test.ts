@@ -75,6 +75,7 @@ mcp_servers:
     command: ${process.execPath}
     args: [${remoteServer}]
 admin_tools: true
+servers: { mcp: { http: { enabled: false } }, grpc: { enabled: false } }
 `);
   });
   afterAll(async () => {
@@ -98,7 +99,7 @@ admin_tools: true
   });
 
   it('a config without tools: lists what it does name, and never blames the example tools', async () => {
-    const onlyAdmin = writeConfig('admin_tools: true\n');
+    const onlyAdmin = writeConfig('admin_tools: true\nservers: { mcp: { http: { enabled: false } }, grpc: { enabled: false } }\n');
     const empty = writeConfig('host: { log_level: warn }\n');
     const [run, fromServe, none] = await Promise.all([
       runCli(['list', '--json', '--config', onlyAdmin]),
