@@ -222,6 +222,10 @@ export interface ServersSection {
       max_body_bytes?: number;
       max_connections?: number;
       max_connections_per_client?: number;
+      max_connections_per_network?: number;
+      network_prefix_v4?: number;
+      network_prefix_v6?: number;
+      first_byte_timeout_ms?: number;
       headers_timeout_ms?: number;
       max_subscriptions?: number;
     };
@@ -237,6 +241,10 @@ export interface ServersSection {
     reflection?: boolean;
     max_connections?: number;
     max_connections_per_client?: number;
+    max_connections_per_network?: number;
+    network_prefix_v4?: number;
+    network_prefix_v6?: number;
+    first_byte_timeout_ms?: number;
     idle_timeout_ms?: number;
   };
 }
