@@ -152,3 +152,25 @@ describe.runIf(hasCGuests)('a host with a network server: only an authenticated 
     }
   });
 });
+
+describe.runIf(hasCGuests)("an embedder's registry served over MCP HTTP without tokens", () => {
+  it('answers an unauthenticated toolhost_load with PERMISSION_DENIED (admin tools default to authenticated callers)', async () => {
+    const components = mkdtempSync(join(scratch, 'embedder-'));
+    copyFileSync(example('ctools'), join(components, 'ctools.wasm'));
+    const registry = makeRegistry();
+    registerAdminTools(registry, { loadDirs: [components] });
+    const server = await startMcpHttpServer(registry, {});
+    const client = new Client({ name: 'anyone', version: '1.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+      const loaded = (await client.callTool({ name: 'toolhost_load', arguments: { path: join(components, 'ctools.wasm') } })) as CallToolResult;
+      expect(loaded.isError).toBe(true);
+      expect(JSON.stringify(loaded.content)).toContain('PERMISSION_DENIED');
+      expect(registry.resolveName('sha256')).toBeUndefined();
+    } finally {
+      await client.close();
+      await server.close();
+      await registry.close();
+    }
+  });
+});
