@@ -98,6 +98,10 @@ describe.runIf(hasCGuests)('per call, a worktree that comes to hold a trust anch
 
   beforeAll(async () => {
     ({ dir, key } = project(['distribution:', '  verify:', '    keys: [keys/cosign.pub]']));
+    // The lock is a link into a directory of its own: a worktree there holds the lock, not the config.
+    mkdirSync(join(dir, 'locks'));
+    writeFileSync(join(dir, 'locks', 'real.lock'), '{"version":1,"components":{}}\n');
+    symlinkSync(join(dir, 'locks', 'real.lock'), join(dir, 'toolhost.lock'));
     ({ host } = await openHost({ configPath: join(dir, 'toolhost.yaml'), overrides: { logger: silentLogger, audit: new MemoryAuditLog() } }));
   });
   afterAll(async () => {
@@ -110,9 +114,9 @@ describe.runIf(hasCGuests)('per call, a worktree that comes to hold a trust anch
     expect(readFileSync(key, 'utf8')).toBe(PUBLIC_KEY);
   });
 
-  it('refuses a worktree that holds the lock beside the config', async () => {
-    const call = host.registry.execute('read', { path: '/worktree/absent' }, { ...ELEVATED, workingDir: dir });
-    await expect(call).rejects.toMatchObject({ code: 'PERMISSION_DENIED', details: { reason: 'host-owned-path' } });
+  it('refuses a worktree that holds the lock (through the link beside the config)', async () => {
+    const call = host.registry.execute('read', { path: '/worktree/absent' }, { ...ELEVATED, workingDir: join(dir, 'locks') });
+    await expect(call).rejects.toMatchObject({ code: 'PERMISSION_DENIED', details: { reason: 'host-owned-path', kind: 'lock' } });
   });
 
   it('control: an ELEVATED call writes a worktree elsewhere', async () => {
