@@ -126,6 +126,13 @@ describe.concurrent('toolhost serve with nothing to serve', () => {
     expect(JSON.parse(run.stderr.split('\n')[0]!)).toMatchObject({ error: { code: 'INVALID_INPUT', message: expect.stringContaining('nothing to serve') } });
   });
 
+  it('admin tools over a server the command line turns on without tokens: a usage error naming admin_tools (issue 35, T13)', async () => {
+    const config = writeConfig('admin_tools: true\nservers:\n  mcp: { http: { enabled: false } }\n  grpc: { enabled: false }\n');
+    const run = await runCli(['serve', '--mcp', 'http', '--port', '0', '--no-grpc', '--config', config]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('admin_tools needs authenticated callers on a network server');
+  });
+
   it('so is a config that turns both servers off', async () => {
     const config = writeConfig('servers:\n  mcp: { http: { enabled: false } }\n  grpc: { enabled: false }\n');
     const run = await runCli(['serve', '--config', config]);
