@@ -12,6 +12,7 @@ export type { SandboxOptions } from './sandbox/loader.js';
 export { ComponentCache, defaultCacheDir } from './sandbox/load/component-cache.js';
 export { approveAll, registryOptions } from './compose/registry.js';
 export { registerAdminTools } from './tools/admin-tools.js';
+export type { AdminAccess } from './tools/admin-tools.js';
 export { parseDuration, parseExecutionPolicy, resolveBudgets } from './policy/execution-policy.js';
 export type { CallBudgets, ExecutionPolicy, PolicyDefaults } from './policy/execution-policy.js';
 export { WORKTREE_GUEST_PATH, resolveCapabilities } from './policy/capabilities.js';

@@ -81,13 +81,14 @@ describe('the example file and the embedded defaults', () => {
           sessionIdleMs: 600_000,
           maxBodyBytes: 4 * 1024 * 1024,
           maxConnectionsPerClient: 256,
+          maxConnectionsPerNetwork: 1024, networkPrefixV4: 24, networkPrefixV6: 48, firstByteTimeoutMs: 5000,
           headersTimeoutMs: 10_000,
           maxSubscriptions: 1024,
         },
       },
       grpc: {
         enabled: true, host: '127.0.0.1', port: 50063, maxReceiveMessageBytes: 4 * 1024 * 1024, maxSendMessageBytes: 4 * 1024 * 1024, health: true, reflection: true,
-        maxConnectionsPerClient: 256, idleTimeoutMs: 300_000,
+        maxConnectionsPerClient: 256, maxConnectionsPerNetwork: 1024, networkPrefixV4: 24, networkPrefixV6: 48, firstByteTimeoutMs: 5000, idleTimeoutMs: 300_000,
       },
     });
     expect(resolved.defaults).toEqual(DEFAULT_POLICY_DEFAULTS);
@@ -442,7 +443,7 @@ describe('resolution', () => {
       '    protocol: 2026-07-28',
       'servers:',
       '  mcp: { http: { enabled: false, port: 0, bearer_token_env: MCP_TOKEN, allowed_origins: [https://app.example], max_sessions: 10, max_sessions_per_client: 2, session_idle_ms: 5000, max_body_bytes: 2048, max_connections: 50, max_connections_per_client: 5, headers_timeout_ms: 2000 } }',
-      '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false, max_connections: 60, max_connections_per_client: 6, idle_timeout_ms: 7000 }',
+      '  grpc: { host: 0.0.0.0, port: 0, max_receive_message_bytes: 6291456, max_send_message_bytes: 2048, health: false, reflection: false, max_connections: 60, max_connections_per_client: 6, max_connections_per_network: 12, network_prefix_v4: 16, network_prefix_v6: 56, first_byte_timeout_ms: 900, idle_timeout_ms: 7000 }',
       '  auth: { tokens: [{ principal: ci-agent, token_env: CI_TOKEN }] }',
       'admin_tools: true',
     ]);
@@ -474,13 +475,13 @@ describe('resolution', () => {
       mcp: {
         http: {
           enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],
-          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, headersTimeoutMs: 2000, maxSubscriptions: 1024,
+          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, maxConnectionsPerNetwork: 1024, networkPrefixV4: 24, networkPrefixV6: 48, firstByteTimeoutMs: 5000, headersTimeoutMs: 2000, maxSubscriptions: 1024,
         },
       },
       // gRPC takes the MCP server's token unless it names its own.
       grpc: {
         enabled: true, host: '0.0.0.0', port: 0, maxReceiveMessageBytes: 6291456, maxSendMessageBytes: 2048, bearerTokenEnv: 'MCP_TOKEN', health: false, reflection: false,
-        maxConnections: 60, maxConnectionsPerClient: 6, idleTimeoutMs: 7000,
+        maxConnections: 60, maxConnectionsPerClient: 6, maxConnectionsPerNetwork: 12, networkPrefixV4: 16, networkPrefixV6: 56, firstByteTimeoutMs: 900, idleTimeoutMs: 7000,
       },
     });
     expect(resolved.adminTools).toBe(true);

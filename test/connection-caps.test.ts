@@ -31,6 +31,18 @@ function idleSocket(port: number, localAddress: string): Promise<Socket> {
   });
 }
 
+/** The HTTP/2 client preface and an empty SETTINGS frame: what a gRPC client sends first. */
+export const HTTP2_HELLO = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]);
+
+/** A raw TCP connection from `localAddress` that sends `bytes` and then nothing; resolves once they are written. */
+async function speakingSocket(port: number, localAddress: string, bytes: Buffer | string): Promise<Socket> {
+  const socket = await idleSocket(port, localAddress);
+  await new Promise<void>((resolve) => socket.write(bytes, () => resolve()));
+  // Let the server read them (it counts bytes read, not bytes sent).
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return socket;
+}
+
 /** Whether the server closes `socket` within `ms`. */
 function closedWithin(socket: Socket, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -94,11 +106,12 @@ describe('connection caps', () => {
     expect(await metrics.metrics()).toContain('toolhost_server_refused_total{server="mcp",reason="client_connections_full"} 1');
   });
 
-  it('MCP HTTP: closes a connection past the total at once, counted', async () => {
+  it('MCP HTTP: closes a connection past the total at once, counted, when every connection has spoken lately', async () => {
     registry = makeRegistry();
     metrics = createMetrics(registry);
     http = await startMcpHttpServer(registry, { maxConnectionsPerClient: 20, maxConnections: 5, limitMetrics: metrics.limits });
-    for (let i = 0; i < 5; i++) sockets.push(await idleSocket(http.port, `127.0.0.${10 + i}`));
+    // Each has sent the start of a request: none is silent, none idle for the first-byte timeout (5 s), so none is reaped.
+    for (let i = 0; i < 5; i++) sockets.push(await speakingSocket(http.port, `127.0.0.${10 + i}`, 'G'));
     const extra = await idleSocket(http.port, HONEST);
     sockets.push(extra);
     expect(await closedWithin(extra, 1_000)).toBe(true);
@@ -148,12 +161,13 @@ describe('connection caps', () => {
     registry = makeRegistry();
     metrics = createMetrics(registry);
     grpcServer = await startGrpcServer(registry, { port: 0, maxConnections: 3, idleTimeoutMs: 300, limitMetrics: metrics.limits });
-    for (let i = 0; i < 3; i++) sockets.push(await idleSocket(grpcServer.port, `127.0.0.${10 + i}`));
+    // HTTP/2 connections that opened (preface and SETTINGS) and then call nothing.
+    for (let i = 0; i < 3; i++) sockets.push(await speakingSocket(grpcServer.port, `127.0.0.${10 + i}`, HTTP2_HELLO));
     const extra = await idleSocket(grpcServer.port, HONEST);
     sockets.push(extra);
     expect(await closedWithin(extra, 1_000)).toBe(true);
     expect(await metrics.metrics()).toContain('toolhost_server_refused_total{server="grpc",reason="connections_full"} 1');
-    // The three that never sent a byte are closed by the idle timeout.
+    // The three with no call open are closed by the idle timeout.
     expect(await Promise.all(sockets.slice(0, 3).map((socket) => closedWithin(socket, 3_000)))).toEqual([true, true, true]);
   });
 });

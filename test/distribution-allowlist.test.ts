@@ -28,7 +28,7 @@ const storedBlobs = (storeDir: string): string[] => {
 /** Load `source` through the config path (`registerWasmTools`) or the admin tool; the error, or the tools. */
 async function load(source: string, distribution: DistributionOptions, via: 'config' | 'admin'): Promise<{ error?: { code: string; details?: unknown }; echo?: unknown }> {
   const registry = makeRegistry({ distribution });
-  registerAdminTools(registry);
+  registerAdminTools(registry, { callers: 'any' });
   try {
     if (via === 'config') {
       await registry.registerWasmTools(source);

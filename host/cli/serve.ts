@@ -64,6 +64,23 @@ function chooseServers(options: ServeOptions, config: ResolvedConfig): { mcp: 's
 }
 
 /**
+ * Admin tools on a network server need authenticated callers: the config check refuses a file that enables one
+ * without tokens or OAuth, and this refuses the same when the command line turns a server on (`--mcp http`, `--grpc`).
+ */
+function checkAdminAuth(chosen: { mcp: 'stdio' | 'http' | 'none'; grpc: boolean }, config: ResolvedConfig): void {
+  if (!config.adminTools) return;
+  const { servers } = config;
+  const common = servers.tokens.length > 0 || servers.oauth !== undefined;
+  const open = [
+    ...(chosen.mcp === 'http' && !common && servers.mcp.http.bearerTokenEnv === undefined ? ['MCP over HTTP'] : []),
+    ...(chosen.grpc && !common && servers.grpc.bearerTokenEnv === undefined ? ['gRPC'] : []),
+  ];
+  if (open.length > 0) {
+    throw new UsageError(`admin_tools needs authenticated callers on a network server, and ${open.join(' and ')} would serve toolhost_load to anyone who connects: configure servers.auth.tokens, bearer_token_env or servers.auth.oauth, or serve the admin tools over stdio only (--mcp stdio)`);
+  }
+}
+
+/**
  * A server's start, with an address already in use said as such (INVALID_INPUT, naming the setting to change)
  * instead of an INTERNAL error quoting the socket layer.
  */
@@ -88,9 +105,16 @@ export async function serve(options: ServeOptions): Promise<number> {
   const { warnings, file } = loaded;
   const fromFile: ResolvedConfig = options.redis === undefined ? loaded.config : { ...loaded.config, cluster: { ...loaded.config.cluster, redis: options.redis } };
   const containment = options.containment ?? fromFile.sandbox.containment ?? SERVE_CONTAINMENT;
-  const config: ResolvedConfig = { ...fromFile, sandbox: { ...fromFile.sandbox, containment } };
+  const configured: ResolvedConfig = { ...fromFile, sandbox: { ...fromFile.sandbox, containment } };
   // Decide what to serve before anything is loaded or started.
-  const chosen = chooseServers(options, config);
+  const chosen = chooseServers(options, configured);
+  checkAdminAuth(chosen, configured);
+  // The host knows which network servers run (the admin tools need authenticated callers when one does).
+  const { servers } = configured;
+  const config: ResolvedConfig = {
+    ...configured,
+    servers: { ...servers, mcp: { ...servers.mcp, http: { ...servers.mcp.http, enabled: chosen.mcp === 'http' } }, grpc: { ...servers.grpc, enabled: chosen.grpc } },
+  };
   // Over stdio, stdout carries the protocol and nothing else.
   const say = (line: string): void => {
     (chosen.mcp === 'stdio' ? process.stderr : process.stdout).write(`${line}\n`);
@@ -163,6 +187,10 @@ export async function serve(options: ServeOptions): Promise<number> {
         maxBodyBytes: http.maxBodyBytes,
         ...(http.maxConnections === undefined ? {} : { maxConnections: http.maxConnections }),
         maxConnectionsPerClient: http.maxConnectionsPerClient,
+        maxConnectionsPerNetwork: http.maxConnectionsPerNetwork,
+        networkPrefixV4: http.networkPrefixV4,
+        networkPrefixV6: http.networkPrefixV6,
+        firstByteTimeoutMs: http.firstByteTimeoutMs,
         headersTimeoutMs: http.headersTimeoutMs,
         maxSubscriptions: http.maxSubscriptions,
         // In a fleet, 2025-era sessions live in Redis: any host serves any session.
@@ -194,6 +222,10 @@ export async function serve(options: ServeOptions): Promise<number> {
         reflection: settings.reflection,
         ...(settings.maxConnections === undefined ? {} : { maxConnections: settings.maxConnections }),
         maxConnectionsPerClient: settings.maxConnectionsPerClient,
+        maxConnectionsPerNetwork: settings.maxConnectionsPerNetwork,
+        networkPrefixV4: settings.networkPrefixV4,
+        networkPrefixV6: settings.networkPrefixV6,
+        firstByteTimeoutMs: settings.firstByteTimeoutMs,
         idleTimeoutMs: settings.idleTimeoutMs,
         maxCallIdLength: config.callIds.maxLength ?? DEFAULT_MAX_CALL_ID_LENGTH,
         limitMetrics: metrics.limits,

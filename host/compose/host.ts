@@ -118,7 +118,9 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
     if (load.length > 0) await registry.registerWasmTools([...load], options.signal === undefined ? {} : { signal: options.signal });
     await registerHttpTools(registry, scope?.httpTools ?? config.httpTools);
     if (scope === undefined) await importConfiguredMcpServers(registry, config.mcpServers, imports, options.env);
-    if (config.adminTools) registerAdminTools(registry);
+    // With a network server configured, its callers must be authenticated (the config check saw to tokens or OAuth).
+    const networked = config.servers.mcp.http.enabled || config.servers.grpc.enabled;
+    if (config.adminTools) registerAdminTools(registry, { callers: networked ? 'authenticated' : 'any', loadDirs: config.adminLoadDirs });
   } catch (error) {
     await host.close();
     throw error;

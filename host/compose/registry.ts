@@ -47,6 +47,9 @@ export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const registry = new ToolRegistry({ ...rest, logger, pool, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger, pool) });
   // What the host runs is fetched into the store: no writable worktree may reach it (a guest would plant code there).
   registry.hostOwnedPaths.add('store', storeDir);
+  // Nor the keys and trusted root that decide what verifies: a guest that replaced one would sign its own code.
+  for (const key of distribution.verify?.keys ?? []) registry.hostOwnedPaths.add('verify-key', key);
+  if (distribution.verify?.trustedRoot !== undefined) registry.hostOwnedPaths.add('trusted-root', distribution.verify.trustedRoot);
   return registry;
 }
 

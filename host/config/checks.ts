@@ -188,6 +188,22 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
     checkLabel(PRIVILEGE_LABELS, labels.privilege, [...at, 'privilege'], 'privilege level', error);
   }
   const hasTokens = shared !== undefined || principals.size > 0 || config.servers?.auth?.oauth !== undefined;
+  // Admin tools load and run code: on a network server only for an authenticated caller (tools/admin-access.ts).
+  if (config.admin_tools === true) {
+    const common = principals.size > 0 || config.servers?.auth?.oauth !== undefined;
+    const open = [
+      ...(mcpEnabled && !common && mcpHttp?.bearer_token_env === undefined ? [`MCP over HTTP (${mcpAddress.host}:${mcpAddress.port})`] : []),
+      ...(grpcEnabled && !common && (grpc?.bearer_token_env ?? mcpHttp?.bearer_token_env) === undefined ? [`gRPC (${grpcAddress.host}:${grpcAddress.port})`] : []),
+    ];
+    if (open.length > 0) {
+      error(['admin_tools'], `needs authenticated callers on a network server, and ${open.join(' and ')} would serve toolhost_load to anyone who connects: set servers.auth.tokens, bearer_token_env or servers.auth.oauth, or turn the network servers off (servers.mcp.http.enabled: false, servers.grpc.enabled: false) to use the admin tools over stdio and the CLI only`);
+    }
+  }
+  (config.admin?.load_dirs ?? []).forEach((dir, i) => {
+    const absolute = resolve(baseDir, dir);
+    if (fileKind(absolute) !== 'directory') error(['admin', 'load_dirs', i], `is not a directory: ${absolute}`);
+  });
+  if (config.admin?.load_dirs !== undefined && config.admin_tools !== true) warn(['admin', 'load_dirs'], 'has no effect: admin_tools is not true');
   if (mcpEnabled && !LOOPBACK_HOSTS.has(mcpAddress.host) && !hasTokens) {
     warn(['servers', 'mcp', 'http', 'host'], `serves MCP on ${mcpAddress.host}, beyond this machine, without a bearer token (set bearer_token_env, servers.auth.tokens or servers.auth.oauth)`);
   }

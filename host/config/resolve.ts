@@ -18,10 +18,10 @@ import { DEFAULT_CANCEL_GRACE_MS } from '../core/call/call.js';
 import type { SandboxOptions } from '../sandbox/loader.js';
 import type { StateLimits } from '../core/state.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
-import type { ClusterSection, ConfigFile, GrantEntry, HostSection, PolicyEntry } from './types.js';
-import type { DistributionSection, OAuthSection, VerifyEntry } from './types.js';
+import type { ClusterSection, ConfigFile, DistributionSection, GrantEntry, HostSection, OAuthSection, PolicyEntry, VerifyEntry } from './types.js';
 import type { DistributionOptions, TrustPolicy } from '../distribution/options.js';
 import { isRemoteSource } from '../distribution/source.js';
+import { connectionFairness, DEFAULT_CONNECTION_FAIRNESS } from './connection-fairness.js';
 import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
 
 export type { ConfigOrigin, ToolLoad, HttpToolSpec, McpStdioServerSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
@@ -36,6 +36,7 @@ export const DEFAULT_MCP_HTTP = {
   sessionIdleMs: 600_000,
   maxBodyBytes: 4 * 1024 * 1024,
   maxConnectionsPerClient: 256,
+  ...DEFAULT_CONNECTION_FAIRNESS,
   headersTimeoutMs: 10_000,
   maxSubscriptions: 1024,
 } as const;
@@ -49,6 +50,7 @@ export const DEFAULT_GRPC = {
   health: true,
   reflection: true,
   maxConnectionsPerClient: 256,
+  ...DEFAULT_CONNECTION_FAIRNESS,
   idleTimeoutMs: 300_000,
 } as const;
 /** The host's log level when neither `TOOLHOST_LOG` nor the config sets one. */
@@ -266,6 +268,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         maxBodyBytes: mcpHttp.max_body_bytes ?? DEFAULT_MCP_HTTP.maxBodyBytes,
         ...(mcpHttp.max_connections === undefined ? {} : { maxConnections: mcpHttp.max_connections }),
         maxConnectionsPerClient: mcpHttp.max_connections_per_client ?? DEFAULT_MCP_HTTP.maxConnectionsPerClient,
+        ...connectionFairness(mcpHttp),
         headersTimeoutMs: mcpHttp.headers_timeout_ms ?? DEFAULT_MCP_HTTP.headersTimeoutMs,
         maxSubscriptions: mcpHttp.max_subscriptions ?? DEFAULT_MCP_HTTP.maxSubscriptions,
       },
@@ -281,6 +284,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
       reflection: grpc.reflection ?? DEFAULT_GRPC.reflection,
       ...(grpc.max_connections === undefined ? {} : { maxConnections: grpc.max_connections }),
       maxConnectionsPerClient: grpc.max_connections_per_client ?? DEFAULT_GRPC.maxConnectionsPerClient,
+      ...connectionFairness(grpc),
       idleTimeoutMs: grpc.idle_timeout_ms ?? DEFAULT_GRPC.idleTimeoutMs,
     },
   };
@@ -308,6 +312,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     mcpServers,
     servers,
     adminTools: config.admin_tools ?? false,
+    adminLoadDirs: (config.admin?.load_dirs ?? []).map((dir) => resolve(baseDir, dir)),
     distribution: resolveDistribution(config.distribution ?? {}, baseDir),
   };
   if (config.cluster !== undefined) resolved.cluster = resolveCluster(config.cluster);

@@ -76,6 +76,14 @@ export interface McpHttpServerSpec extends McpServerSpecBase {
 export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec;
 
 /** The servers `toolhost serve` starts. */
+/** A server's connection caps per network and its first-byte deadline (servers/connection-gate.ts). */
+export interface ConnectionFairness {
+  maxConnectionsPerNetwork: number;
+  networkPrefixV4: number;
+  networkPrefixV6: number;
+  firstByteTimeoutMs: number;
+}
+
 export interface ServerSettings {
   /** Named tokens (MCP HTTP and gRPC): each principal and the environment variable holding its token. */
   tokens: Array<{ principal: string; tokenEnv: string }>;
@@ -126,7 +134,12 @@ export interface ServerSettings {
       /** TCP connections at once (absent: the server's default, sized to the open-file limit). */
       maxConnections?: number;
       maxConnectionsPerClient: number;
+      maxConnectionsPerNetwork: number;
+      networkPrefixV4: number;
+      networkPrefixV6: number;
+      firstByteTimeoutMs: number;
       headersTimeoutMs: number;
+
       /** 2026-07-28 `subscriptions/listen` streams open at once on this host. */
       maxSubscriptions: number;
     };
@@ -144,6 +157,10 @@ export interface ServerSettings {
     /** TCP connections at once (absent: the server's default, sized to the open-file limit). */
     maxConnections?: number;
     maxConnectionsPerClient: number;
+    maxConnectionsPerNetwork: number;
+    networkPrefixV4: number;
+    networkPrefixV6: number;
+    firstByteTimeoutMs: number;
     idleTimeoutMs: number;
   };
 }
@@ -185,6 +202,8 @@ export interface ResolvedConfig {
   servers: ServerSettings;
   /** Expose load/unload as MCP admin tools. */
   adminTools: boolean;
+  /** Directories `toolhost_load` may load local files from (absolute; `admin.load_dirs`, default none). */
+  adminLoadDirs: string[];
   /** A fleet on Redis (absent: everything in process). */
   cluster?: ClusterSettings;
   /** Remote components (paths absolute; only what the file sets). */

@@ -14,6 +14,7 @@ export interface ConfigFile {
   mcp_servers?: McpServerEntry[];
   servers?: ServersSection;
   admin_tools?: boolean;
+  admin?: { load_dirs?: string[] };
   cluster?: ClusterSection;
   distribution?: DistributionSection;
 }
@@ -239,6 +240,10 @@ export interface ServersSection {
       max_body_bytes?: number;
       max_connections?: number;
       max_connections_per_client?: number;
+      max_connections_per_network?: number;
+      network_prefix_v4?: number;
+      network_prefix_v6?: number;
+      first_byte_timeout_ms?: number;
       headers_timeout_ms?: number;
       max_subscriptions?: number;
     };
@@ -254,6 +259,10 @@ export interface ServersSection {
     reflection?: boolean;
     max_connections?: number;
     max_connections_per_client?: number;
+    max_connections_per_network?: number;
+    network_prefix_v4?: number;
+    network_prefix_v6?: number;
+    first_byte_timeout_ms?: number;
     idle_timeout_ms?: number;
   };
 }

@@ -287,6 +287,9 @@ export class ToolRegistry {
     const files = Array.isArray(paths) ? paths : [paths];
     // A guest that could rewrite a component (or drop one into a loaded directory) would run its code under that grant.
     for (const path of files) if (!URL_SOURCE.test(path)) this.hostOwnedPaths.add('component', path);
+    // Nor the trust anchors this load verifies with (a guest that replaced a key would sign its own code).
+    for (const key of options.verify?.keys ?? []) this.hostOwnedPaths.add('verify-key', key);
+    if (options.verify?.trustedRoot !== undefined) this.hostOwnedPaths.add('trusted-root', options.verify.trustedRoot);
     const loaded = await loader.load(files, options).catch((error: unknown) => {
       // A load-time cap (a remote component over its size cap) counts as a limit hit, under the source's name.
       const details = error instanceof ToolhostError ? error.details as { limitHit?: unknown; source?: unknown } | undefined : undefined;

@@ -3,7 +3,9 @@
  * (the config file, the host's own package with its `dist/` and worker
  * bootstrap, the `node_modules` directories it loads dependencies from, the
  * Node binary, the transpile cache, the audit log, component files and
- * directories, imported MCP servers' commands), and the one rule about them:
+ * directories, imported MCP servers' commands, and the trust anchors: the
+ * publisher keys and `trusted_root` that verify remote components, the lock
+ * that pins them, the store they are fetched into), and the one rule about them:
  * a worktree a guest can **write** must not overlap any of them.
  *
  * Overlap is checked both ways on resolved paths: the worktree (after its
@@ -39,7 +41,9 @@ export type HostOwnedKind =
   | 'component'
   | 'mcp-server'
   | 'lock'
-  | 'store';
+  | 'store'
+  | 'verify-key'
+  | 'trusted-root';
 
 /** One path the host reads code or configuration from. */
 export interface HostOwnedPath {
@@ -71,6 +75,8 @@ const KIND_NAMES: Record<HostOwnedKind, string> = {
   'mcp-server': 'an imported MCP server the host runs',
   lock: 'the lock file that pins remote components (toolhost.lock)',
   store: 'the store of fetched components',
+  'verify-key': 'a publisher key remote components are verified with (distribution.verify.keys)',
+  'trusted-root': 'the Sigstore trusted root remote components are verified with (distribution.verify.trusted_root)',
 };
 
 /** The real path of `path`, or of its nearest existing ancestor joined with the rest (it may not exist yet). */

@@ -58,6 +58,13 @@ export interface McpHttpServerOptions extends McpServerOptions {
   maxConnections?: number;
   /** TCP connections one client address (an IPv6 /64) may hold; past it a new one is closed at once (default 256). */
   maxConnectionsPerClient?: number;
+  /** TCP connections one network (IPv4 /24, IPv6 /48 by default) may hold; past it a silent one of the network makes room, else the new one is closed (default 1024). */
+  maxConnectionsPerNetwork?: number;
+  /** Prefix lengths that make a network (defaults 24 and 48). */
+  networkPrefixV4?: number;
+  networkPrefixV6?: number;
+  /** A connection that has not sent a byte within this long, in ms, is closed (default 5000). */
+  firstByteTimeoutMs?: number;
   /** How long a connection may take to send a request's headers, in ms (default 10000); then it is closed. */
   headersTimeoutMs?: number;
   /** 2026-07-28 `subscriptions/listen` streams open at once (default 1024; the SDK refuses more in-band). */

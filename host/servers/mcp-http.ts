@@ -32,16 +32,17 @@
  * limited number. Refusals carry a toolhost code in the JSON-RPC error's
  * `data.code` (PERMISSION_DENIED, OVERLOADED) and are counted in the metrics.
  *
- * Connections are bounded too (connection-gate.ts): in total and per client
- * address, a connection past either cap is closed at once (counted); a
- * connection must send its request headers within `headersTimeoutMs`, and an
+ * Connections are bounded too (connection-gate.ts): in total, per client
+ * address and per network, a connection past a cap is closed at once (counted;
+ * silent and idle ones make room first); a connection must send its first byte
+ * within `firstByteTimeoutMs` and its request headers within `headersTimeoutMs`, and an
  * idle kept-alive one is closed after Node's keep-alive timeout (5 s).
  */
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { gateConnections, resolveConnectionLimits } from './connection-gate.js';
+import { definedLimits, gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { createModernMcp } from './mcp-modern.js';
 import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
 import { atExpiry, createLegacySessions } from './mcp-legacy.js';
@@ -75,15 +76,16 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     maxBodyBytes = DEFAULT_MAX_BODY,
     maxConnections,
     maxConnectionsPerClient,
+    maxConnectionsPerNetwork,
+    networkPrefixV4,
+    networkPrefixV6,
+    firstByteTimeoutMs,
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
     sessionDirectory,
     ...serverOptions
   } = options;
-  const connectionLimits = resolveConnectionLimits({
-    ...(maxConnections === undefined ? {} : { maxConnections }),
-    ...(maxConnectionsPerClient === undefined ? {} : { maxConnectionsPerClient }),
-  });
+  const connectionLimits = resolveConnectionLimits(definedLimits({ maxConnections, maxConnectionsPerClient, maxConnectionsPerNetwork, networkPrefixV4, networkPrefixV6, firstByteTimeoutMs }));
   if (!Number.isInteger(headersTimeoutMs) || headersTimeoutMs < 1) throw new TypeError('options.headersTimeoutMs must be a positive integer');
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError('options.port must be an integer from 0 to 65535');
   if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new TypeError('options.maxSessions must be a positive integer');
@@ -227,7 +229,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       else res.destroy();
     });
   });
-  gateConnections(http, connectionLimits, (reason) => limitMetrics?.refused('mcp', reason));
+  gateConnections(http, connectionLimits, { refused: (reason) => limitMetrics?.refused('mcp', reason), closed: (reason) => limitMetrics?.connectionClosed?.('mcp', reason) });
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(port, host, () => {

@@ -39,6 +39,8 @@ const BUDGET_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  */
 export interface ServerLimitMetrics {
   refused(server: 'mcp' | 'grpc', reason: string): void;
+  /** A connection the server's gate closed after accepting it: first_byte_timeout, reaped_silent, reaped_idle (connection-gate.ts). */
+  connectionClosed?(server: 'mcp' | 'grpc', reason: 'first_byte_timeout' | 'reaped_silent' | 'reaped_idle'): void;
   sessionEnded(server: 'mcp', reason: string): void;
   /** Report the open sessions of a server (read when metrics are scraped). */
   trackSessions(server: 'mcp', count: () => number): void;
@@ -225,6 +227,12 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
     labelNames: ['server', 'reason'] as const,
     registers: [prometheus],
   });
+  const connectionsClosed = new Counter({
+    name: 'toolhost_server_connections_closed_total',
+    help: 'Connections a server closed after accepting them, to keep slots for clients that speak: by server and reason (first_byte_timeout: nothing sent in time; reaped_silent, reaped_idle: closed to make room when full).',
+    labelNames: ['server', 'reason'] as const,
+    registers: [prometheus],
+  });
   const sessionsEnded = new Counter({
     name: 'toolhost_server_sessions_ended_total',
     help: 'Sessions that ended, by server and reason (closed, idle_expired, evicted_lru, evicted_client_limit).',
@@ -255,6 +263,7 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
   });
   const limits: ServerLimitMetrics = {
     refused: (server, reason) => refused.inc({ server, reason: reasons.of(reason) }),
+    connectionClosed: (server, reason) => connectionsClosed.inc({ server, reason }),
     sessionEnded: (server, reason) => sessionsEnded.inc({ server, reason: reasons.of(reason) }),
     trackSessions: (server, count) => {
       sessionCounts.set(server, count);

@@ -1,7 +1,9 @@
 /**
  * `toolhost_load` and `toolhost_unload`: load or unload a component at
- * runtime. Registered only when the config says `admin_tools: true`: they let
- * a caller run any component file the host can read. A remote source
+ * runtime. Registered only when the config says `admin_tools: true`. Who may
+ * call them and which local files load is admin-access.ts's decision: an
+ * authenticated caller (unless every caller is local), files only inside
+ * `admin.load_dirs`. A remote source
  * (`oci://`, `https://…#sha256=`) loads only from a source
  * `distribution.registries` lists (none unless configured) and only verified
  * with the host's trust: the load is marked `runtime`, the fetcher decides
@@ -14,6 +16,9 @@ import { ToolhostError, toolError } from '../base/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { defineNativeTool } from '../core/tool.js';
 import { overlapWith } from '../policy/host-owned-paths.js';
+import { allowedLocalFiles, checkAdminCaller, type AdminAccess } from './admin-access.js';
+
+export type { AdminAccess } from './admin-access.js';
 
 /**
  * A client never loads by path what the host fetched (the store holds components loaded under verify.skip) or
@@ -30,7 +35,7 @@ function refuseStorePath(registry: ToolRegistry, path: string): void {
 /** The admin tools' names (a one-call host checks them for collisions without registering them first). */
 export const ADMIN_TOOL_NAMES = ['toolhost_load', 'toolhost_unload'] as const;
 
-export function registerAdminTools(registry: ToolRegistry): void {
+export function registerAdminTools(registry: ToolRegistry, access: AdminAccess = {}): void {
   registry.register(defineNativeTool({
     name: ADMIN_TOOL_NAMES[0],
     description: 'Load a WebAssembly component (a file path on the host) and register its tools. Admin tool.',
@@ -44,10 +49,11 @@ export function registerAdminTools(registry: ToolRegistry): void {
       additionalProperties: false,
     },
     async run(args, ctx) {
+      checkAdminCaller(access, ctx.principal, ADMIN_TOOL_NAMES[0]);
       const { path, isolation } = args as { path: string; isolation?: 'call' | 'conversation' | 'worker' };
       const remote = /^(oci|https?):\/\//i.test(path);
       if (!remote) refuseStorePath(registry, resolve(path));
-      const report = await registry.registerWasmTools(remote ? path : resolve(path), { runtime: true, signal: ctx.signal, ...(isolation === undefined ? {} : { isolation }) });
+      const report = await registry.registerWasmTools(remote ? path : allowedLocalFiles(access, path), { runtime: true, signal: ctx.signal, ...(isolation === undefined ? {} : { isolation }) });
       return { components: report.components.map((c) => ({ component: c.component, tools: c.tools, cache: c.cache })), renamed: report.renamed };
     },
   }));
@@ -60,7 +66,8 @@ export function registerAdminTools(registry: ToolRegistry): void {
       required: ['component'],
       additionalProperties: false,
     },
-    run(args) {
+    run(args, ctx) {
+      checkAdminCaller(access, ctx.principal, ADMIN_TOOL_NAMES[1]);
       const { component } = args as { component: string };
       const removed = registry.unloadComponent(component);
       if (removed.length === 0) throw toolError('NOT_LOADED', `no tools from a component named "${component}" are registered`);

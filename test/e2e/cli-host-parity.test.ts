@@ -75,6 +75,7 @@ mcp_servers:
     command: ${process.execPath}
     args: [${remoteServer}]
 admin_tools: true
+servers: { mcp: { http: { enabled: false } }, grpc: { enabled: false } }
 `);
   });
   afterAll(async () => {
@@ -98,7 +99,7 @@ admin_tools: true
   });
 
   it('a config without tools: lists what it does name, and never blames the example tools', async () => {
-    const onlyAdmin = writeConfig('admin_tools: true\n');
+    const onlyAdmin = writeConfig('admin_tools: true\nservers: { mcp: { http: { enabled: false } }, grpc: { enabled: false } }\n');
     const empty = writeConfig('host: { log_level: warn }\n');
     const [run, fromServe, none] = await Promise.all([
       runCli(['list', '--json', '--config', onlyAdmin]),
@@ -123,6 +124,13 @@ describe.concurrent('toolhost serve with nothing to serve', () => {
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(JSON.parse(run.stderr.split('\n')[0]!)).toMatchObject({ error: { code: 'INVALID_INPUT', message: expect.stringContaining('nothing to serve') } });
+  });
+
+  it('admin tools over a server the command line turns on without tokens: a usage error naming admin_tools (issue 35, T13)', async () => {
+    const config = writeConfig('admin_tools: true\nservers:\n  mcp: { http: { enabled: false } }\n  grpc: { enabled: false }\n');
+    const run = await runCli(['serve', '--mcp', 'http', '--port', '0', '--no-grpc', '--config', config]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('admin_tools needs authenticated callers on a network server');
   });
 
   it('so is a config that turns both servers off', async () => {

@@ -14,7 +14,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cliEnv, cliPath, runCli } from '../cli-runner.js';
-import { example, fixture, hasCGuests, root } from '../helpers.js';
+import { example, examplesDir, fixture, hasCGuests, root } from '../helpers.js';
 
 function writeConfig(body: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolhost-serve-'));
@@ -34,6 +34,11 @@ tools:
   - path: ${example('json')}
   - path: ${fixture('counter')}
 admin_tools: true
+admin:
+  load_dirs: [${examplesDir}]
+servers:
+  mcp: { http: { enabled: false } }
+  grpc: { enabled: false }
 `);
     const transport = new StdioClientTransport({ command: process.execPath, args: [cliPath, 'serve', '--mcp', 'stdio', '--config', config], cwd: root, env: cliEnv(), stderr: 'pipe' });
     client = new Client({ name: 'serve-cli-test', version: '1.0.0' });
@@ -174,7 +179,7 @@ describe('toolhost serve on a port already in use', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const { port } = blocker.address() as AddressInfo;
     // No components: what is loaded does not matter here, and loading and compiling the examples cost ~1 s of CPU a process.
-    const config = writeConfig('admin_tools: true\n');
+    const config = writeConfig('http_tools:\n  - { name: probe, description: A tool that is never called., url: "http://127.0.0.1:9/", input_schema: { type: object } }\n');
     try {
       const [mcp, grpc] = await Promise.all([
         runCli(['serve', '--port', String(port), '--no-grpc', '--config', config]),

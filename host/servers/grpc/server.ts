@@ -24,8 +24,11 @@
  * total and per client address (connection-gate.ts: past a cap a connection
  * is closed at once, counted), which hands each connection it accepts to
  * grpc-js through `createConnectionInjector` (grpc-js exposes no per-socket
- * hook on ports it binds itself). A connection with no call open for
- * `idleTimeoutMs` (one that never sent a byte included) is closed by grpc-js
+ * hook on ports it binds itself). The gate also caps each network (IPv4 /24),
+ * closes a connection that has not sent its HTTP/2 preface within
+ * `firstByteTimeoutMs` (grpc-js never closes one), and reaps idle connections
+ * when the server is full. A connection with no call open for
+ * `idleTimeoutMs` is closed by grpc-js
  * (`grpc.max_connection_idle_ms`, GOAWAY first; clients reconnect by themselves).
  */
 import { Server, ServerCredentials, type ChannelOptions, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -36,7 +39,7 @@ import { dirname, join } from 'node:path';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { loadToolPackageDefinition, TOOL_PROTO_PACKAGE, TOOL_SERVICE_NAME, toolServiceDefinition } from './proto.js';
-import { gateConnections, resolveConnectionLimits } from '../connection-gate.js';
+import { definedLimits, gateConnections, HTTP2_PREFACE_BYTES, resolveConnectionLimits } from '../connection-gate.js';
 import { createAuthenticator } from '../auth/authenticator.js';
 import type { Authenticator } from '../auth/caller.js';
 import { authenticateGrpc } from './authenticate.js';
@@ -71,6 +74,13 @@ export interface GrpcServerOptions extends ToolServiceOptions {
   maxConnections?: number;
   /** TCP connections one client address (an IPv6 /64) may hold; past it a new one is closed at once (default 256). */
   maxConnectionsPerClient?: number;
+  /** TCP connections one network (IPv4 /24, IPv6 /48 by default) may hold; past it a silent one of the network makes room, else the new one is closed (default 1024). */
+  maxConnectionsPerNetwork?: number;
+  /** Prefix lengths that make a network (defaults 24 and 48). */
+  networkPrefixV4?: number;
+  networkPrefixV6?: number;
+  /** A connection that has not sent its HTTP/2 preface within this long, in ms, is closed (default 5000). */
+  firstByteTimeoutMs?: number;
   /** A connection with no call open this long, in ms, is closed (GOAWAY first; default 300000). */
   idleTimeoutMs?: number;
 }
@@ -105,16 +115,14 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`options.${name} must be a positive integer`);
   }
 
-  const connectionLimits = resolveConnectionLimits({
-    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
-    ...(options.maxConnectionsPerClient === undefined ? {} : { maxConnectionsPerClient: options.maxConnectionsPerClient }),
-  });
+  const connectionLimits = resolveConnectionLimits(definedLimits(options));
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_GRPC_IDLE_TIMEOUT_MS;
   if (!Number.isInteger(idleTimeoutMs) || idleTimeoutMs < 1) throw new TypeError('options.idleTimeoutMs must be a positive integer');
 
   const {
     host: _host, port: _port, credentials: _credentials, shutdownTimeoutMs: _shutdown, channelOptions, maxReceiveMessageBytes: _r, maxSendMessageBytes: _s,
-    health: withHealth, reflection: withReflection, maxConnections: _mc, maxConnectionsPerClient: _mcc, idleTimeoutMs: _idle, ...serviceOptions
+    health: withHealth, reflection: withReflection, maxConnections: _mc, maxConnectionsPerClient: _mcc, maxConnectionsPerNetwork: _mcn, networkPrefixV4: _p4, networkPrefixV6: _p6,
+    firstByteTimeoutMs: _first, idleTimeoutMs: _idle, ...serviceOptions
   } = options;
   // One authenticator for the ToolService and reflection (one key set, when OAuth is on).
   const auth = serviceOptions.authenticator ?? createAuthenticator(serviceOptions);
@@ -140,7 +148,10 @@ export async function startGrpcServer(registry: GrpcToolSource, options: GrpcSer
   const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const injector = server.createConnectionInjector(options.credentials ?? ServerCredentials.createInsecure());
   const front: NetServer = createNetServer();
-  gateConnections(front, connectionLimits, (reason) => options.limitMetrics?.refused('grpc', reason), (socket) => injector.injectConnection(socket));
+  gateConnections(front, connectionLimits, {
+    refused: (reason) => options.limitMetrics?.refused('grpc', reason),
+    closed: (reason) => options.limitMetrics?.connectionClosed?.('grpc', reason),
+  }, { accepted: (socket) => injector.injectConnection(socket), firstBytes: HTTP2_PREFACE_BYTES });
   const bound = await new Promise<number>((resolve, reject) => {
     front.once('error', reject);
     front.listen(port, host, () => {
