@@ -100,7 +100,12 @@ export class ToolRegistry {
     this.surfaces = new ComponentSurfaces((tool, args, call) => {
       if (!surfaceTools.has(tool)) surfaceTools.set(tool, { tool, validate: this.#schemas.compile(tool.name, tool.inputSchema) });
       return this.#start(tool.name, args, call, surfaceTools.get(tool)).terminal();
-    }, { ...(options.surfaceItems === undefined ? {} : { maxItems: options.surfaceItems }), onLimit: (tool, limit) => this.#deps.onLimit(tool, limit) });
+    }, {
+      ...(options.surfaceItems === undefined ? {} : { maxItems: options.surfaceItems }),
+      ...(options.surfaceListingWaitMs === undefined ? {} : { listingWaitMs: options.surfaceListingWaitMs }),
+      logger: this.#deps.logger,
+      onLimit: (tool, limit) => this.#deps.onLimit(tool, limit),
+    });
     this.#loader = options.wasmLoader;
     this.#sandbox = options.pool;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
