@@ -26,6 +26,8 @@ import { createAuditLog } from '../policy/audit.js';
 import { HostOwnedPaths } from '../policy/host-owned-paths.js';
 import { SchemaCompiler } from './schema.js';
 import { ComponentSurfaces } from './surfaces.js';
+import { describeNesting, nestedWorktrees, type GrantedWorktree } from '../policy/worktree-nesting.js';
+import { resolve as resolvePath } from 'node:path';
 import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
 
@@ -302,11 +304,23 @@ export class ToolRegistry {
     for (const { component, tool, registeredAs } of report.renamed) {
       this.logger.warn({ component, tool, registeredAs }, 'tool name collision: registered under a namespaced name');
     }
+    this.#refuseNestedWorktrees(plan.map(({ tool }) => tool));
     const compiled = plan.map(({ name, tool }) => ({ name, registered: this.#compile(name, tool) }));
     for (const entry of compiled) this.#tools.set(entry.name, entry.registered);
     if (compiled.length > 0) this.#changed();
     for (const { component, surface } of loaded) if (surface !== undefined) this.surfaces.set({ component, ...surface });
     return report;
+  }
+
+  /** Refuse tools whose granted worktree nests with another tool's writable one (policy/worktree-nesting.ts). */
+  #refuseNestedWorktrees(adding: Tool[]): void {
+    const granted = (tools: Iterable<Tool>): GrantedWorktree[] => [...tools].flatMap((tool) => tool.grant?.worktree === undefined ? [] : [{
+      name: `tool "${tool.name}"`, worktree: resolvePath(tool.grant.worktree), ...(tool.grant.privilege === undefined ? {} : { privilege: tool.grant.privilege }), where: tool,
+    }]);
+    const fresh = new Set<unknown>(adding);
+    const nested = nestedWorktrees([...granted([...this.#tools.values()].map(({ tool }) => tool)), ...granted(adding)])
+      .find(({ outer, inner }) => fresh.has(outer.where) || fresh.has(inner.where));
+    if (nested) throw new ToolhostError('PERMISSION_DENIED', describeNesting(nested), { details: { reason: 'nested-worktree', outer: nested.outer.worktree, inner: nested.inner.worktree } });
   }
 
   /**

@@ -39,7 +39,8 @@ export type HostOwnedKind =
   | 'component'
   | 'mcp-server'
   | 'lock'
-  | 'store';
+  | 'store'
+  | 'worktree';
 
 /** One path the host reads code or configuration from. */
 export interface HostOwnedPath {
@@ -71,6 +72,7 @@ const KIND_NAMES: Record<HostOwnedKind, string> = {
   'mcp-server': 'an imported MCP server the host runs',
   lock: 'the lock file that pins remote components (toolhost.lock)',
   store: 'the store of fetched components',
+  worktree: "another tool's worktree",
 };
 
 /** The real path of `path`, or of its nearest existing ancestor joined with the rest (it may not exist yet). */
