@@ -4,9 +4,9 @@
  * inner worktree (or a link on the way to it) and leave a symlink in its
  * place; the inner tool's root is resolved by path when a call starts, so its
  * next call ran with its root anywhere (/proc, or outside every worktree).
- * Refused at config load (pointing at the inner entry's worktree line) and at
- * registration, in both orders; siblings, a shared worktree and read-only
- * nesting stay allowed.
+ * Refused at config load (pointing at the inner entry's worktree line), at
+ * registration, in both orders, and at admission for a worktree bound to one
+ * call; siblings, a shared worktree and read-only nesting stay allowed.
  */
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -88,6 +88,24 @@ describe.runIf(hasCGuests)('a registry refuses tools whose worktree nests in ano
       } finally {
         await registry.close();
       }
+    }
+  });
+
+  it('refuses a call whose own worktree lies inside another tool\'s writable one, or (writable) holds one, and allows a sibling', async () => {
+    const { outer, inner, sibling } = layout();
+    const registry = makeRegistry();
+    try {
+      await registry.registerWasmTools(fixture('fs_attack'), { grant: { privilege: 'ELEVATED', worktree: outer } });
+      await registry.registerWasmTools(fixture('counter'), { grant: { privilege: 'ELEVATED' } });
+      const readOnly = { policy: { privilege_level: 'DEFAULT' } };
+      await expect(registry.execute('counter', {}, { ...readOnly, workingDir: inner })).rejects.toMatchObject({ code: 'PERMISSION_DENIED', details: { reason: 'nested-worktree', outer, inner } });
+      const parent = join(outer, '..');
+      await expect(registry.execute('counter', {}, { policy: { privilege_level: 'ELEVATED' }, workingDir: parent })).rejects.toMatchObject({ code: 'PERMISSION_DENIED', details: { reason: 'nested-worktree', inner: outer } });
+      // Controls: a sibling, read-only or writable; the writable tool's own worktree bound to it.
+      expect((await registry.execute('counter', {}, { ...readOnly, workingDir: sibling })).structuredContent).toEqual({ count: 1 });
+      expect((await registry.execute('counter', {}, { policy: { privilege_level: 'ELEVATED' }, workingDir: sibling })).structuredContent).toEqual({ count: 1 });
+    } finally {
+      await registry.close();
     }
   });
 

@@ -26,7 +26,7 @@ import { createAuditLog } from '../policy/audit.js';
 import { HostOwnedPaths } from '../policy/host-owned-paths.js';
 import { SchemaCompiler } from './schema.js';
 import { ComponentSurfaces } from './surfaces.js';
-import { describeNesting, nestedWorktrees, type GrantedWorktree } from '../policy/worktree-nesting.js';
+import { describeNesting, nestedWorktrees, writesWorktree, type GrantedWorktree } from '../policy/worktree-nesting.js';
 import { resolve as resolvePath } from 'node:path';
 import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
@@ -60,6 +60,8 @@ export class ToolRegistry {
   readonly #acceptedListeners = new Set<(tool: string, callId: string) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
   readonly #limitListeners = new Set<(tool: string, limit: string) => void>();
+  /** The registered tools' granted worktrees (admission compares a call's own worktree with them), until tools change. */
+  #grantedWorktrees: GrantedWorktree[] | undefined;
 
   constructor(options: ToolRegistryOptions = {}) {
     const { cancelGraceMs, defaults, callIds, retry, maxResultDepth, clientRequestBytes } = checkRegistryOptions(options);
@@ -85,6 +87,7 @@ export class ToolRegistry {
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
       hostOwned: this.hostOwnedPaths,
+      grantedWorktrees: () => this.#grantedWorktrees ??= distinctWorktrees(grantedWorktreesOf([...this.#tools.values()].map(({ tool }) => tool))),
       maxCallIdLength: callIds.maxLength,
       maxResultDepth,
       clientRequestBytes,
@@ -160,6 +163,7 @@ export class ToolRegistry {
 
   #changed(): void {
     this.#modelNameCache = undefined;
+    this.#grantedWorktrees = undefined;
     const names = this.names();
     for (const listener of this.#listeners) {
       try {
@@ -314,11 +318,8 @@ export class ToolRegistry {
 
   /** Refuse tools whose granted worktree nests with another tool's writable one (policy/worktree-nesting.ts). */
   #refuseNestedWorktrees(adding: Tool[]): void {
-    const granted = (tools: Iterable<Tool>): GrantedWorktree[] => [...tools].flatMap((tool) => tool.grant?.worktree === undefined ? [] : [{
-      name: `tool "${tool.name}"`, worktree: resolvePath(tool.grant.worktree), ...(tool.grant.privilege === undefined ? {} : { privilege: tool.grant.privilege }), where: tool,
-    }]);
     const fresh = new Set<unknown>(adding);
-    const nested = nestedWorktrees([...granted([...this.#tools.values()].map(({ tool }) => tool)), ...granted(adding)])
+    const nested = nestedWorktrees([...grantedWorktreesOf([...this.#tools.values()].map(({ tool }) => tool)), ...grantedWorktreesOf(adding)])
       .find(({ outer, inner }) => fresh.has(outer.where) || fresh.has(inner.where));
     if (nested) throw new ToolhostError('PERMISSION_DENIED', describeNesting(nested), { details: { reason: 'nested-worktree', outer: nested.outer.worktree, inner: nested.inner.worktree } });
   }
@@ -430,4 +431,22 @@ export class ToolRegistry {
   #assertOpen(): void {
     if (this.#closed) throw new ToolhostError('INTERNAL', 'the registry is closed');
   }
+}
+
+/** The worktrees `tools` are granted (one entry a tool; `where` is the tool). */
+function grantedWorktreesOf(tools: Iterable<Tool>): GrantedWorktree[] {
+  return [...tools].flatMap((tool) => tool.grant?.worktree === undefined ? [] : [{
+    name: `tool "${tool.name}"`, worktree: resolvePath(tool.grant.worktree), ...(tool.grant.privilege === undefined ? {} : { privilege: tool.grant.privilege }), where: tool,
+  }]);
+}
+
+/** One entry per worktree and mode (a component's tools share their grant's). */
+function distinctWorktrees(worktrees: GrantedWorktree[]): GrantedWorktree[] {
+  const seen = new Set<string>();
+  return worktrees.filter(({ worktree, privilege }) => {
+    const key = `${writesWorktree(privilege) ? 'w' : 'r'}\0${worktree}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

@@ -12,13 +12,15 @@
  *
  * What it guarantees: a config (config/checks.ts, both orders of the
  * entries) and a registry (registration of a tool whose grant names a
- * worktree, core/registry.ts) holding such a pair are refused, naming both.
+ * worktree, core/registry.ts) holding such a pair are refused, naming both;
+ * a call that binds a worktree of its own (`workingDir`, `--worktree`, a
+ * server's worktree option) that nests so with a registered tool's grant is
+ * refused at admission (policy/capabilities.ts, PERMISSION_DENIED).
  * Two tools may share the same worktree (neither can move a root it is
  * inside of), and read-only worktrees may nest (reading cannot move roots).
  *
- * What it does not guarantee: a worktree a caller binds to one call
- * (`workingDir`, `--worktree`, a server's worktree option: chosen by the
- * operator, never by a client) is not compared with the grants; a symlink
+ * What it does not guarantee: two calls' own worktrees are not compared with
+ * each other (each is chosen by the operator, never by a client); a symlink
  * made on the way after the check by someone other than a guest is seen only
  * at the next check (as for host-owned paths).
  */
@@ -66,6 +68,28 @@ export function nestedWorktrees<Where>(worktrees: ReadonlyArray<GrantedWorktree<
     }
   }
   return found;
+}
+
+/**
+ * The first of `others` that `candidate` nests with: `candidate` writable and holding it, or it writable and
+ * holding `candidate` (one worktree bound to one call, against the tools' grants). O(others) path resolutions.
+ */
+export function nestingWith<Where>(candidate: GrantedWorktree<Where>, others: ReadonlyArray<GrantedWorktree<Where>>): NestedWorktree<Where> | undefined {
+  const realCandidate = realPath(candidate.worktree);
+  const writable = writesWorktree(candidate.privilege);
+  for (const other of others) {
+    const otherWritable = writesWorktree(other.privilege);
+    if ((!writable && !otherWritable) || realPath(other.worktree) === realCandidate) continue;
+    if (writable) {
+      const overlap = overlapWith(candidate.worktree, [{ kind: 'worktree', path: other.worktree }]);
+      if (overlap?.relation === 'holds') return { outer: candidate, inner: other, entry: overlap.entry ?? other.worktree };
+    }
+    if (otherWritable) {
+      const overlap = overlapWith(other.worktree, [{ kind: 'worktree', path: candidate.worktree }]);
+      if (overlap?.relation === 'holds') return { outer: other, inner: candidate, entry: overlap.entry ?? candidate.worktree };
+    }
+  }
+  return undefined;
 }
 
 /** What a message says of a nested pair. */
