@@ -87,6 +87,7 @@ export function registryOptions(resolved: ResolvedConfig, overrides: RegistryOpt
   if (resolved.maxResultDepth !== undefined) options.maxResultDepth = resolved.maxResultDepth;
   if (resolved.clientRequestBytes !== undefined) options.clientRequestBytes = resolved.clientRequestBytes;
   if (resolved.surfaceItems !== undefined) options.surfaceItems = resolved.surfaceItems;
+  if (resolved.surfaceListingWaitMs !== undefined) options.surfaceListingWaitMs = resolved.surfaceListingWaitMs;
   if (overrides.logger === undefined) options.logger = createDefaultLogger(resolved.logLevel);
   if (overrides.audit === undefined) options.audit = resolved.auditLog === 'stderr' ? createAuditLog() : createAuditLog(resolved.auditLog.file);
   if (overrides.approve === undefined) options.approve = APPROVAL_HOOKS[resolved.approval];

@@ -24,6 +24,7 @@ import type { ConfigPath, ConfigSource } from './source.js';
 import type { ConfigFile, GrantEntry, PolicyEntry } from './types.js';
 import { describeOverlap, overlapWith, processOwnedPaths } from '../policy/host-owned-paths.js';
 import { configOwnedPaths, type ConfiguredOwnedPath } from './owned-paths.js';
+import { describeNesting, nestedWorktrees, type GrantedWorktree } from '../policy/worktree-nesting.js';
 
 /** What the checks found. */
 export interface CheckResult {
@@ -102,6 +103,17 @@ export function checkConfig(config: ConfigFile, source: ConfigSource, baseDir: s
     const named = base.join('[').replace(/\[(\d+)$/, '[$1]');
     error(at ?? [...base, 'grant', 'worktree'], `overlaps the writable worktree granted to ${named} (privilege ${privilege}): ${describeOverlap(overlap)}; a guest must never be able to write what the host reads code or configuration from: move one of them, or lower the grant's privilege to DEFAULT (read-only)`);
   }
+
+  // No worktree inside another entry's writable one (policy/worktree-nesting.ts): its root could be moved.
+  const granted: Array<GrantedWorktree<ConfigPath>> = holders
+    .filter(([, holder]) => holder.grant?.worktree !== undefined)
+    .map(([base, holder]) => ({
+      name: base.join('[').replace(/\[(\d+)$/, '[$1]'),
+      worktree: resolve(baseDir, holder.grant!.worktree!),
+      ...(holder.grant!.privilege === undefined ? {} : { privilege: holder.grant!.privilege }),
+      where: [...base, 'grant', 'worktree'],
+    }));
+  for (const nested of nestedWorktrees(granted)) error(nested.inner.where!, describeNesting(nested));
 
   // Components.
   const seenPaths = new Map<string, number>();

@@ -303,6 +303,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     ...(host.output_limits?.max_result_depth === undefined ? {} : { maxResultDepth: host.output_limits.max_result_depth }),
     ...(host.guest_limits?.client_request_bytes === undefined ? {} : { clientRequestBytes: host.guest_limits.client_request_bytes }),
     ...(host.guest_limits?.surface_items === undefined ? {} : { surfaceItems: host.guest_limits.surface_items }),
+    ...(host.guest_limits?.surface_listing_wait_ms === undefined ? {} : { surfaceListingWaitMs: host.guest_limits.surface_listing_wait_ms }),
     stateLimits,
     schemaLimits,
     approval: host.approval ?? 'never',

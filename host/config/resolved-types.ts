@@ -187,6 +187,8 @@ export interface ResolvedConfig {
   clientRequestBytes?: number;
   /** `host.guest_limits.surface_items`, when set (the registry's default otherwise). */
   surfaceItems?: number;
+  /** `host.guest_limits.surface_listing_wait_ms`, when set (the registry's default otherwise). */
+  surfaceListingWaitMs?: number;
   /** State limits (only what the file sets; the registry defaults the rest). */
   stateLimits: Partial<StateLimits>;
   /** Schema limits (`guest_limits.schema_*`, `args_depth`, `validation_steps`: only what the file sets). */

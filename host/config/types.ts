@@ -120,6 +120,7 @@ export interface HostSection {
     validation_steps?: number;
     client_request_bytes?: number;
     surface_items?: number;
+    surface_listing_wait_ms?: number;
   };
   approval?: 'never' | 'always' | 'ask';
   /** `stderr` or a file path. */

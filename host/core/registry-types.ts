@@ -153,6 +153,11 @@ export interface ToolRegistryOptions {
    */
   surfaceItems?: number;
   /**
+   * How long a prompts or resources request waits for one component's listing (ms; default 5000; config
+   * `host.guest_limits.surface_listing_wait_ms`): past it the component is left out of that answer.
+   */
+  surfaceListingWaitMs?: number;
+  /**
    * The paths a writable worktree must not overlap (default: the process's
    * own, see `processOwnedPaths`). The registry adds its loader's cache, its
    * audit log's file and every component path it loads; a host adds its

@@ -26,6 +26,8 @@ import { createAuditLog } from '../policy/audit.js';
 import { HostOwnedPaths } from '../policy/host-owned-paths.js';
 import { SchemaCompiler } from './schema.js';
 import { ComponentSurfaces } from './surfaces.js';
+import { describeNesting, nestedWorktrees, writesWorktree, type GrantedWorktree } from '../policy/worktree-nesting.js';
+import { resolve as resolvePath } from 'node:path';
 import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
 
@@ -58,6 +60,8 @@ export class ToolRegistry {
   readonly #acceptedListeners = new Set<(tool: string, callId: string) => void>();
   readonly #finishedListeners = new Set<(tool: string, event: TerminalEvent) => void>();
   readonly #limitListeners = new Set<(tool: string, limit: string) => void>();
+  /** The registered tools' granted worktrees (admission compares a call's own worktree with them), until tools change. */
+  #grantedWorktrees: GrantedWorktree[] | undefined;
 
   constructor(options: ToolRegistryOptions = {}) {
     const { cancelGraceMs, defaults, callIds, retry, maxResultDepth, clientRequestBytes } = checkRegistryOptions(options);
@@ -83,6 +87,7 @@ export class ToolRegistry {
       approve: options.approve ?? denyAllApprovals,
       hostEnv: options.hostEnv ?? process.env,
       hostOwned: this.hostOwnedPaths,
+      grantedWorktrees: () => this.#grantedWorktrees ??= distinctWorktrees(grantedWorktreesOf([...this.#tools.values()].map(({ tool }) => tool))),
       maxCallIdLength: callIds.maxLength,
       maxResultDepth,
       clientRequestBytes,
@@ -100,7 +105,12 @@ export class ToolRegistry {
     this.surfaces = new ComponentSurfaces((tool, args, call) => {
       if (!surfaceTools.has(tool)) surfaceTools.set(tool, { tool, validate: this.#schemas.compile(tool.name, tool.inputSchema) });
       return this.#start(tool.name, args, call, surfaceTools.get(tool)).terminal();
-    }, { ...(options.surfaceItems === undefined ? {} : { maxItems: options.surfaceItems }), onLimit: (tool, limit) => this.#deps.onLimit(tool, limit) });
+    }, {
+      ...(options.surfaceItems === undefined ? {} : { maxItems: options.surfaceItems }),
+      ...(options.surfaceListingWaitMs === undefined ? {} : { listingWaitMs: options.surfaceListingWaitMs }),
+      logger: this.#deps.logger,
+      onLimit: (tool, limit) => this.#deps.onLimit(tool, limit),
+    });
     this.#loader = options.wasmLoader;
     this.#sandbox = options.pool;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
@@ -153,6 +163,7 @@ export class ToolRegistry {
 
   #changed(): void {
     this.#modelNameCache = undefined;
+    this.#grantedWorktrees = undefined;
     const names = this.names();
     for (const listener of this.#listeners) {
       try {
@@ -300,11 +311,20 @@ export class ToolRegistry {
     for (const { component, tool, registeredAs } of report.renamed) {
       this.logger.warn({ component, tool, registeredAs }, 'tool name collision: registered under a namespaced name');
     }
+    this.#refuseNestedWorktrees(plan.map(({ tool }) => tool));
     const compiled = plan.map(({ name, tool }) => ({ name, registered: this.#compile(name, tool) }));
     for (const entry of compiled) this.#tools.set(entry.name, entry.registered);
     if (compiled.length > 0) this.#changed();
     for (const { component, surface } of loaded) if (surface !== undefined) this.surfaces.set({ component, ...surface });
     return report;
+  }
+
+  /** Refuse tools whose granted worktree nests with another tool's writable one (policy/worktree-nesting.ts). */
+  #refuseNestedWorktrees(adding: Tool[]): void {
+    const fresh = new Set<unknown>(adding);
+    const nested = nestedWorktrees([...grantedWorktreesOf([...this.#tools.values()].map(({ tool }) => tool)), ...grantedWorktreesOf(adding)])
+      .find(({ outer, inner }) => fresh.has(outer.where) || fresh.has(inner.where));
+    if (nested) throw new ToolhostError('PERMISSION_DENIED', describeNesting(nested), { details: { reason: 'nested-worktree', outer: nested.outer.worktree, inner: nested.inner.worktree } });
   }
 
   /**
@@ -414,4 +434,22 @@ export class ToolRegistry {
   #assertOpen(): void {
     if (this.#closed) throw new ToolhostError('INTERNAL', 'the registry is closed');
   }
+}
+
+/** The worktrees `tools` are granted (one entry a tool; `where` is the tool). */
+function grantedWorktreesOf(tools: Iterable<Tool>): GrantedWorktree[] {
+  return [...tools].flatMap((tool) => tool.grant?.worktree === undefined ? [] : [{
+    name: `tool "${tool.name}"`, worktree: resolvePath(tool.grant.worktree), ...(tool.grant.privilege === undefined ? {} : { privilege: tool.grant.privilege }), where: tool,
+  }]);
+}
+
+/** One entry per worktree and mode (a component's tools share their grant's). */
+function distinctWorktrees(worktrees: GrantedWorktree[]): GrantedWorktree[] {
+  const seen = new Set<string>();
+  return worktrees.filter(({ worktree, privilege }) => {
+    const key = `${writesWorktree(privilege) ? 'w' : 'r'}\0${worktree}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

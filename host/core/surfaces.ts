@@ -6,7 +6,16 @@
  * its reserved surface tool (`surface:COMPONENT`, never a registered tool).
  *
  * - Listings (prompts, resources, templates) are asked once per component and
- *   kept until it is unloaded or loaded again; a failed listing is not kept.
+ *   kept until it is unloaded or loaded again, each component's apart
+ *   (core/surface-listings.ts): a component whose listing fails or is slow is
+ *   left out of the answer (logged, counted, backed off), never failing the
+ *   others.
+ * - Resource templates are matched by core/uri-template-match.ts (no
+ *   backtracking; compiled when listed, a template past its caps is left out
+ *   and counted as `uri_template`); a URI longer than its cap is INVALID_INPUT
+ *   before any matching, and each component's templates get at most
+ *   `TEMPLATE_MATCH_CELLS` table cells per read (past them its remaining
+ *   templates are not tried: counted as `uri_template_cells`).
  * - Names: a prompt keeps its name unless an earlier component took it, then
  *   it is `COMPONENT.NAME` (as tools are); a resource URI or a template
  *   already listed by an earlier component is left out.
@@ -18,7 +27,10 @@
  * - Listeners hear when the set of components with prompts or resources changes.
  */
 import { ToolhostError } from '../base/errors.js';
+import { createDefaultLogger, type Logger } from '../base/logger.js';
 import type { CallOptions } from './call/options.js';
+import { ComponentListings, DEFAULT_SURFACE_LISTING_WAIT_MS, type ListingOp } from './surface-listings.js';
+import { compileUriTemplate, isRefusal, matchUriTemplate, URI_TEMPLATE_LIMITS, type CompiledUriTemplate, type MatchBudget } from './uri-template-match.js';
 import type { TerminalEvent } from './events.js';
 import type { JsonSchema, Tool } from './tool.js';
 
@@ -30,6 +42,13 @@ export const SURFACE_INPUT_SCHEMA: JsonSchema = { type: 'object', required: ['op
 export const DEFAULT_SURFACE_ITEMS = 1000;
 /** Values a completion answers with at most (MCP's cap). */
 export const MAX_COMPLETION_VALUES = 100;
+/**
+ * Table cells (template parts + 1) x (URI length + 1) one component's templates may fill in one read
+ * (core/uri-template-match.ts): ~10-20 ms of the main thread at most on a loaded 2-vCPU VM; an honest
+ * template against an ordinary URI fills a few hundred, and one whose leading or trailing literal does not
+ * fit fills none.
+ */
+export const TEMPLATE_MATCH_CELLS = 1 << 20;
 
 export interface PromptArgument { name: string; description?: string; required?: boolean }
 export interface PromptInfo { name: string; title?: string; description?: string; arguments?: PromptArgument[] }
@@ -51,7 +70,9 @@ export interface ComponentSurface {
 export type SurfaceCall = (tool: Tool, args: Record<string, unknown>, options: CallOptions) => Promise<TerminalEvent>;
 
 interface Entry extends ComponentSurface {
-  listings: Map<string, Promise<unknown[]>>;
+  listings: ComponentListings;
+  /** Each listed template's matcher (keyed by the listed item). */
+  matchers: WeakMap<object, CompiledUriTemplate>;
 }
 
 export class ComponentSurfaces {
@@ -59,13 +80,18 @@ export class ComponentSurfaces {
   readonly #run: SurfaceCall;
   readonly #maxItems: number;
   readonly #onLimit: (tool: string, limit: string) => void;
+  readonly #logger: Logger;
+  readonly #waitMs: number;
   readonly #listeners = new Set<(kinds: { prompts: boolean; resources: boolean }) => void>();
 
-  constructor(run: SurfaceCall, options: { maxItems?: number; onLimit: (tool: string, limit: string) => void }) {
+  constructor(run: SurfaceCall, options: { maxItems?: number; listingWaitMs?: number; logger?: Logger; onLimit: (tool: string, limit: string) => void }) {
     this.#run = run;
     this.#maxItems = options.maxItems ?? DEFAULT_SURFACE_ITEMS;
     if (!Number.isInteger(this.#maxItems) || this.#maxItems < 1) throw new TypeError('options.surfaceItems must be a positive integer');
+    this.#waitMs = options.listingWaitMs ?? DEFAULT_SURFACE_LISTING_WAIT_MS;
+    if (!Number.isInteger(this.#waitMs) || this.#waitMs < 1) throw new TypeError('options.surfaceListingWaitMs must be a positive integer');
     this.#onLimit = options.onLimit;
+    this.#logger = options.logger ?? createDefaultLogger();
   }
 
   /** Whether any loaded component offers prompts / resources. */
@@ -83,7 +109,8 @@ export class ComponentSurfaces {
   /** A component's surface, loaded (again): its listings are asked afresh. */
   set(surface: ComponentSurface): void {
     const previous = this.#entries.get(surface.component);
-    this.#entries.set(surface.component, { ...surface, listings: new Map() });
+    const listings = new ComponentListings(surface.component, surface.tool.name, { waitMs: this.#waitMs, logger: this.#logger, onLimit: this.#onLimit });
+    this.#entries.set(surface.component, { ...surface, listings, matchers: new WeakMap() });
     this.#changed({ prompts: surface.prompts || previous?.prompts === true, resources: surface.resources || previous?.resources === true });
   }
 
@@ -124,9 +151,8 @@ export class ComponentSurfaces {
   async listPrompts(options: CallOptions = {}): Promise<Array<PromptInfo & { component: string; guestName: string }>> {
     const out: Array<PromptInfo & { component: string; guestName: string }> = [];
     const taken = new Set<string>();
-    for (const entry of this.#entries.values()) {
-      if (!entry.prompts) continue;
-      for (const prompt of (await this.#listing(entry, 'prompts/list', options)) as PromptInfo[]) {
+    for (const [entry, listing] of await this.#listings('prompts/list', (entry) => entry.prompts, options)) {
+      for (const prompt of listing as PromptInfo[]) {
         const name = taken.has(prompt.name) ? `${entry.component}.${prompt.name}` : prompt.name;
         if (taken.has(name)) continue;
         taken.add(name);
@@ -154,12 +180,41 @@ export class ComponentSurfaces {
     return this.#unique<ResourceTemplateInfo>('resources/templates', (item) => item.uriTemplate, options);
   }
 
-  /** Read a resource from the component that lists it, or whose template `matches` it. */
-  async readResource(uri: string, matches: (template: string, uri: string) => boolean, options: CallOptions = {}): Promise<ResourceContents> {
-    const owner = (await this.listResources(options)).find((resource) => resource.uri === uri)?.component
-      ?? (await this.listTemplates(options)).find((template) => matches(template.uriTemplate, uri))?.component;
-    if (owner === undefined) throw new ToolhostError('INVALID_INPUT', `no component offers the resource "${uri}"`, { details: { reason: 'unknown-resource', uri } });
+  /** Read a resource from the component that lists it, or whose template matches it. */
+  async readResource(uri: string, options: CallOptions = {}): Promise<ResourceContents> {
+    const owner = await this.ownerOf(uri, options);
+    if (owner === undefined) throw new ToolhostError('INVALID_INPUT', `no component offers the resource "${shortUri(uri)}"`, { details: { reason: 'unknown-resource', uri: shortUri(uri) } });
     return (await this.#call(this.#entries.get(owner)!, { op: 'resources/read', uri }, options)) as ResourceContents;
+  }
+
+  /**
+   * The component that offers `uri`: the first that lists it, else the first whose template matches it (each
+   * component's templates within `TEMPLATE_MATCH_CELLS`). A URI over `URI_TEMPLATE_LIMITS.uriLength` is
+   * INVALID_INPUT (`uri-too-long`), refused before any listing or matching.
+   */
+  async ownerOf(uri: string, options: CallOptions = {}): Promise<string | undefined> {
+    if (uri.length > URI_TEMPLATE_LIMITS.uriLength) {
+      throw new ToolhostError('INVALID_INPUT', `the resource URI has ${uri.length} characters, over the limit of ${URI_TEMPLATE_LIMITS.uriLength}`, {
+        details: { reason: 'uri-too-long', max: URI_TEMPLATE_LIMITS.uriLength, length: uri.length },
+      });
+    }
+    const listed = (await this.listResources(options)).find((resource) => resource.uri === uri)?.component;
+    if (listed !== undefined) return listed;
+    const budgets = new Map<string, MatchBudget>();
+    for (const template of await this.listTemplates(options)) {
+      const entry = this.#entries.get(template.component);
+      const matcher = entry?.matchers.get(template);
+      if (!entry || !matcher) continue;
+      let budget = budgets.get(entry.component);
+      if (!budget) budgets.set(entry.component, budget = { cells: TEMPLATE_MATCH_CELLS });
+      if (budget.exceeded) continue;
+      if (matchUriTemplate(matcher, uri, budget) !== null) return entry.component;
+      if (budget.exceeded) {
+        this.#onLimit(entry.tool.name, 'uri_template_cells');
+        this.#logger.debug({ component: entry.component, cells: TEMPLATE_MATCH_CELLS }, 'surfaces: a component\'s templates were not all tried against a URI (match budget)');
+      }
+    }
+    return undefined;
   }
 
   /** Values for a prompt's argument or a template's variable. */
@@ -181,37 +236,54 @@ export class ComponentSurfaces {
   async #unique<T extends object>(op: 'resources/list' | 'resources/templates', key: (item: T) => string, options: CallOptions): Promise<Array<T & { component: string }>> {
     const out: Array<T & { component: string }> = [];
     const seen = new Set<string>();
-    for (const entry of this.#entries.values()) {
-      if (!entry.resources) continue;
-      for (const item of (await this.#listing(entry, op, options)) as T[]) {
+    for (const [entry, listing] of await this.#listings(op, (entry) => entry.resources, options)) {
+      for (const item of listing as T[]) {
         if (seen.has(key(item))) continue;
         seen.add(key(item));
-        out.push({ ...item, component: entry.component });
+        const shown = { ...item, component: entry.component };
+        const matcher = entry.matchers.get(item);
+        if (matcher) entry.matchers.set(shown, matcher);
+        out.push(shown);
       }
     }
     return out;
   }
 
-  /** A component's listing, asked once (a failure is not kept), within `maxItems`. */
-  #listing(entry: Entry, op: 'prompts/list' | 'resources/list' | 'resources/templates', options: CallOptions): Promise<unknown[]> {
-    let pending = entry.listings.get(op);
-    if (!pending) {
-      pending = this.#call(entry, { op }, options).then((answer) => {
-        const items = Array.isArray(answer) ? answer : [];
-        if (items.length > this.#maxItems) {
-          this.#onLimit(entry.tool.name, 'surface_items');
-          throw new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `component "${entry.component}" lists ${items.length} items for ${op}, over the limit of ${this.#maxItems} (host.guest_limits.surface_items)`, {
-            details: { reason: 'surface-items', limit: 'surface_items', max: this.#maxItems, count: items.length },
-          });
-        }
-        return items;
-      });
-      entry.listings.set(op, pending);
-      pending.catch(() => {
-        if (entry.listings.get(op) === pending) entry.listings.delete(op);
+  /** Every offering component's listing, asked at once; a component left out (failing, backing off, slow) is skipped. */
+  async #listings(op: ListingOp, offers: (entry: Entry) => boolean, options: CallOptions): Promise<Array<[Entry, unknown[]]>> {
+    const entries = [...this.#entries.values()].filter(offers);
+    const listings = await Promise.all(entries.map((entry) => entry.listings.get(op, () => this.#listing(entry, op, options), options.signal)));
+    const out: Array<[Entry, unknown[]]> = [];
+    entries.forEach((entry, index) => {
+      const listing = listings[index];
+      if (listing !== undefined) out.push([entry, listing]);
+    });
+    return out;
+  }
+
+  /** Ask a component for a listing, within `maxItems`; templates are compiled, and those refused left out. */
+  async #listing(entry: Entry, op: ListingOp, options: CallOptions): Promise<unknown[]> {
+    const answer = await this.#call(entry, { op }, options);
+    const items = Array.isArray(answer) ? answer : [];
+    if (items.length > this.#maxItems) {
+      this.#onLimit(entry.tool.name, 'surface_items');
+      throw new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `component "${entry.component}" lists ${items.length} items for ${op}, over the limit of ${this.#maxItems} (host.guest_limits.surface_items)`, {
+        details: { reason: 'surface-items', limit: 'surface_items', max: this.#maxItems, count: items.length },
       });
     }
-    return pending;
+    if (op !== 'resources/templates') return items;
+    const kept: unknown[] = [];
+    for (const item of items as Array<Partial<ResourceTemplateInfo>>) {
+      const compiled = compileUriTemplate(item?.uriTemplate);
+      if (isRefusal(compiled)) {
+        this.#onLimit(entry.tool.name, 'uri_template');
+        this.#logger.warn({ component: entry.component, reason: compiled.reason, template: String(item?.uriTemplate).slice(0, 80) }, `surfaces: a resource template is left out: ${compiled.message}`);
+        continue;
+      }
+      entry.matchers.set(item, compiled);
+      kept.push(item);
+    }
+    return kept;
   }
 
   async #call(entry: Entry, args: Record<string, unknown>, options: CallOptions): Promise<unknown> {
@@ -219,6 +291,11 @@ export class ComponentSurfaces {
     if (terminal.type === 'error') throw ToolhostError.fromData({ code: terminal.code, message: terminal.message, details: terminal.details, callId: terminal.callId });
     return terminal.result.structuredContent ?? JSON.parse(textOf(terminal.result.content));
   }
+}
+
+/** A URI as an error quotes it: at most 200 characters. */
+function shortUri(uri: string): string {
+  return uri.length > 200 ? `${uri.slice(0, 200)}...` : uri;
 }
 
 function textOf(content: ReadonlyArray<{ type: string; text?: string }>): string {

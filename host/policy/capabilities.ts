@@ -14,6 +14,7 @@ import type { ApprovalRequest } from './approval.js';
 import type { AuditEntry } from './audit.js';
 import type { ExecutionPolicy, PolicyDefaults } from './execution-policy.js';
 import type { ToolGrant } from './grant.js';
+import { describeNesting, nestingWith, type GrantedWorktree } from './worktree-nesting.js';
 import { describeOverlap, type HostOwnedOverlap } from './host-owned-paths.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, labelRank, type LabelCeiling, type NetworkLabel, type PrivilegeLabel } from './labels.js';
 
@@ -54,6 +55,8 @@ export interface CapabilityRequest {
   hostEnv: NodeJS.ProcessEnv;
   /** The paths a writable worktree must not overlap (host/policy/host-owned-paths.ts). */
   hostOwned?: { overlap(worktree: string): HostOwnedOverlap | undefined };
+  /** The worktrees the registered tools are granted: a call's own worktree must not nest with them (policy/worktree-nesting.ts). */
+  grantedWorktrees?: () => ReadonlyArray<GrantedWorktree>;
 }
 
 /** A resolved call, with what must be approved and audited before it runs. */
@@ -154,6 +157,14 @@ export function resolveCapabilities(request: CapabilityRequest): CapabilityDecis
         owned: overlap.owned.path,
         ...(overlap.entry === undefined ? {} : { entry: overlap.entry }),
       });
+    }
+    // A worktree bound to this call only: not inside another tool's writable one, nor (writable) holding one.
+    if (request.workingDir !== undefined && request.grantedWorktrees !== undefined) {
+      const call: GrantedWorktree = { name: `this call of "${request.tool}"`, worktree: capabilities.filesystem.root, privilege };
+      const nested = nestingWith(call, request.grantedWorktrees());
+      if (nested !== undefined) {
+        return denial(request, 'PERMISSION_DENIED', describeNesting(nested), labels, { reason: 'nested-worktree', outer: nested.outer.worktree, inner: nested.inner.worktree });
+      }
     }
   }
   // The environment: empty below ELEVATED; then only allowlisted keys, from

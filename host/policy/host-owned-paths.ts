@@ -43,7 +43,8 @@ export type HostOwnedKind =
   | 'lock'
   | 'store'
   | 'verify-key'
-  | 'trusted-root';
+  | 'trusted-root'
+  | 'worktree';
 
 /** One path the host reads code or configuration from. */
 export interface HostOwnedPath {
@@ -77,6 +78,7 @@ const KIND_NAMES: Record<HostOwnedKind, string> = {
   store: 'the store of fetched components',
   'verify-key': 'a publisher key remote components are verified with (distribution.verify.keys)',
   'trusted-root': 'the Sigstore trusted root remote components are verified with (distribution.verify.trusted_root)',
+  worktree: "another tool's worktree",
 };
 
 /** The real path of `path`, or of its nearest existing ancestor joined with the rest (it may not exist yet). */

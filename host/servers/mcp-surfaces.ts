@@ -12,7 +12,8 @@
  * the call ended with is Internal error (-32603). Each carries toolhost's
  * `{ code, message, details }` in `data`. `resources/subscribe` and
  * `unsubscribe` take a URI some component offers (listed, or matched by a
- * template); a subscribed URI gets `notifications/resources/updated` when the
+ * template; core/uri-template-match.ts, never the SDK's backtracking
+ * `UriTemplate`); a subscribed URI gets `notifications/resources/updated` when the
  * components offering resources change (a load or an unload: the only changes
  * the host can see; a component cannot say that one of its resources
  * changed). Not offered: the gRPC ToolService (sw4rm's proto has no room for
@@ -20,7 +21,6 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import {
   CompleteRequestSchema,
   ErrorCode as McpErrorCode,
@@ -55,15 +55,6 @@ export interface SurfaceHandlerOptions {
   logger: Logger;
 }
 
-/** Whether a URI fits a URI template (RFC 6570, as the MCP SDK matches them). */
-export function templateMatches(template: string, uri: string): boolean {
-  try {
-    return new UriTemplate(template).match(uri) !== null;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Serve the registry's component prompts and resources on `server` (declares
  * the prompts, resources and completions capabilities). Returns the function
@@ -91,7 +82,7 @@ export function serveSurfaces(server: Server, surfaces: ComponentSurfaces, optio
     resourceTemplates: (await surfaces.listTemplates(call)).map(({ component: _component, ...template }) => template),
   })));
   server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => run(extra, async (call) => ({
-    contents: (await surfaces.readResource(request.params.uri, templateMatches, call)) as ReadResourceResult['contents'],
+    contents: (await surfaces.readResource(request.params.uri, call)) as ReadResourceResult['contents'],
   })));
   server.setRequestHandler(CompleteRequestSchema, (request, extra) => run(extra, async (call) => {
     const { ref, argument } = request.params;
@@ -102,9 +93,10 @@ export function serveSurfaces(server: Server, surfaces: ComponentSurfaces, optio
   // This session's subscriptions (URIs some component offered when subscribed).
   const subscribed = new Set<string>();
   const offered = async (uri: string, call: CallOptions): Promise<void> => {
-    const known = (await surfaces.listResources(call)).some((resource) => resource.uri === uri)
-      || (await surfaces.listTemplates(call)).some((template) => templateMatches(template.uriTemplate, uri));
-    if (!known) throw new ToolhostError('INVALID_INPUT', `no component offers the resource "${uri}"`, { details: { reason: 'unknown-resource', uri } });
+    if (await surfaces.ownerOf(uri, call) === undefined) {
+      const shown = uri.length > 200 ? `${uri.slice(0, 200)}...` : uri;
+      throw new ToolhostError('INVALID_INPUT', `no component offers the resource "${shown}"`, { details: { reason: 'unknown-resource', uri: shown } });
+    }
   };
   server.setRequestHandler(SubscribeRequestSchema, (request, extra) => run(extra, async (call) => {
     await offered(request.params.uri, call);

@@ -57,6 +57,8 @@ export interface AdmissionDeps {
   maxCallIdLength: number;
   /** The paths a writable worktree must not overlap (PERMISSION_DENIED, audited). */
   hostOwned?: CapabilityRequest['hostOwned'];
+  /** The worktrees the registered tools are granted (a call's own worktree must not nest with them). */
+  grantedWorktrees?: CapabilityRequest['grantedWorktrees'];
 }
 
 /** A call that passed admission: everything the run needs to know, decided once. */
@@ -144,6 +146,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
     ...(options.env === undefined ? {} : { env: options.env }),
     hostEnv: deps.hostEnv,
     ...(deps.hostOwned === undefined ? {} : { hostOwned: deps.hostOwned }),
+    ...(deps.grantedWorktrees === undefined ? {} : { grantedWorktrees: deps.grantedWorktrees }),
   });
   if (!decision.allowed) return refuse(decision.error, decision.audit);
 

@@ -19,10 +19,15 @@
  *   guest as `HTTP-request-denied` (a valid wasi:http error code);
  * - sockets answer `access-denied` below FULL_ACCESS, `not-supported` under it
  *   (toolhost has no socket implementation);
+ * - `wasi:random/insecure-seed` is one value per instance, drawn from the CSPRNG
+ *   (node:crypto) when the instance first asks and drawn again after a reset
+ *   (`resetStreams`), never shared between instances, calls or principals
+ *   (the shim's is one value per worker thread);
  * - polling is synchronous: guests run without JSPI, so a pollable that waits
  *   for a timer sleeps the worker thread (Atomics.wait, which costs no CPU),
  *   and one that can never become ready traps instead of hanging.
  */
+import { randomFillSync } from 'node:crypto';
 import type { LogLevel } from '../../core/events.js';
 import { WORKTREE_GUEST_PATH } from '../../policy/capabilities.js';
 import { SUPPORTED_WASI_IMPORTS } from '../load/supported-imports.js';
@@ -192,8 +197,9 @@ export interface WasiCapabilities {
   resettable: ReadonlySet<unknown>;
   /**
    * Put the stdout and stderr streams back as a new instance has them (no
-   * write permit left); false when that is impossible (the guest closed one:
-   * a new instance's are open).
+   * write permit left), and forget the instance's insecure seed (a restored
+   * instance draws a fresh one, as a new instance does); false when that is
+   * impossible (the guest closed one: a new instance's are open).
    */
   resetStreams(): boolean;
 }
@@ -204,6 +210,8 @@ export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
   const stderr = capturedStream('stderr', scope);
   const guestCli = shimCli.createCli({ stdout, stderr, environment: {}, arguments: [] });
   const http = createSyncHttp((request) => scope.http(request));
+  // This instance's insecure seed: drawn when first asked, forgotten on a reset.
+  let seed: [bigint, bigint] | undefined;
   const imports: Record<string, Namespace> = {
     'wasi:cli/environment': {
       getEnvironment: () => scope.env().map(([key, value]) => [key, value]),
@@ -228,7 +236,15 @@ export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
     'wasi:io/streams': shimIo.streams,
     'wasi:random/random': shimRandom.random,
     'wasi:random/insecure': shimRandom.insecure,
-    'wasi:random/insecure-seed': shimRandom.insecureSeed,
+    'wasi:random/insecure-seed': {
+      insecureSeed: (): [bigint, bigint] => {
+        if (seed === undefined) {
+          const words = randomFillSync(new BigUint64Array(2));
+          seed = [words[0]!, words[1]!];
+        }
+        return seed;
+      },
+    },
     'wasi:http/types': http.types,
     'wasi:http/outgoing-handler': http.outgoingHandler,
     ...socketImports(scope),
@@ -242,6 +258,7 @@ export function createWasiImports(scope: GuestCallScope): WasiCapabilities {
     },
     resettable: new Set<unknown>([streams.stdout, streams.stderr]),
     resetStreams() {
+      seed = undefined;
       if (!streams.stdout.open || !streams.stderr.open) return false;
       streams.stdout.flush();
       streams.stderr.flush();
