@@ -18,8 +18,8 @@ import { DEFAULT_CANCEL_GRACE_MS } from '../core/call/call.js';
 import type { SandboxOptions } from '../sandbox/loader.js';
 import type { StateLimits } from '../core/state.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
-import type { ClusterSection, ConfigFile, DistributionSection, GrantEntry, HostSection, OAuthSection, PolicyEntry, VerifyEntry } from './types.js';
-import type { DistributionOptions, TrustPolicy } from '../distribution/options.js';
+import type { ClusterSection, ConfigFile, GrantEntry, HostSection, OAuthSection, PolicyEntry } from './types.js';
+import { resolveDistribution, resolveVerify } from './resolve-distribution.js';
 import { isRemoteSource } from '../distribution/source.js';
 import { connectionFairness, DEFAULT_CONNECTION_FAIRNESS } from './connection-fairness.js';
 import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
@@ -319,38 +319,6 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (config.cluster !== undefined) resolved.cluster = resolveCluster(config.cluster);
   if (context.file !== undefined) resolved.file = context.file;
   return resolved;
-}
-
-function resolveVerify(entry: VerifyEntry, baseDir: string): TrustPolicy {
-  return {
-    ...(entry.keys === undefined ? {} : { keys: entry.keys.map((key) => resolve(baseDir, key)) }),
-    ...(entry.trusted_root === undefined ? {} : { trustedRoot: resolve(baseDir, entry.trusted_root) }),
-    ...(entry.identities === undefined ? {} : {
-      identities: entry.identities.map(({ issuer, subject, subject_regexp: pattern }) => ({ issuer, ...(subject === undefined ? {} : { subject }), ...(pattern === undefined ? {} : { subjectRegExp: pattern }) })),
-    }),
-    ...(entry.reference_aliases === undefined ? {} : { referenceAliases: { ...entry.reference_aliases } }),
-    ...(entry.require_attestations === undefined ? {} : { requireAttestations: entry.require_attestations.map(({ predicate_type: type, builder_id: id }) => ({ predicateType: type, ...(id === undefined ? {} : { builderId: id }) })) }),
-    ...(entry.skip === undefined ? {} : { skip: entry.skip }),
-  };
-}
-
-/** The `distribution` section with absolute paths (the fetcher defaults the rest). */
-function resolveDistribution(section: DistributionSection, baseDir: string): DistributionOptions {
-  const options: DistributionOptions = {};
-  if (section.store_dir !== undefined) options.storeDir = resolve(baseDir, section.store_dir);
-  if (section.insecure_registries !== undefined) options.insecureRegistries = [...section.insecure_registries];
-  if (section.registries !== undefined) options.registries = [...section.registries];
-  if (section.auth !== undefined) options.auth = Object.fromEntries(Object.entries(section.auth).map(([registry, entry]) => [registry, { username: entry.username, passwordEnv: entry.password_env }]));
-  if (section.token_realms !== undefined) options.tokenRealms = Object.fromEntries(Object.entries(section.token_realms).map(([registry, hosts]) => [registry, [...hosts]]));
-  if (section.verify !== undefined) options.verify = resolveVerify(section.verify, baseDir);
-  if (section.max_manifest_bytes !== undefined) options.maxManifestBytes = section.max_manifest_bytes;
-  if (section.max_component_bytes !== undefined) options.maxComponentBytes = section.max_component_bytes;
-  if (section.max_signature_layers !== undefined) options.maxSignatureLayers = section.max_signature_layers;
-  if (section.max_signature_bytes !== undefined) options.maxSignatureBytes = section.max_signature_bytes;
-  if (section.credential_helper_timeout_ms !== undefined) options.credentialHelperTimeoutMs = section.credential_helper_timeout_ms;
-  if (section.credential_helper_max_bytes !== undefined) options.credentialHelperMaxBytes = section.credential_helper_max_bytes;
-  if (section.load_timeout_ms !== undefined) options.loadTimeoutMs = section.load_timeout_ms;
-  return options;
 }
 
 /** A command with a `/` is a path (relative to the config file's directory); a bare name is looked up on PATH. */
