@@ -127,7 +127,7 @@ describe('a remote load is bounded by its deadline and ends when its caller abor
 
   it('ends the admin load tool\'s fetch when its call is cancelled', async () => {
     const registry = makeRegistry({ distribution: options({ loadTimeoutMs: 120_000, registries: [`${base}/silent/`] }) });
-    registerAdminTools(registry);
+    registerAdminTools(registry, { callers: 'any' });
     const controller = new AbortController();
     try {
       setTimeout(() => controller.abort(), 300);
