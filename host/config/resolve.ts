@@ -146,6 +146,7 @@ export function resolveGrant(entry: GrantEntry = {}, baseDir: string): ToolGrant
     };
   }
   if (entry.elicitation !== undefined) grant.elicitation = entry.elicitation.max_requests === undefined ? {} : { maxRequests: entry.elicitation.max_requests };
+  if (entry.state !== undefined) grant.state = { ...entry.state };
   return grant;
 }
 

@@ -131,6 +131,7 @@ export interface GrantEntry {
   worktree?: string;
   sampling?: { max_requests?: number; max_tokens?: number };
   elicitation?: { max_requests?: number };
+  state?: { access?: 'none' | 'read' | 'write'; share?: string };
 }
 
 /** An ExecutionPolicy as written (sw4rm field names; labels in any case). */

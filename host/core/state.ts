@@ -7,6 +7,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
+import type { StateAccess } from '../policy/grant.js';
 import { ANONYMOUS_TENANT } from './principal-scope.js';
 import { ownerOf, planRoom, type ShareOwner } from './state-shares.js';
 
@@ -241,8 +242,9 @@ function touch(owner: ShareOwner<Conversation>, conversationId: string, conversa
   owner.conversations.set(conversationId, conversation);
 }
 
-/** Where a conversation's state lives for a principal (see principal-scope.ts). */
-export { conversationScope } from './principal-scope.js';
+/** Where a conversation's state lives for a principal (see principal-scope.ts), and in which namespace (state-namespace.ts). */
+export { conversationScope, stateScope } from './principal-scope.js';
+export { stateNamespace } from './state-namespace.js';
 
 interface Conversation {
   entries: Map<string, string>;
@@ -271,22 +273,26 @@ export class ConversationState {
   readonly #logger: Logger;
   readonly #maxValueBytes: number;
   readonly #onLimit: ((limit: StateLimitName) => void) | undefined;
+  readonly #access: StateAccess;
 
   /**
    * @param maxValueBytes checked here, whatever the store (a remote store enforces its own per-conversation limits)
    * @param onLimit told about each write refused by a state limit (metrics)
+   * @param access what the tool's grant lets it do (`grant.state.access`): `read` refuses writes, `none` reads nothing too
    */
-  constructor(store: StateStore, scope: string, logger: Logger, maxValueBytes = DEFAULT_STATE_LIMITS.maxValueBytes, onLimit?: (limit: StateLimitName) => void) {
+  constructor(store: StateStore, scope: string, logger: Logger, maxValueBytes = DEFAULT_STATE_LIMITS.maxValueBytes, onLimit?: (limit: StateLimitName) => void, access: StateAccess = 'write') {
     this.#store = store;
     this.#scope = scope;
     this.#logger = logger;
     this.#maxValueBytes = maxValueBytes;
     this.#onLimit = onLimit;
+    this.#access = access;
   }
 
   /** The raw JSON text under `key`; throws a ToolhostError (INTERNAL) when the store fails. */
   async getRaw(key: string): Promise<string | undefined> {
     checkKey(key);
+    if (this.#access === 'none') return undefined;
     try {
       return await this.#store.get(this.#scope, key);
     } catch (error) {
@@ -316,6 +322,11 @@ export class ConversationState {
    */
   async setRaw(key: string, value: string): Promise<void> {
     checkKey(key);
+    if (this.#access !== 'write') {
+      throw new ToolhostError('PERMISSION_DENIED', `the tool's grant lets it ${this.#access === 'read' ? 'only read' : 'neither read nor write'} conversation state (grant.state.access: ${this.#access})`, {
+        details: { reason: 'state-access', access: this.#access },
+      });
+    }
     const bytes = Buffer.byteLength(value);
     if (bytes > this.#maxValueBytes) {
       this.#onLimit?.('state_value_bytes');
