@@ -37,7 +37,7 @@ describe.skipIf(!hasCGuests)('a 0.2.0 tool written with the C SDK', () => {
 
   beforeAll(async () => {
     registry = makeRegistry({ defaults: { wallMs: 10_000 } });
-    await registry.registerWasmTools(fixture('sdk_rich'), { grant: { sampling: { maxRequests: 2, maxTokens: 1000 }, elicitation: { maxRequests: 1 } } });
+    await registry.registerWasmTools(fixture('sdk_rich'), { grant: { sampling: { maxRequests: 2, maxTokens: 1000 }, elicitation: { maxRequests: 1 }, state: { access: 'read' } } });
     await registry.registerWasmTools(example('ctools'));
     server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0 });
   });

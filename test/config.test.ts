@@ -63,7 +63,7 @@ describe('the example file and the embedded defaults', () => {
       'guest-tools/dist/net.wasm',
     ]);
     const files = resolved.tools[3];
-    expect(files?.options.grant).toEqual({ privilege: 'DEFAULT' });
+    expect(files?.options.grant).toEqual({ privilege: 'DEFAULT', state: { access: 'none' } });
     expect(files?.options.defaultPolicy).toMatchObject({ privilege_level: 'DEFAULT', worktree_required: true });
     expect(files?.origin).toEqual({ file: join(root, 'toolhost.example.yaml'), line: expect.any(Number) as number, column: 5 });
     expect(resolved.tools[4]?.options.grant).toEqual({ network: 'EGRESS_UNRESTRICTED', egressAllow: ['example.com', '*.example.org', 'localhost:8080'] });

@@ -70,9 +70,13 @@ describe.skipIf(!hasCGuests)('annotations derived from the grant, over MCP', () 
       expect(Object.keys(tool.annotations ?? {}).sort(), name).toEqual(['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint']);
       expect(tool.annotations?.idempotentHint, name).toBe(registry.get(name)!.idempotent);
     }
-    // DENY_ALL and MINIMAL (text, json, ctools), and DEFAULT's read-only worktree (files): nothing outside can change.
-    for (const name of ['word_count', 'regex_search', 'json_query', 'json_pointer', 'echo', 'sha256', 'read_file', 'list_dir']) {
+    // DENY_ALL, MINIMAL and no state (json, ctools), and DEFAULT's read-only worktree (files): nothing outside can change.
+    for (const name of ['json_query', 'json_pointer', 'echo', 'sha256', 'read_file', 'list_dir']) {
       expect(tools.get(name)?.annotations, name).toMatchObject(SAFE);
+    }
+    // text's grant leaves conversation state writable (word_count keeps a total there): not read-only.
+    for (const name of ['word_count', 'regex_search']) {
+      expect(tools.get(name)?.annotations, name).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: false });
     }
     // json.wasm is a 0.2.0 component (guest-tools/js-sdk/mcp.js): its author's title and icon are listed too.
     expect(tools.get('json_query')).toMatchObject({ title: 'JSON query', icons: [{ mimeType: 'image/svg+xml', sizes: ['any'] }] });
@@ -90,17 +94,19 @@ describe.skipIf(!hasCGuests)('annotations derived from the grant, over MCP', () 
       return listedOverHttp(registry);
     };
     // The author's words (rich: readOnly, not destructive, idempotent, closed world; ask_model: readOnly).
-    const confined = await listed({});
+    const confined = await listed({ state: { access: 'read' } });
     expect(confined.get('rich')?.annotations).toEqual({ ...SAFE, idempotentHint: true });
     expect(confined.get('ask_model')?.annotations).toEqual({ ...SAFE, idempotentHint: false });
 
-    const writable = await listed({ privilege: 'ELEVATED', worktree });
+    const writable = await listed({ privilege: 'ELEVATED', worktree, state: { access: 'read' } });
     expect(writable.get('rich')?.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
     expect(writable.get('ask_model')?.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false });
 
     // A read-only worktree (DEFAULT) keeps the claim; any network ends it and opens the world.
-    expect((await listed({ privilege: 'DEFAULT', worktree })).get('rich')?.annotations).toMatchObject(SAFE);
-    const networked = await listed({ network: 'EGRESS_RESTRICTED', egressAllow: ['example.com'] });
+    expect((await listed({ privilege: 'DEFAULT', worktree, state: { access: 'read' } })).get('rich')?.annotations).toMatchObject(SAFE);
+    // Conversation state it may write (the default) ends the claim too.
+    expect((await listed({})).get('rich')?.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
+    const networked = await listed({ network: 'EGRESS_RESTRICTED', egressAllow: ['example.com'], state: { access: 'read' } });
     expect(networked.get('rich')?.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true });
   });
 });
@@ -113,14 +119,17 @@ describe('deriveAnnotations', () => {
     ...(annotations === undefined ? {} : { annotations }),
   });
 
-  it('claims read-only and closed-world exactly when the grant has no writable worktree and no network', () => {
+  it('claims read-only and closed-world exactly when the grant has no writable worktree, no network and no state writes', () => {
+    const none = { access: 'none' } as const;
     const cases: Array<[ToolGrant, { readOnlyHint: boolean; openWorldHint: boolean }]> = [
-      [{}, { readOnlyHint: true, openWorldHint: false }],
-      [{ privilege: 'DEFAULT' }, { readOnlyHint: true, openWorldHint: false }],
-      [{ privilege: 'ELEVATED' }, { readOnlyHint: false, openWorldHint: false }],
-      [{ privilege: 'PRIVILEGED' }, { readOnlyHint: false, openWorldHint: false }],
-      [{ network: 'EGRESS_RESTRICTED' }, { readOnlyHint: false, openWorldHint: true }],
-      [{ network: 'FULL_ACCESS', privilege: 'DEFAULT' }, { readOnlyHint: false, openWorldHint: true }],
+      [{}, { readOnlyHint: false, openWorldHint: false }],
+      [{ state: none }, { readOnlyHint: true, openWorldHint: false }],
+      [{ state: { access: 'read' } }, { readOnlyHint: true, openWorldHint: false }],
+      [{ privilege: 'DEFAULT', state: none }, { readOnlyHint: true, openWorldHint: false }],
+      [{ privilege: 'ELEVATED', state: none }, { readOnlyHint: false, openWorldHint: false }],
+      [{ privilege: 'PRIVILEGED', state: none }, { readOnlyHint: false, openWorldHint: false }],
+      [{ network: 'EGRESS_RESTRICTED', state: none }, { readOnlyHint: false, openWorldHint: true }],
+      [{ network: 'FULL_ACCESS', privilege: 'DEFAULT', state: none }, { readOnlyHint: false, openWorldHint: true }],
     ];
     for (const [grant, expected] of cases) {
       const hints = deriveAnnotations(sandboxed(grant));
@@ -129,9 +138,10 @@ describe('deriveAnnotations', () => {
   });
 
   it('keeps an author\'s more cautious hints, and never its safer ones the grant does not guarantee', () => {
-    expect(deriveAnnotations(sandboxed({}, { readOnlyHint: false }, true))).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
-    expect(deriveAnnotations(sandboxed({}, { destructiveHint: true }))).toMatchObject({ readOnlyHint: false, destructiveHint: true });
-    expect(deriveAnnotations(sandboxed({}, { openWorldHint: true }))).toMatchObject({ readOnlyHint: true, openWorldHint: true });
+    const none = { state: { access: 'none' } } as const;
+    expect(deriveAnnotations(sandboxed(none, { readOnlyHint: false }, true))).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
+    expect(deriveAnnotations(sandboxed(none, { destructiveHint: true }))).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    expect(deriveAnnotations(sandboxed(none, { openWorldHint: true }))).toMatchObject({ readOnlyHint: true, openWorldHint: true });
     expect(deriveAnnotations(sandboxed({}, { idempotentHint: false }, true))).toMatchObject({ idempotentHint: false });
     // Safe words on a tool that can write or reach out: not listed.
     expect(deriveAnnotations(sandboxed({ privilege: 'ELEVATED', network: 'EGRESS_UNRESTRICTED' }, { readOnlyHint: true, destructiveHint: false, openWorldHint: false }))).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });

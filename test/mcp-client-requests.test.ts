@@ -60,7 +60,7 @@ describe.skipIf(!hasCGuests)('a 0.2.0 tool through MCP clients', () => {
 
   beforeAll(async () => {
     registry = makeRegistry({ audit, defaults: { wallMs: 10_000 } });
-    await registry.registerWasmTools(wasm, { grant: { sampling: { maxRequests: 2, maxTokens: 1000 }, elicitation: { maxRequests: 1 } } });
+    await registry.registerWasmTools(wasm, { grant: { sampling: { maxRequests: 2, maxTokens: 1000 }, elicitation: { maxRequests: 1 }, state: { access: 'read' } } });
     registry.onLimitHit((tool, limit) => limits.push({ tool, limit }));
     server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0 });
   });

@@ -101,9 +101,11 @@ describe.runIf(hasCGuests)('a guest that fills every conversation it is called i
     const hits: string[] = [];
     registry.onLimitHit((_tool, limit) => hits.push(limit));
     try {
-      await registry.registerWasmTools(fixture('flood'));
+      // peek reads flood's namespace of each conversation: both are granted its share group.
+      await registry.registerWasmTools(fixture('flood'), { grant: { state: { share: 'flood' } } });
       registry.register(defineNativeTool({
         name: 'peek',
+        grant: { state: { share: 'flood' } },
         description: 'Says whether the conversation still holds k9.',
         inputSchema: { type: 'object' },
         run: async (_args, ctx) => ({ kept: (await ctx.getState<string | null>('k9', null)) !== null }),

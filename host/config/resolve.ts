@@ -63,13 +63,14 @@ export function resolveCluster(cluster: ClusterSection): ClusterSettings {
   if (cluster.lease_ms !== undefined) settings.leaseMs = cluster.lease_ms;
   if (cluster.command_timeout_ms !== undefined) settings.commandTimeoutMs = cluster.command_timeout_ms;
   if (cluster.state !== undefined) {
-    const { ttl_seconds: ttlSeconds, max_value_bytes: maxValueBytes, max_keys: maxKeys, max_bytes_per_conversation: maxBytesPerConversation, max_total_bytes: maxTotalBytes } = cluster.state;
+    const { ttl_seconds: ttlSeconds, max_value_bytes: maxValueBytes, max_keys: maxKeys, max_bytes_per_conversation: maxBytesPerConversation, max_total_bytes: maxTotalBytes, max_bytes_per_principal: maxBytesPerPrincipal } = cluster.state;
     settings.state = {
       ...(ttlSeconds === undefined ? {} : { ttlSeconds }),
       ...(maxValueBytes === undefined ? {} : { maxValueBytes }),
       ...(maxKeys === undefined ? {} : { maxKeys }),
       ...(maxBytesPerConversation === undefined ? {} : { maxBytesPerConversation }),
       ...(maxTotalBytes === undefined ? {} : { maxTotalBytes }),
+      ...(maxBytesPerPrincipal === undefined ? {} : { maxBytesPerPrincipal }),
     };
   }
   if (cluster.limits !== undefined) {
@@ -148,6 +149,7 @@ export function resolveGrant(entry: GrantEntry = {}, baseDir: string): ToolGrant
     };
   }
   if (entry.elicitation !== undefined) grant.elicitation = entry.elicitation.max_requests === undefined ? {} : { maxRequests: entry.elicitation.max_requests };
+  if (entry.state !== undefined) grant.state = { ...entry.state };
   return grant;
 }
 

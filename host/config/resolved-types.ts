@@ -218,7 +218,7 @@ export interface ClusterSettings {
   keyPrefix?: string;
   leaseMs?: number;
   commandTimeoutMs?: number;
-  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number; maxBytesPerPrincipal?: number };
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
   /** MCP sessions in Redis (their TTL is the MCP server's session idle time). */
   sessions?: { maxSessions?: number; maxPerPrincipal?: number };

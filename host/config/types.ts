@@ -52,7 +52,7 @@ export interface ClusterSection {
   key_prefix?: string;
   lease_ms?: number;
   command_timeout_ms?: number;
-  state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number };
+  state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number; max_bytes_per_principal?: number };
   limits?: { per_tool?: Record<string, number>; per_tenant?: Record<string, number> };
   sessions?: { max_sessions?: number; max_per_principal?: number };
 }
@@ -138,6 +138,7 @@ export interface GrantEntry {
   worktree?: string;
   sampling?: { max_requests?: number; max_tokens?: number };
   elicitation?: { max_requests?: number };
+  state?: { access?: 'none' | 'read' | 'write'; share?: string };
 }
 
 /** An ExecutionPolicy as written (sw4rm field names; labels in any case). */

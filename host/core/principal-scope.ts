@@ -64,6 +64,27 @@ export function conversationScope(principal: string | undefined, conversationId:
   return principal === undefined ? conversationId : `${CONVERSATION_SCOPE_MARK}principal:${principal}${CONVERSATION_SCOPE_MARK}${conversationId}`;
 }
 
+/** The principal a conversation key (from {@link conversationScope}, maybe namespaced by {@link stateScope}) names, or {@link ANONYMOUS_TENANT}. */
+export function principalOfScope(key: string): string {
+  const head = `${CONVERSATION_SCOPE_MARK}principal:`;
+  if (!key.startsWith(head)) return ANONYMOUS_TENANT;
+  const end = key.indexOf(CONVERSATION_SCOPE_MARK, head.length);
+  return end < 0 ? ANONYMOUS_TENANT : key.slice(head.length, end);
+}
+
+/**
+ * The key one namespace of a conversation's state lives under: the
+ * conversation's key, U+0000, and the namespace (`component:<name>` for a
+ * component's own state, `share:<group>` for a group granted `state.share`).
+ * A conversation id holds no U+0000 (refused at admission), so no caller can
+ * name another namespace's key; the principal stays first, so
+ * {@link principalOfScope} reads it back. Without a namespace (native tools)
+ * the conversation's key itself.
+ */
+export function stateScope(conversationKey: string, namespace: string | undefined): string {
+  return namespace === undefined ? conversationKey : `${conversationKey}${CONVERSATION_SCOPE_MARK}${namespace}`;
+}
+
 /**
  * Whom a call counts against for the fleet's per-tenant caps: the tenant a server authenticated (an
  * OAuth token's tenant claim), else its principal; never a name the client chose.

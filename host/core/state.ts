@@ -7,6 +7,9 @@
 import { getHeapStatistics } from 'node:v8';
 import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
+import type { StateAccess } from '../policy/grant.js';
+import { ANONYMOUS_TENANT } from './principal-scope.js';
+import { ownerOf, planRoom, type ShareOwner } from './state-shares.js';
 
 /**
  * Where conversation state lives. Implementations may be remote (hence async);
@@ -95,7 +98,7 @@ export function stateLimitError(limit: StateLimitName, message: string, details:
  * The embedded default: a map in the main thread, which enforces every
  * {@link StateLimits} itself (it knows each conversation's keys and bytes).
  *
- * At `maxConversations`, a write to a new conversation evicts the least
+ * At `maxConversations`, a write to a new conversation evicts a least
  * recently used one (read or written last) rather than being refused: clients
  * choose conversation ids, so refusing would let one client that names many
  * conversations lock every other client out of new ones for good (the MCP
@@ -107,17 +110,24 @@ export function stateLimitError(limit: StateLimitName, message: string, details:
  * The bytes held in all are capped too (`maxTotalBytes`, sized to the heap by
  * default): the conversation cap alone let 10,000 conversations of 16 MiB each
  * outgrow a 4 GiB heap, which aborted the host. A write that would pass it
- * evicts the least recently used other conversations first (each eviction a
+ * evicts least recently used other conversations first (each eviction a
  * `state_total_bytes` limit hit); the conversation being written is never
  * evicted for it, and a write that would take that conversation alone past the
  * total is refused (`state_total_bytes`).
+ *
+ * Both limits are shared fairly between principals (./state-shares.ts): each
+ * principal holding state has a share of them, a writer over its share makes
+ * room from its own conversations, and another principal loses conversations
+ * only while it is over its share. Without principals (a library) every
+ * conversation has one owner and the order is one least-recently-used list.
  */
 export class InMemoryStateStore implements StateStore {
-  /** In least-recently-used-first order: a use moves a conversation to the end. */
-  readonly #conversations = new Map<string, Conversation>();
+  /** Each owner's conversations (./state-shares.ts), least recently used first: a use moves a conversation to the end. */
+  readonly #owners = new Map<string, ShareOwner<Conversation>>();
   readonly #limits: StateLimits;
-  /** The sum of every conversation's {@link chargeOf}. */
+  /** The sum of every conversation's {@link chargeOf}, and how many conversations there are. */
   #heldBytes = 0;
+  #count = 0;
 
   constructor(limits: Partial<StateLimits> = {}) {
     this.#limits = resolveStateLimits(limits);
@@ -125,7 +135,7 @@ export class InMemoryStateStore implements StateStore {
 
   /** Conversations held. */
   get conversations(): number {
-    return this.#conversations.size;
+    return this.#count;
   }
 
   /** Bytes held in all, as counted against `maxTotalBytes` (keys, values and the per-entry and per-conversation overheads). */
@@ -133,10 +143,16 @@ export class InMemoryStateStore implements StateStore {
     return this.#heldBytes;
   }
 
+  /** Bytes one principal's conversations hold (`undefined`: every caller without a principal). */
+  heldBytesOf(principal: string | undefined): number {
+    return this.#owners.get(principal ?? ANONYMOUS_TENANT)?.bytes ?? 0;
+  }
+
   async get(conversationId: string, key: string): Promise<string | undefined> {
-    const conversation = this.#conversations.get(conversationId);
-    if (conversation === undefined) return undefined;
-    this.#touch(conversationId, conversation);
+    const owner = this.#owners.get(ownerOf(conversationId));
+    const conversation = owner?.conversations.get(conversationId);
+    if (owner === undefined || conversation === undefined) return undefined;
+    touch(owner, conversationId, conversation);
     return conversation.entries.get(key);
   }
 
@@ -146,7 +162,8 @@ export class InMemoryStateStore implements StateStore {
     if (valueBytes > limits.maxValueBytes) {
       throw stateLimitError('state_value_bytes', `state value for "${key}" is ${valueBytes} bytes, over the limit of ${limits.maxValueBytes}`, { bytes: valueBytes, max: limits.maxValueBytes });
     }
-    const existing = this.#conversations.get(conversationId);
+    const ownerName = ownerOf(conversationId);
+    const existing = this.#owners.get(ownerName)?.conversations.get(conversationId);
     const conversation = existing ?? { entries: new Map<string, string>(), bytes: 0, idBytes: Buffer.byteLength(conversationId) };
     const previous = conversation.entries.get(key);
     const keyBytes = Buffer.byteLength(key);
@@ -162,46 +179,72 @@ export class InMemoryStateStore implements StateStore {
     if (chargeAfter > limits.maxTotalBytes) {
       throw stateLimitError('state_total_bytes', `the conversation's state would take ${chargeAfter} bytes, over the store's total of ${limits.maxTotalBytes}`, { bytes: chargeAfter, max: limits.maxTotalBytes });
     }
+    // Make room first, within the principals' shares (state-shares.ts); never the conversation being written.
+    const plan = planRoom(this.#owners, { bytes: this.#heldBytes, conversations: this.#count }, limits, {
+      owner: ownerName, conversationId, isNew: existing === undefined, addedBytes: chargeAfter - chargeBefore,
+    }, chargeOf);
+    if ('refuse' in plan) {
+      throw stateLimitError(plan.refuse, `the principal's state is over its share (${plan.share}) of the store's ${plan.refuse === 'state_total_bytes' ? `total of ${limits.maxTotalBytes} bytes` : `${limits.maxConversations} conversations`}, and holds no other conversation to make room with`, {
+        share: plan.share, principalShare: true,
+      });
+    }
     let evicted = 0;
     let evictedForBytes = 0;
-    // Make room first: the oldest entries of the map are the least recently used; never the one being written.
-    for (const [oldestId, oldest] of this.#conversations) {
-      const overCount = existing === undefined && this.#conversations.size >= limits.maxConversations;
-      const overBytes = this.#heldBytes - chargeBefore + chargeAfter > limits.maxTotalBytes;
-      if (!overCount && !overBytes) break;
-      if (oldestId === conversationId) continue;
-      this.#conversations.delete(oldestId);
-      this.#heldBytes -= chargeOf(oldest);
-      if (overCount) evicted += 1;
+    for (const eviction of plan.evict) {
+      const owner = this.#owners.get(eviction.owner) as ShareOwner<Conversation>;
+      const dropped = owner.conversations.get(eviction.conversationId) as Conversation;
+      owner.conversations.delete(eviction.conversationId);
+      const charge = chargeOf(dropped);
+      owner.bytes -= charge;
+      this.#heldBytes -= charge;
+      this.#count -= 1;
+      if (owner.conversations.size === 0) this.#owners.delete(eviction.owner);
+      if (eviction.limit === 'state_conversations') evicted += 1;
       else evictedForBytes += 1;
+    }
+    let owner = this.#owners.get(ownerName);
+    if (owner === undefined) {
+      owner = { conversations: new Map(), bytes: 0 };
+      this.#owners.set(ownerName, owner);
     }
     conversation.entries.set(key, value);
     conversation.bytes = bytes;
+    owner.bytes += chargeAfter - chargeBefore;
     this.#heldBytes += chargeAfter - chargeBefore;
-    this.#touch(conversationId, conversation);
+    if (existing === undefined) this.#count += 1;
+    touch(owner, conversationId, conversation);
     if (evicted === 0 && evictedForBytes === 0) return undefined;
     return evictedForBytes === 0 ? { evictedConversations: evicted } : { evictedConversations: evicted, evictedForBytes };
   }
 
   async delete(conversationId: string, key: string): Promise<void> {
-    const conversation = this.#conversations.get(conversationId);
+    const ownerName = ownerOf(conversationId);
+    const owner = this.#owners.get(ownerName);
+    const conversation = owner?.conversations.get(conversationId);
     const previous = conversation?.entries.get(key);
-    if (!conversation || previous === undefined) return;
-    this.#heldBytes -= chargeOf(conversation);
+    if (owner === undefined || conversation === undefined || previous === undefined) return;
+    const before = chargeOf(conversation);
     conversation.entries.delete(key);
     conversation.bytes -= Buffer.byteLength(key) + Buffer.byteLength(previous);
-    if (conversation.entries.size === 0) this.#conversations.delete(conversationId);
-    else this.#heldBytes += chargeOf(conversation);
-  }
-
-  #touch(conversationId: string, conversation: Conversation): void {
-    this.#conversations.delete(conversationId);
-    this.#conversations.set(conversationId, conversation);
+    const after = conversation.entries.size === 0 ? 0 : chargeOf(conversation);
+    owner.bytes += after - before;
+    this.#heldBytes += after - before;
+    if (conversation.entries.size === 0) {
+      owner.conversations.delete(conversationId);
+      this.#count -= 1;
+      if (owner.conversations.size === 0) this.#owners.delete(ownerName);
+    }
   }
 }
 
-/** Where a conversation's state lives for a principal (see principal-scope.ts). */
-export { conversationScope } from './principal-scope.js';
+function touch(owner: ShareOwner<Conversation>, conversationId: string, conversation: Conversation): void {
+  owner.conversations.delete(conversationId);
+  owner.conversations.set(conversationId, conversation);
+}
+
+/** Where a conversation's state lives for a principal (see principal-scope.ts), and in which namespace (state-namespace.ts). */
+export { conversationScope, stateScope } from './principal-scope.js';
+export { stateNamespace } from './state-namespace.js';
 
 interface Conversation {
   entries: Map<string, string>;
@@ -230,22 +273,26 @@ export class ConversationState {
   readonly #logger: Logger;
   readonly #maxValueBytes: number;
   readonly #onLimit: ((limit: StateLimitName) => void) | undefined;
+  readonly #access: StateAccess;
 
   /**
    * @param maxValueBytes checked here, whatever the store (a remote store enforces its own per-conversation limits)
    * @param onLimit told about each write refused by a state limit (metrics)
+   * @param access what the tool's grant lets it do (`grant.state.access`): `read` refuses writes, `none` reads nothing too
    */
-  constructor(store: StateStore, scope: string, logger: Logger, maxValueBytes = DEFAULT_STATE_LIMITS.maxValueBytes, onLimit?: (limit: StateLimitName) => void) {
+  constructor(store: StateStore, scope: string, logger: Logger, maxValueBytes = DEFAULT_STATE_LIMITS.maxValueBytes, onLimit?: (limit: StateLimitName) => void, access: StateAccess = 'write') {
     this.#store = store;
     this.#scope = scope;
     this.#logger = logger;
     this.#maxValueBytes = maxValueBytes;
     this.#onLimit = onLimit;
+    this.#access = access;
   }
 
   /** The raw JSON text under `key`; throws a ToolhostError (INTERNAL) when the store fails. */
   async getRaw(key: string): Promise<string | undefined> {
     checkKey(key);
+    if (this.#access === 'none') return undefined;
     try {
       return await this.#store.get(this.#scope, key);
     } catch (error) {
@@ -275,6 +322,11 @@ export class ConversationState {
    */
   async setRaw(key: string, value: string): Promise<void> {
     checkKey(key);
+    if (this.#access !== 'write') {
+      throw new ToolhostError('PERMISSION_DENIED', `the tool's grant lets it ${this.#access === 'read' ? 'only read' : 'neither read nor write'} conversation state (grant.state.access: ${this.#access})`, {
+        details: { reason: 'state-access', access: this.#access },
+      });
+    }
     const bytes = Buffer.byteLength(value);
     if (bytes > this.#maxValueBytes) {
       this.#onLimit?.('state_value_bytes');

@@ -25,7 +25,7 @@ export interface FleetOptions {
   leaseMs?: number;
   /** How long one Redis command may take (ms, default 1000). */
   commandTimeoutMs?: number;
-  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number };
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number; maxBytesPerPrincipal?: number };
   limits?: FleetLimits;
   /** MCP sessions shared by the fleet: caps in the fleet and per principal, their TTL. */
   sessions?: SessionDirectoryLimits;

@@ -22,6 +22,14 @@
  * What it does not do: evict (a full fleet refuses writes until conversations
  * expire or are deleted; Redis's own `maxmemory` stays the last resort).
  *
+ * Per principal (`maxBytesPerPrincipal`, off by default): the charges of each
+ * principal's conversations (the principal read from the conversation's key,
+ * as `principalOfScope` does; `(anonymous)` without one) are summed in
+ * `<prefix>state-sizes` (`p:<principal>`), and a write that would take its
+ * principal past the cap is refused (`state_total_bytes`, `principalShare`),
+ * so one principal cannot fill the fleet's total and lock every other one out
+ * of writing (issue 36, M7, on the fleet's side: refusals, not evictions).
+ *
  * Redis down: `get` and `set` reject with FLEET_UNAVAILABLE; `ConversationState`
  * turns a failed get into the caller's fallback (logged) and reports a failed
  * set to the tool.
@@ -43,6 +51,8 @@ export interface RedisStateOptions {
   maxBytesPerConversation?: number;
   /** Most bytes the fleet's state holds in Redis in all (default 1 GiB; see the file's comment for what counts). */
   maxTotalBytes?: number;
+  /** Most bytes one principal's conversations hold, counted as for the total (default: the total, i.e. no cap of its own). */
+  maxBytesPerPrincipal?: number;
 }
 
 export const DEFAULT_STATE_TTL_SECONDS = 86_400;
@@ -59,11 +69,24 @@ export const DEFAULT_STATE_MAX_TOTAL_BYTES = 1024 * 1024 * 1024;
 const SWEEP = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function owner(id)
+  if string.sub(id, 1, 11) == '\\0principal:' then
+    local e = string.find(id, '\\0', 12, true)
+    if e then return 'p:' .. string.sub(id, 12, e - 1) end
+  end
+  return 'p:(anonymous)'
+end
+local function charged(p, delta)
+  if redis.call('HINCRBY', KEYS[2], p, delta) <= 0 then redis.call('HDEL', KEYS[2], p) end
+end
 local function forget(id)
   local charge = tonumber(redis.call('HGET', KEYS[2], 'c:' .. id) or '0')
   redis.call('HDEL', KEYS[2], 'b:' .. id, 'c:' .. id)
   redis.call('ZREM', KEYS[3], id)
-  if charge ~= 0 then redis.call('DECRBY', KEYS[4], charge) end
+  if charge ~= 0 then
+    redis.call('DECRBY', KEYS[4], charge)
+    charged(owner(id), -charge)
+  end
 end
 local function sweep(n)
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, n)) do forget(id) end
@@ -73,7 +96,8 @@ end
 /**
  * Set one field unless the hash is full or a byte cap would be passed, then
  * refresh the hash's TTL and the sizes. ARGV: field, value, maxKeys, ttlMs,
- * maxBytes, maxTotal, conversation id, entry overhead, conversation overhead.
+ * maxBytes, maxTotal, conversation id, entry overhead, conversation overhead,
+ * max bytes per principal.
  */
 const SET_SCRIPT = `${SWEEP}
 local id = ARGV[7]
@@ -95,6 +119,14 @@ if added > 0 and total + added > tonumber(ARGV[6]) then
   total = tonumber(redis.call('GET', KEYS[4]) or '0')
   if total + added > tonumber(ARGV[6]) then return {'TOTAL', total + added} end
 end
+local p = owner(id)
+local held = tonumber(redis.call('HGET', KEYS[2], p) or '0')
+if added > 0 and held + added > tonumber(ARGV[10]) then
+  sweep(1024)
+  held = tonumber(redis.call('HGET', KEYS[2], p) or '0')
+  if held + added > tonumber(ARGV[10]) then return {'PRINCIPAL', held + added} end
+end
+if added ~= 0 then charged(p, added) end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('HSET', KEYS[2], 'b:' .. id, after, 'c:' .. id, charge + added)
@@ -114,6 +146,7 @@ local freed = #old + #ARGV[1]
 redis.call('HINCRBY', KEYS[2], 'b:' .. id, -freed)
 redis.call('HINCRBY', KEYS[2], 'c:' .. id, -(freed + tonumber(ARGV[3])))
 redis.call('DECRBY', KEYS[4], freed + tonumber(ARGV[3]))
+charged(owner(id), -(freed + tonumber(ARGV[3])))
 return 1
 `;
 
@@ -125,6 +158,7 @@ export class RedisStateStore implements StateStore {
   readonly #maxKeys: number;
   readonly #maxBytes: number;
   readonly #maxTotal: number;
+  readonly #maxPerPrincipal: number;
 
   constructor(link: RedisLink, options: RedisStateOptions = {}) {
     this.#link = link;
@@ -144,6 +178,9 @@ export class RedisStateStore implements StateStore {
     this.#maxKeys = maxKeys;
     this.#maxBytes = maxBytes;
     this.#maxTotal = maxTotal;
+    const perPrincipal = options.maxBytesPerPrincipal ?? maxTotal;
+    if (!(Number.isInteger(perPrincipal) && perPrincipal > 0)) throw new TypeError('options.maxBytesPerPrincipal must be a positive integer');
+    this.#maxPerPrincipal = perPrincipal;
   }
 
   /** The keys a script reads and writes for `conversationId`: its hash, then the fleet's sizes, expiry and total. */
@@ -169,13 +206,16 @@ export class RedisStateStore implements StateStore {
     if (Buffer.byteLength(value) > this.#maxValueBytes) {
       throw new ToolhostError('INVALID_INPUT', `state value for "${key}" is larger than the fleet's limit of ${this.#maxValueBytes} bytes`);
     }
-    const args = [key, value, this.#maxKeys, this.#ttlMs, this.#maxBytes, this.#maxTotal, conversationId, STATE_ENTRY_OVERHEAD_BYTES, STATE_CONVERSATION_OVERHEAD_BYTES];
+    const args = [key, value, this.#maxKeys, this.#ttlMs, this.#maxBytes, this.#maxTotal, conversationId, STATE_ENTRY_OVERHEAD_BYTES, STATE_CONVERSATION_OVERHEAD_BYTES, this.#maxPerPrincipal];
     const [outcome, bytes] = await this.#link.script<[string, number?]>(SET_SCRIPT, this.#keys(conversationId), args);
     if (String(outcome) === 'FULL') {
       throw new ToolhostError('INVALID_INPUT', `the conversation already holds ${this.#maxKeys} state keys (the fleet's limit)`);
     }
     if (String(outcome) === 'CONVERSATION') {
       throw stateLimitError('state_bytes_per_conversation', `the conversation's state would hold ${bytes} bytes, over the fleet's limit of ${this.#maxBytes}`, { bytes, max: this.#maxBytes, store: 'redis' });
+    }
+    if (String(outcome) === 'PRINCIPAL') {
+      throw stateLimitError('state_total_bytes', `the principal's state in the fleet would hold ${bytes} bytes, over its cap of ${this.#maxPerPrincipal}`, { bytes, max: this.#maxPerPrincipal, principalShare: true, store: 'redis' });
     }
     if (String(outcome) === 'TOTAL') {
       throw stateLimitError('state_total_bytes', `the fleet's state would hold ${bytes} bytes, over its total of ${this.#maxTotal}`, { bytes, max: this.#maxTotal, store: 'redis' });

@@ -8,8 +8,10 @@
  *   label can reach something outside the host).
  * - `readOnlyHint: true` and `destructiveHint: false` only when the grant has no
  *   writable worktree (privilege below ELEVATED: MINIMAL has no filesystem,
- *   DEFAULT a read-only one) and no network. Conversation state (`set-state`) is
- *   the conversation's, not the environment's, so it does not count as a write.
+ *   DEFAULT a read-only one), no network, and no write to conversation state
+ *   (`grant.state.access` `read` or `none`; the default, `write`, lets every
+ *   call change what later calls in the conversation read: issue 36, M11, a
+ *   tool listed read-only rewrote another component's state).
  * - `idempotentHint` is the tool's `idempotent` (which the host also acts on:
  *   only idempotent tools are retried).
  * - Never less cautious than the author: an author's cautious hint
@@ -59,7 +61,8 @@ export function deriveAnnotations(tool: AnnotatedTool): Required<Pick<ToolHints,
   const grant = tool.grant ?? {};
   const network = (grant.network ?? 'DENY_ALL') !== 'DENY_ALL';
   const writable = labelRank(PRIVILEGE_LABELS, grant.privilege ?? 'MINIMAL') >= labelRank(PRIVILEGE_LABELS, 'ELEVATED');
-  const confined = tool.executionMode === 'sandboxed' ? !writable && !network : tool.readOnly === true;
+  const writesState = (grant.state?.access ?? 'write') === 'write';
+  const confined = tool.executionMode === 'sandboxed' ? !writable && !network && !writesState : tool.readOnly === true;
   // An author who says the tool is destructive does not call it read-only either.
   const readOnly = confined && author.readOnlyHint !== false && author.destructiveHint !== true;
   return {

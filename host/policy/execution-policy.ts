@@ -6,6 +6,7 @@
  */
 import { ToolhostError } from '../base/errors.js';
 import { NETWORK_LABELS, PRIVILEGE_LABELS, parseLabel, type NetworkLabel, type PrivilegeLabel } from './labels.js';
+import { memorySizeClass } from './memory-classes.js';
 
 /** A protobuf Duration in its JSON form (`"1.5s"`) or as an object. */
 export type DurationInput = string | { seconds?: number | string; nanos?: number };
@@ -235,9 +236,11 @@ export function ceilingDenial(policy: ExecutionPolicy, defaults: PolicyDefaults)
  * the code each ends with), the CPU and memory budgets, retries; host defaults
  * where the policy is silent. Asking above a host ceiling throws
  * PERMISSION_DENIED (see {@link ceilingDenial}); memory is also capped by the
- * tool's grant (the smaller wins).
+ * tool's grant (the smaller wins), then put in its size class
+ * (./memory-classes.ts: a value the configuration does not name is rounded
+ * down to a power of two; `toolDefaults` is the tool's configured default policy).
  */
-export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults, grant: { memoryMb?: number } = {}): CallBudgets {
+export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults, grant: { memoryMb?: number } = {}, toolDefaults: { memoryMb?: number } = {}): CallBudgets {
   const denied = ceilingDenial(policy, defaults);
   if (denied) throw denied;
   const { timeoutMs, budgetWallMs } = policy;
@@ -251,7 +254,8 @@ export function resolveBudgets(policy: ExecutionPolicy, defaults: PolicyDefaults
   }
   const cpuMs = policy.budgetCpuMs ?? defaults.cpuMs;
   // The tool's grant and the call's request: the smaller wins.
-  const memoryMb = Math.min(policy.memoryMb ?? defaults.memoryMb, grant.memoryMb ?? Number.POSITIVE_INFINITY);
+  const capMb = Math.min(policy.memoryMb ?? defaults.memoryMb, grant.memoryMb ?? Number.POSITIVE_INFINITY);
+  const memoryMb = memorySizeClass(capMb, [defaults.memoryMb, defaults.maxMemoryMb, grant.memoryMb, toolDefaults.memoryMb]);
   const maxRetries = policy.maxRetries ?? 0;
   const budgets: CallBudgets = { wallMs, wallCode, memoryMb, maxRetries };
   if (cpuMs !== undefined) budgets.cpuMs = cpuMs;

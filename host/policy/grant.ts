@@ -30,7 +30,24 @@ export interface ToolGrant {
   sampling?: { maxRequests?: number; maxTokens?: number };
   /** Whether the tool may ask the calling client's user (MCP elicitation): requests per call (default 3). Absent: denied. */
   elicitation?: { maxRequests?: number };
+  /**
+   * Conversation state (`get-state`/`set-state`, `ctx.state`): `access` is what the tool may do with it
+   * (`write`, the default: read and write; `read`: writes refused; `none`: reads find nothing, writes
+   * refused); `share` names a group whose members read and write one namespace of each conversation's
+   * state. Without `share` a component's tools have a namespace of their own (the component's name), and
+   * native tools share the conversation's host namespace (see core/state.ts `stateNamespace`).
+   */
+  state?: ToolStateGrant;
 }
+
+/** What a tool may do with conversation state, and with whom it shares it. */
+export interface ToolStateGrant {
+  access?: StateAccess;
+  /** A group name (`[A-Za-z0-9._-]`, at most 64 characters): every tool granted it shares one namespace. */
+  share?: string;
+}
+
+export type StateAccess = 'none' | 'read' | 'write';
 
 /** What a tool's calls get when they do not say (within the grant). */
 export type ToolDefaultPolicy = ExecutionPolicyInput;

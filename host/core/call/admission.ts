@@ -129,7 +129,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   let budgets: CallBudgets;
   try {
     // The one check of the host's ceilings (asking above one is a decision: audited).
-    budgets = resolveBudgets(policy, deps.defaults, tool.grant);
+    budgets = resolveBudgets(policy, deps.defaults, tool.grant, toolDefaults);
   } catch (error) {
     const overCeiling = ToolhostError.fromData(toErrorData(error, callId));
     return refuse(overCeiling, { callId, tool: tool.name, decision: 'denied', code: overCeiling.code, reason: overCeiling.message });

@@ -21,7 +21,7 @@ import type { Logger } from '../../base/logger.js';
 import { ClientGate } from './client-gate.js';
 import { isRichResult, jsonResult, type CallAccounting, type ReportedAccounting, type ToolResult } from '../result.js';
 import type { RetryOptions } from '../retry.js';
-import { ConversationState, InMemoryStateStore, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
+import { ConversationState, InMemoryStateStore, stateNamespace, stateScope, type StateLimitName, type StateLimits, type StateStore } from '../state.js';
 import type { ToolRun } from '../tool.js';
 import { nestsDeeperThan } from '../result-depth.js';
 import type { CallPlan } from './admission.js';
@@ -122,9 +122,11 @@ export class Call {
     // A call without a conversation gets a scratch store of its own.
     this.context = new CallContext(this, plan, () => {
       const onStateLimit = (limit: StateLimitName): void => deps.onLimit(tool.name, limit);
+      // Each component's own namespace of the conversation, unless its grant shares one (state.ts stateNamespace).
+      const access = tool.grant?.state?.access ?? 'write';
       return conversationKey !== undefined
-        ? new ConversationState(deps.stateStore, conversationKey, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit)
-        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit);
+        ? new ConversationState(deps.stateStore, stateScope(conversationKey, stateNamespace(tool)), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit, access)
+        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit, access);
     }, () => new ClientGate(this, plan.client));
   }
 

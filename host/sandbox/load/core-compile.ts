@@ -8,8 +8,26 @@ import { ToolhostError } from '../../base/errors.js';
 import type { CoreModules } from '../protocol.js';
 import type { CoreModuleBytes } from '../process/messages.js';
 
+/**
+ * Compiled modules with an estimate of what their code holds (`codeBytes`: an array property, which
+ * structured clone carries to a worker): {@link CODE_BYTES_PER_MODULE_BYTE} per byte of module.
+ */
+export type CompiledModules = CoreModules & { codeBytes?: number };
+
+/**
+ * What compiled code costs per byte of module, as the workers' memory budget estimates it (issue 36, M8:
+ * one variant of a 12 MB componentize-js module held ~37 MiB).
+ */
+export const CODE_BYTES_PER_MODULE_BYTE = 3;
+
 /** Compiles each core module; a module that does not compile rejects with COMPONENT_INVALID naming it. */
-export function compileCoreModules(modules: CoreModuleBytes, what: string): Promise<CoreModules> {
+export async function compileCoreModules(modules: CoreModuleBytes, what: string): Promise<CompiledModules> {
+  const compiled: CompiledModules = await compileEach(modules, what);
+  compiled.codeBytes = modules.reduce((sum, [, bytes]) => sum + bytes.byteLength, 0) * CODE_BYTES_PER_MODULE_BYTE;
+  return compiled;
+}
+
+function compileEach(modules: CoreModuleBytes, what: string): Promise<CoreModules> {
   return Promise.all(modules.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => {
     try {
       return [name, await WebAssembly.compile(bytes)];

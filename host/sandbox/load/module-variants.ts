@@ -14,6 +14,7 @@ import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pa
 import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
+import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 
 /**
  * Variants made, shared by every component whose transpiled entry has the same
@@ -32,6 +33,14 @@ export function variantDigest(cached: CachedComponent, tableElements: number): s
 
 /** How long capped bytes for the sandbox process are kept after they are made (ms). */
 const BYTES_KEPT_MS = 30_000;
+
+/**
+ * Compiled variants for caps other than the load's (`DEFAULT_POLICY_DEFAULTS.memoryMb`, compiled at load and
+ * kept) this process keeps per component, the most recently asked for: a worker holds its own reference
+ * (counted in its memory budget, worker/memory-budget.ts) until its budget drops it, so the main thread's copy
+ * only saves a compile for the next worker. Caps come in size classes (policy/memory-classes.ts).
+ */
+const KEPT_CALLER_VARIANTS = 2;
 
 /**
  * The component's core modules with their memories and tables capped, once
@@ -78,9 +87,18 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
       return [name, exposeSnapshotState(result.bytes)];
     });
   };
+  /** This component's compiled caller variants' keys, least recently asked for first. */
+  const callerVariants: string[] = [];
+  const keepRecent = (key: string): void => {
+    const at = callerVariants.indexOf(key);
+    if (at >= 0) callerVariants.splice(at, 1);
+    callerVariants.push(key);
+    while (callerVariants.length > KEPT_CALLER_VARIANTS) shared.delete(callerVariants.shift() as string);
+  };
   const oncePerCap = <T>(kind: string, make: (memoryMb: number) => Promise<T>, keepMs?: number): ((memoryMb: number) => Promise<T>) => {
     return (memoryMb) => {
       const key = `${kind}:${memoryMb}:${digest}`;
+      if (kind === 'modules' && memoryMb !== DEFAULT_POLICY_DEFAULTS.memoryMb) keepRecent(key);
       let variant = shared.get(key) as Promise<T> | undefined;
       if (!variant) {
         const made = make(memoryMb);

@@ -14,6 +14,9 @@ import { acquire, release, type ComponentRuntime } from './component-runtime.js'
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { memoryBudget } from './memory-budget.js';
+import { keptInstances } from './kept-instances.js';
+import type { CompiledModules } from '../load/core-compile.js';
+import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 import { classifyGuestFailure } from './guest-failure.js';
 import { contentBytes } from '../load/tool-world.js';
 import { HostBridge, OutputLimitExceeded, openLane } from './host-bridge.js';
@@ -77,6 +80,15 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
   const glue = (await import(task.moduleUrl)) as { instantiate: InstantiateFn };
   const runtime: ComponentRuntime = { instantiate: glue.instantiate, modules: new Map(modules), conversations: new Map(), refusedResets: 0, sparesMade: 0 };
   runtimes.set(key, runtime);
+  // A variant beyond the one compiled at load (a call's memory class): its code counts in the budget, evicted whole.
+  if (task.memoryMb !== DEFAULT_POLICY_DEFAULTS.memoryMb) {
+    runtime.codeBytes = (modules as CompiledModules).codeBytes ?? 0;
+    runtime.drop = () => {
+      for (const kept of runtime.conversations.values()) keptInstances.forget(kept);
+      runtime.conversations.clear();
+      if (runtimes.get(key) === runtime) runtimes.delete(key);
+    };
+  }
   return runtime;
 }
 

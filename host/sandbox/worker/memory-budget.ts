@@ -10,10 +10,17 @@
  * exactly as for a component never called in this worker: the same fresh
  * instance, never anything a dropped instance held.
  *
+ * Compiled code counts only for a variant of a component's modules that a
+ * call's memory cap needed beyond the one compiled at load (issue 36, M8:
+ * each distinct `memory_mb` kept a variant forever): its estimated size
+ * (`codeBytes`, load/core-compile.ts) is held as long as the variant is, and
+ * evicting it drops the variant whole (`drop`: its instances, kept ones too,
+ * and the worker's reference to the modules; a later call asks for them again).
+ *
  * What it does not count: the instance a call is running on (counted once
  * released), instances kept per conversation (kept-instances.ts has their own
- * budget), compiled code (shared by every worker and kept while the component
- * is loaded), the glue's JS (an imported module stays), or the JS heap.
+ * budget), the load's own compiled code (shared by every worker and kept while
+ * the component is loaded), the glue's JS (an imported module stays), or the JS heap.
  * Sizes are the instances' linear memory and snapshot copies (a memory's
  * untouched pages count though they take no RSS: the budget errs high).
  */
@@ -29,6 +36,10 @@ export interface BudgetedRuntime {
   kept?: GuestInstance;
   /** Set when its instances were dropped, until a call makes a new one. */
   evicted?: boolean;
+  /** Estimated bytes of compiled code held for this runtime alone (a caller's memory cap's variant), else absent. */
+  codeBytes?: number;
+  /** Forget the runtime whole (with `codeBytes`: evicting it frees its code). */
+  drop?: () => void;
 }
 
 export class MemoryBudget {
@@ -64,7 +75,7 @@ export class MemoryBudget {
     if (runtime.spare !== undefined) bytes += runtime.spare.heldBytes();
     if (runtime.awaitingReset !== undefined) bytes += runtime.awaitingReset.heldBytes();
     if (runtime.kept !== undefined) bytes += runtime.kept.heldBytes();
-    return bytes;
+    return bytes + (runtime.codeBytes ?? 0);
   }
 
   /** Bytes every runtime held when last measured. */
@@ -128,6 +139,12 @@ export class MemoryBudget {
     MemoryBudget.evict(runtime);
     this.#total -= this.#held.get(runtime) ?? 0;
     this.#held.set(runtime, 0);
+    if ((runtime.codeBytes ?? 0) > 0) {
+      // A caller's variant: dropped whole, code and all (the next call with its cap starts over).
+      this.#order.delete(runtime);
+      this.#held.delete(runtime);
+      runtime.drop?.();
+    }
   }
 
   /** Drop what `runtime` holds between calls: the next call makes a new instance. */
