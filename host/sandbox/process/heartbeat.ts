@@ -1,8 +1,11 @@
 /**
- * The supervisor's heartbeat over one sandbox process: a `ping` every fifth of the timeout, and `onSilent` once the
- * process has answered none for `timeoutMs` (a process stopped with SIGSTOP, or whose main thread is wedged, answers
- * nothing; the supervisor then kills it with SIGKILL and starts another). The process answers from its main
- * thread, which only coordinates its workers: guest code runs in worker threads and never delays an answer.
+ * The supervisor's heartbeat over one sandbox process: a ping every fifth of the timeout, and `onSilent` once the
+ * process has not proved for `timeoutMs` that its main loop turns. The process answers from a thread of its own on
+ * a pipe of its own (heartbeat-thread.ts), each answer saying how long its main loop has not turned; any IPC message
+ * from it proves a turn too. So a process stopped with SIGSTOP or dead (no answer), and one whose main loop is
+ * wedged (answers that say so), are judged alike; a process whose IPC channel is busy with large messages, or whose
+ * main loop is briefly busy, is not: guest code runs in worker threads, and what crosses its main thread is capped
+ * in the worker before it is posted, so a loop that does not turn for `timeoutMs` is stuck, not busy with a guest.
  *
  * Guarantees: `onSilent` is called at most once per heartbeat, and only after this process's own event loop was
  * responsive for the whole window it judges (a tick that comes late, because this process was busy, restarts the
@@ -47,9 +50,15 @@ export class Heartbeat {
     this.#timer.unref();
   }
 
-  /** The process answered a ping (or said anything else that proves its main thread turns). */
-  answered(): void {
-    this.#windowStart = performance.now();
+  /**
+   * The process answered a ping, or said anything else that proves its main
+   * thread turns. `loopStalledMs`: the answer came from its heartbeat thread
+   * (heartbeat-thread.ts), which says how long ago its main loop last turned:
+   * that is when the process last proved it is not stuck.
+   */
+  answered(loopStalledMs = 0): void {
+    // Never moved back: a late tick may have opened the window later than the process's last turn, on purpose.
+    this.#windowStart = Math.max(this.#windowStart, performance.now() - loopStalledMs);
     this.#answeredOnce = true;
   }
 

@@ -18,6 +18,7 @@
  * only those end with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
 import { fork } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { guestProcessEnv } from '../malloc-env.js';
 import { ToolhostError } from '../../base/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
@@ -29,6 +30,7 @@ import { TaskQueue } from '../task-queue.js';
 import { childScript } from './child-script.js';
 import type { Job, SandboxChild } from './child-record.js';
 import { DEFAULT_HEARTBEAT_MS, Heartbeat } from './heartbeat.js';
+import { ANSWER_BYTES, HEARTBEAT_FD } from './heartbeat-thread.js';
 import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
 
 export interface ProcessPoolOptions extends SandboxPoolOptions {
@@ -47,6 +49,8 @@ export const MAX_IDLE_DEATHS = 5;
 export const CRASH_LOOP_COOLDOWN_MS = 30_000;
 /** The longest wait before starting the next child (ms). */
 const MAX_RESTART_DELAY_MS = 2_000;
+/** One heartbeat ping on the pipe (any byte is one). */
+const PING = Buffer.from([1]);
 /** How long `close()` waits for the child to exit before it is killed (ms). */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -209,15 +213,30 @@ export class ProcessSandboxPool implements SandboxRunner {
       // Freed large blocks go back to the system (../malloc-env.ts).
       env: guestProcessEnv(),
       // The child's stdout goes to the host's stderr: over MCP stdio, stdout carries the protocol and nothing else.
-      stdio: ['ignore', 2, 'inherit', 'ipc'],
+      // fd 4 (HEARTBEAT_FD): the heartbeat's own pipe, answered by a thread of the child's (heartbeat-thread.ts).
+      stdio: ['ignore', 2, 'inherit', 'ipc', 'pipe'],
     });
     const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new ChurnTable(), exited: false };
     this.#child = child;
+    const pipe = spawned.stdio[HEARTBEAT_FD] as Socket | null | undefined;
+    pipe?.on('error', () => {});
+    pipe?.unref?.();
     if (this.#heartbeatMs > 0) {
-      child.heartbeat = new Heartbeat(this.#heartbeatMs, () => this.#send(child, { type: 'ping' }), (silentMs) => {
-        // Stopped (SIGSTOP) or wedged: SIGKILL ends even a stopped process; its 'close' ends its calls as any death does.
+      const ping = (): void => {
+        if (pipe && pipe.writable) pipe.write(PING);
+        else this.#send(child, { type: 'ping' });
+      };
+      child.heartbeat = new Heartbeat(this.#heartbeatMs, ping, (silentMs) => {
+        // Stopped (SIGSTOP), dead or wedged: SIGKILL ends even a stopped process; its 'close' ends its calls as any death does.
         child.silentMs = silentMs;
         child.process.kill('SIGKILL');
+      });
+      let carry: Buffer = Buffer.alloc(0);
+      pipe?.on('data', (chunk: Buffer) => {
+        const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk]);
+        let at = 0;
+        for (; at + ANSWER_BYTES <= bytes.length; at += ANSWER_BYTES) child.heartbeat?.answered(bytes.readUInt32LE(at));
+        carry = bytes.subarray(at);
       });
     }
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
