@@ -15,6 +15,48 @@
  * thread does between two messages).
  */
 
+import type { Socket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
+import { ANSWER_BYTES } from './heartbeat-thread.js';
+
+/** One ping on the heartbeat pipe (any byte is one). */
+const PING = Buffer.from([1]);
+
+/** The supervisor's end of a sandbox process's heartbeat pipe (the child's is heartbeat-thread.ts). */
+export class HeartbeatPipe {
+  readonly #pipe: Socket;
+
+  private constructor(pipe: Socket) {
+    this.#pipe = pipe;
+    pipe.on('error', () => {});
+    // The IPC channel keeps the child's lifetime; this pipe never keeps the host up.
+    pipe.unref?.();
+  }
+
+  /** The pipe at the child's HEARTBEAT_FD stdio slot, when `fork` opened one. */
+  static of(stream: Readable | Writable | null | undefined): HeartbeatPipe | undefined {
+    return stream ? new HeartbeatPipe(stream as Socket) : undefined;
+  }
+
+  /** Send one ping; true when it was written (false: the pipe is gone, ping some other way). */
+  ping(): true | undefined {
+    if (!this.#pipe.writable) return undefined;
+    this.#pipe.write(PING);
+    return true;
+  }
+
+  /** Each answer: how long the child's main loop had not turned (ms). */
+  onAnswer(listener: (loopStalledMs: number) => void): void {
+    let carry: Buffer = Buffer.alloc(0);
+    this.#pipe.on('data', (chunk: Buffer) => {
+      const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk]);
+      let at = 0;
+      for (; at + ANSWER_BYTES <= bytes.length; at += ANSWER_BYTES) listener(bytes.readUInt32LE(at));
+      carry = bytes.subarray(at);
+    });
+  }
+}
+
 /** How long the sandbox process may leave heartbeats unanswered before it is killed and replaced (ms). */
 export const DEFAULT_HEARTBEAT_MS = 10_000;
 

@@ -18,7 +18,6 @@
  * only those end with it (see CHILD_LOOKAHEAD_PER_THREAD).
  */
 import { fork } from 'node:child_process';
-import type { Socket } from 'node:net';
 import { guestProcessEnv } from '../malloc-env.js';
 import { ToolhostError } from '../../base/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
@@ -29,8 +28,8 @@ import type { StopSignal } from '../task-stop.js';
 import { TaskQueue } from '../task-queue.js';
 import { childScript } from './child-script.js';
 import type { Job, SandboxChild } from './child-record.js';
-import { DEFAULT_HEARTBEAT_MS, Heartbeat } from './heartbeat.js';
-import { ANSWER_BYTES, HEARTBEAT_FD } from './heartbeat-thread.js';
+import { DEFAULT_HEARTBEAT_MS, Heartbeat, HeartbeatPipe } from './heartbeat.js';
+import { HEARTBEAT_FD } from './heartbeat-thread.js';
 import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
 
 export interface ProcessPoolOptions extends SandboxPoolOptions {
@@ -49,8 +48,6 @@ export const MAX_IDLE_DEATHS = 5;
 export const CRASH_LOOP_COOLDOWN_MS = 30_000;
 /** The longest wait before starting the next child (ms). */
 const MAX_RESTART_DELAY_MS = 2_000;
-/** One heartbeat ping on the pipe (any byte is one). */
-const PING = Buffer.from([1]);
 /** How long `close()` waits for the child to exit before it is killed (ms). */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -218,26 +215,14 @@ export class ProcessSandboxPool implements SandboxRunner {
     });
     const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new ChurnTable(), exited: false };
     this.#child = child;
-    const pipe = spawned.stdio[HEARTBEAT_FD] as Socket | null | undefined;
-    pipe?.on('error', () => {});
-    pipe?.unref?.();
     if (this.#heartbeatMs > 0) {
-      const ping = (): void => {
-        if (pipe && pipe.writable) pipe.write(PING);
-        else this.#send(child, { type: 'ping' });
-      };
-      child.heartbeat = new Heartbeat(this.#heartbeatMs, ping, (silentMs) => {
+      const pipe = HeartbeatPipe.of(spawned.stdio[HEARTBEAT_FD]);
+      child.heartbeat = new Heartbeat(this.#heartbeatMs, () => pipe?.ping() ?? this.#send(child, { type: 'ping' }), (silentMs) => {
         // Stopped (SIGSTOP), dead or wedged: SIGKILL ends even a stopped process; its 'close' ends its calls as any death does.
         child.silentMs = silentMs;
         child.process.kill('SIGKILL');
       });
-      let carry: Buffer = Buffer.alloc(0);
-      pipe?.on('data', (chunk: Buffer) => {
-        const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk]);
-        let at = 0;
-        for (; at + ANSWER_BYTES <= bytes.length; at += ANSWER_BYTES) child.heartbeat?.answered(bytes.readUInt32LE(at));
-        carry = bytes.subarray(at);
-      });
+      pipe?.onAnswer((loopStalledMs) => child.heartbeat?.answered(loopStalledMs));
     }
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
     // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `next`) was read.
