@@ -14,7 +14,7 @@ import { acquire, release, type ComponentRuntime } from './component-runtime.js'
 import { GuestInstance, type ActiveCall, type InstantiateFn } from './guest-instance.js';
 import { collectTask } from './heap.js';
 import { memoryBudget } from './memory-budget.js';
-import { classifyGuestFailure } from './guest-failure.js';
+import { capToolError, classifyGuestFailure } from './guest-failure.js';
 import { contentBytes } from '../load/tool-world.js';
 import { HostBridge, OutputLimitExceeded, openLane } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
@@ -128,7 +128,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
       ? classifyGuestFailure(error, { bytes: instance.memoryBytes(), capBytes })
       : classifyGuestFailure(new OutputLimitExceeded(bridge.exceeded));
     if (failure.poisoned) instance.poisoned = true;
-    outcome = { ok: false, error: failure.error };
+    outcome = { ok: false, error: capToolError(failure, task.limits.maxResultBytes).error };
   }
   const cpuMs = cpuTimeMs() - cpuBefore;
   bridge.guestEnded(cpuMs);
