@@ -28,6 +28,13 @@ function truncate(message: string): string {
   return message.length <= 4 * QUOTED_GUEST_CHARS ? message : `${message.slice(0, 4 * QUOTED_GUEST_CHARS)}…`;
 }
 
+/** A state key no store accepts is refused here, never posted (it counts as a host call all the same). */
+function refuseBadKey(bridge: HostBridge, key: string): void {
+  if (key.length !== 0 && key.length <= MAX_STATE_KEY_BYTES && Buffer.byteLength(key) <= MAX_STATE_KEY_BYTES) return;
+  bridge.countHostCall();
+  throw new Error(`INVALID_INPUT: state key must be a non-empty string of at most ${MAX_STATE_KEY_BYTES} bytes`);
+}
+
 /** The call an instance is serving. */
 export interface ActiveCall {
   bridge: HostBridge;
@@ -241,10 +248,7 @@ export class GuestInstance {
         if (!active) return undefined;
         try {
           // A key no store accepts never leaves the worker (it counts as a host call all the same).
-          if (key.length === 0 || key.length > MAX_STATE_KEY_BYTES || Buffer.byteLength(key) > MAX_STATE_KEY_BYTES) {
-            active.bridge.countHostCall();
-            throw new Error(`INVALID_INPUT: state key must be a non-empty string of at most ${MAX_STATE_KEY_BYTES} bytes`);
-          }
+          refuseBadKey(active.bridge, key);
           const value = active.bridge.request({ op: 'get-state', key });
           return typeof value === 'string' ? value : undefined;
         } catch (error) {
@@ -258,6 +262,7 @@ export class GuestInstance {
         const active = this.#current;
         if (!active) throw 'set-state called outside a call';
         try {
+          refuseBadKey(active.bridge, key);
           active.bridge.request({ op: 'set-state', key, value });
         } catch (error) {
           // A thrown string becomes the result's err payload in jco's glue.
