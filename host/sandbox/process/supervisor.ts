@@ -215,8 +215,8 @@ export class ProcessSandboxPool implements SandboxRunner {
     });
     const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new ChurnTable(), exited: false };
     this.#child = child;
+    const pipe = HeartbeatPipe.of(spawned.stdio[HEARTBEAT_FD]);
     if (this.#heartbeatMs > 0) {
-      const pipe = HeartbeatPipe.of(spawned.stdio[HEARTBEAT_FD]);
       child.heartbeat = new Heartbeat(this.#heartbeatMs, () => pipe?.ping() ?? this.#send(child, { type: 'ping' }), (silentMs) => {
         // Stopped (SIGSTOP), dead or wedged: SIGKILL ends even a stopped process; its 'close' ends its calls as any death does.
         child.silentMs = silentMs;
