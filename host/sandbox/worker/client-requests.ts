@@ -176,7 +176,13 @@ function elicit(bridge: HostBridge | undefined, message: string, requestedSchema
   if (typeof record !== 'object' || record === null || Array.isArray(record) || record.type !== 'object' || typeof record.properties !== 'object' || record.properties === null || Array.isArray(record.properties)) {
     refuse(bridge, 'elicitation', 'invalid', 'INVALID_INPUT', 'requested-schema must be a JSON Schema object with type "object" and properties');
   }
-  const text = JSON.stringify({ message, requestedSchema: record });
+  let text = '';
+  try {
+    text = JSON.stringify({ message, requestedSchema: record });
+  } catch {
+    // Nested deeper than the stack allows: no client could read it either.
+    refuse(bridge, 'elicitation', 'invalid', 'INVALID_INPUT', 'requested-schema is nested too deeply');
+  }
   const bytes = Buffer.byteLength(text);
   if (bytes > max) overSize(bridge, 'elicitation', bytes, max);
   const result = ask<Extract<ClientElicitAnswer, { ok: true }>['value']>(bridge, { op: 'elicit', request: text });
