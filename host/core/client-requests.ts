@@ -81,6 +81,35 @@ export interface CallClient {
 export interface GatedClient {
   sample(request: SamplingRequest): Promise<SamplingResult>;
   elicit(request: ElicitRequest): Promise<ElicitResult>;
+  /**
+   * What a runner may decide before anything of a request reaches this
+   * thread (the sandbox worker refuses what the grant does not allow, and
+   * requests over `bytes`, without posting them: see sandbox/worker/client-requests.ts).
+   */
+  allowances?(): ClientAllowances;
+  /**
+   * A request as JSON text a runner made and size-checked off this thread
+   * (the sandbox worker, under the call's budgets). The grant, the count and
+   * whether the caller can answer are checked before the text is looked at;
+   * its size before it is parsed, so parsing is linear in a capped size.
+   */
+  sampleText?(text: string): Promise<SamplingResult>;
+  elicitText?(text: string): Promise<ElicitResult>;
+  /** A request the runner refused by itself (`allowances`): audited and counted here as if it had been refused here. */
+  refused?(kind: ClientRequestKind, reason: ClientRefusal, bytes?: number): void;
+}
+
+export type ClientRequestKind = 'sampling' | 'elicitation';
+
+/** Why a runner refused a request by itself: the grant, the count, sampling's `maxTokens`, the size, or a malformed request. */
+export type ClientRefusal = 'grant' | 'requests' | 'max_tokens' | 'bytes' | 'invalid';
+
+/** What one call's tool may ask its caller (from its grant and `client_request_bytes`); a kind left out is not granted. */
+export interface ClientAllowances {
+  /** Bytes the JSON of one request may take. */
+  bytes: number;
+  sampling?: { maxRequests: number; maxTokens: number };
+  elicitation?: { maxRequests: number };
 }
 
 /** Bytes a request to the client, or its answer, may take (JSON), unless configured (`guest_limits.client_request_bytes`). */

@@ -1,91 +1,62 @@
 /**
  * The main thread's side of a 0.2.0 guest's `sample` and `elicit`: the
- * guest's shapes (bytes, WIT variants) to the call's `ctx.client` (MCP
- * shapes, base64) and back, and every refusal as the `tool-error` the guest
- * gets (`code` is a toolhost error code). The decisions (grant, caps, sizes,
- * audit) are the call path's (core/call/client-gate.ts); this file only translates.
+ * request arrives as JSON text the worker made from the guest's shapes and
+ * size-checked under the call's budgets (worker/client-requests.ts); it goes
+ * to the call's `ctx.client`, which checks the grant, the count and the
+ * caller before it reads the text and its size before it parses it
+ * (core/call/client-gate.ts). The client's answer goes back in MCP shapes
+ * (size-checked by the gate); the worker makes the guest's shapes of it.
+ * Every refusal becomes the `tool-error` the guest gets (`code` is a toolhost
+ * error code). This file decides nothing and converts nothing a guest shaped.
  *
  * Guarantees: the answer is always data the worker can hand the glue (never a
- * rejected promise for a refusal), so the guest sees an error result, not a trap.
+ * rejected promise for a refusal), so the guest sees an error result, not a
+ * trap; the main thread's work on a request is linear in a size capped before
+ * parsing (`client_request_bytes`).
  */
 import { ToolhostError } from '../base/errors.js';
 import type { ToolContext } from '../core/context.js';
-import type { ElicitRequest, SamplingContent, SamplingRequest } from '../core/client-requests.js';
-import type { GuestElicitAnswer, GuestSampleAnswer, GuestSamplingContent, GuestSamplingRequest } from './protocol.js';
+import type { ElicitRequest, ElicitResult, SamplingRequest, SamplingResult } from '../core/client-requests.js';
+import type { ClientElicitAnswer, ClientSampleAnswer, GuestClientError } from './client-wire.js';
 
-type GuestFailure = { ok: false; error: { code: string; message: string; details?: string } };
-
-function failure(error: unknown): GuestFailure {
+function failure(error: unknown): { ok: false; error: GuestClientError } {
   if (error instanceof ToolhostError) {
-    const out: GuestFailure = { ok: false, error: { code: error.code, message: error.message } };
-    if (error.details !== undefined) out.error.details = JSON.stringify(error.details);
-    return out;
+    const out: GuestClientError = { code: error.code, message: error.message };
+    if (error.details !== undefined) out.details = JSON.stringify(error.details);
+    return { ok: false, error: out };
   }
   return { ok: false, error: { code: 'INTERNAL', message: (error as Error)?.message ?? String(error) } };
 }
 
-function toMcpContent(content: GuestSamplingContent): SamplingContent {
-  if (content.tag === 'text') return { type: 'text', text: content.val };
-  return { type: content.tag, data: Buffer.from(content.val.data).toString('base64'), mimeType: content.val.mimeType };
-}
-
-function toGuestContent(content: SamplingContent): GuestSamplingContent {
-  switch (content.type) {
-    case 'text':
-      return { tag: 'text', val: content.text };
-    case 'image':
-    case 'audio':
-      return { tag: content.type, val: { data: new Uint8Array(Buffer.from(content.data, 'base64')), mimeType: content.mimeType } };
-    default:
-      throw new ToolhostError('TOOL_ERROR', `the client answered with content of type ${JSON.stringify((content as { type?: unknown }).type)}, which the tool world cannot carry`);
+/**
+ * A gated client without the text entry points (an embedder's own runner
+ * context): the text is size-checked here before it is parsed, and the object
+ * goes through the ordinary entry point, which checks the rest.
+ */
+function parsed<T>(text: string, max: number): T {
+  if (text.length > max || Buffer.byteLength(text) > max) {
+    throw new ToolhostError('OUTPUT_LIMIT_EXCEEDED', `the request is over the limit of ${max} bytes (host.guest_limits.client_request_bytes)`, { details: { limit: 'client_request_bytes', max } });
   }
+  return JSON.parse(text) as T;
 }
 
-/** A guest's sampling request, sent through the call's gated client. */
-export async function answerSample(ctx: ToolContext, guest: GuestSamplingRequest): Promise<GuestSampleAnswer> {
+/** A guest's sampling request (JSON text), sent through the call's gated client. */
+export async function answerSample(ctx: ToolContext, text: string, maxBytes: number): Promise<ClientSampleAnswer> {
   try {
-    const request: SamplingRequest = {
-      messages: guest.messages.map((message) => ({ role: message.role, content: toMcpContent(message.content) })),
-      maxTokens: guest.maxTokens,
-    };
-    if (guest.systemPrompt !== undefined) request.systemPrompt = guest.systemPrompt;
-    if (guest.temperature !== undefined) request.temperature = guest.temperature;
-    if (guest.stopSequences.length > 0) request.stopSequences = [...guest.stopSequences];
-    const preferences = guest.modelPreferences;
-    if (preferences !== undefined) {
-      request.modelPreferences = {
-        ...(preferences.hints.length === 0 ? {} : { hints: preferences.hints.map((name) => ({ name })) }),
-        ...(preferences.costPriority === undefined ? {} : { costPriority: preferences.costPriority }),
-        ...(preferences.speedPriority === undefined ? {} : { speedPriority: preferences.speedPriority }),
-        ...(preferences.intelligencePriority === undefined ? {} : { intelligencePriority: preferences.intelligencePriority }),
-      };
-    }
-    const result = await ctx.client.sample(request);
-    const value: Extract<GuestSampleAnswer, { ok: true }>['value'] = { role: result.role, content: toGuestContent(result.content), model: String(result.model) };
-    if (typeof result.stopReason === 'string') value.stopReason = result.stopReason;
-    return { ok: true, value };
+    const client = ctx.client;
+    const result: SamplingResult = client.sampleText ? await client.sampleText(text) : await client.sample(parsed<SamplingRequest>(text, maxBytes));
+    return { ok: true, value: result };
   } catch (error) {
     return failure(error);
   }
 }
 
-/** A guest's elicitation request (its schema as JSON text), sent through the call's gated client. */
-export async function answerElicit(ctx: ToolContext, message: string, requestedSchema: string): Promise<GuestElicitAnswer> {
+/** A guest's elicitation request (JSON text), sent through the call's gated client. */
+export async function answerElicit(ctx: ToolContext, text: string, maxBytes: number): Promise<ClientElicitAnswer> {
   try {
-    let schema: unknown;
-    try {
-      schema = JSON.parse(requestedSchema);
-    } catch {
-      schema = undefined;
-    }
-    const record = schema as { type?: unknown; properties?: unknown } | undefined;
-    if (typeof record !== 'object' || record === null || record.type !== 'object' || typeof record.properties !== 'object' || record.properties === null || Array.isArray(record.properties)) {
-      throw new ToolhostError('INVALID_INPUT', 'requested-schema must be a JSON Schema object with type "object" and properties');
-    }
-    const result = await ctx.client.elicit({ message, requestedSchema: record as ElicitRequest['requestedSchema'] });
-    const value: Extract<GuestElicitAnswer, { ok: true }>['value'] = { action: result.action };
-    if (result.action === 'accept' && result.content !== undefined) value.content = JSON.stringify(result.content);
-    return { ok: true, value };
+    const client = ctx.client;
+    const result: ElicitResult = client.elicitText ? await client.elicitText(text) : await client.elicit(parsed<ElicitRequest>(text, maxBytes));
+    return { ok: true, value: result };
   } catch (error) {
     return failure(error);
   }

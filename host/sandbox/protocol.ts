@@ -21,6 +21,7 @@
  * guest starts (its thread and CPU reading).
  */
 import type { ToolErrorData } from '../base/errors.js';
+import type { ClientAllowances, ClientRefusal, ClientRequestKind } from '../core/client-requests.js';
 import type { LogLevel } from '../core/events.js';
 import type { WorkerHeap } from '../core/registry-types.js';
 import type { NetworkLabel } from '../policy/labels.js';
@@ -254,6 +255,13 @@ export interface GuestOutputLimits {
    * glue-patch.ts: handles the guest dropped or handed back do not count).
    */
   maxHandles: number;
+  /**
+   * What the call's tool may ask its caller (its grant, `client_request_bytes`):
+   * the worker refuses the rest itself, and converts and size-checks what it
+   * sends (worker/client-requests.ts). Absent: the worker decides nothing and
+   * only caps the size at DEFAULT_CLIENT_REQUEST_BYTES.
+   */
+  clientRequests?: ClientAllowances;
 }
 
 export const DEFAULT_GUEST_OUTPUT_LIMITS: GuestOutputLimits = {
@@ -273,6 +281,8 @@ export type WorkerMessage =
   | { type: 'rpc'; id: number; request: RpcRequest }
   /** Once per call, when the guest went past one of its limits in the worker (`limit`: the limit's config key). */
   | { type: 'limit'; limit: string; message: string; max: number }
+  /** A request to the client the worker refused by itself (see GuestOutputLimits.clientRequests): audited and counted on the main thread. */
+  | { type: 'client-refused'; kind: ClientRequestKind; reason: ClientRefusal; bytes?: number }
   /**
    * A describe task's guest code is about to run (its instantiation, then describe()): the load's
    * budget starts here, so time queued for a worker or spent starting one is not charged to the guest.
@@ -284,30 +294,14 @@ export type RpcRequest =
   | { op: 'get-state'; key: string }
   | { op: 'set-state'; key: string; value: string }
   | { op: 'http'; request: GuestHttpRequest }
-  | { op: 'sample'; request: GuestSamplingRequest }
-  | { op: 'elicit'; message: string; requestedSchema: string };
-
-/** A 0.2.0 guest's `sample` request as the glue lifted it (see wit/v0.2/tool.wit). */
-export interface GuestSamplingRequest {
-  messages: Array<{ role: 'user' | 'assistant'; content: GuestSamplingContent }>;
-  systemPrompt?: string;
-  maxTokens: number;
-  temperature?: number;
-  stopSequences: string[];
-  modelPreferences?: { hints: string[]; costPriority?: number; speedPriority?: number; intelligencePriority?: number };
-}
-
-export type GuestSamplingContent = { tag: 'text'; val: string } | { tag: 'image' | 'audio'; val: { data: Uint8Array; mimeType: string } };
-
-/** What the main thread answers a `sample` with: the result, or the error the guest sees (its `tool-error`). */
-export type GuestSampleAnswer =
-  | { ok: true; value: { role: 'user' | 'assistant'; content: GuestSamplingContent; model: string; stopReason?: string } }
-  | { ok: false; error: { code: string; message: string; details?: string } };
-
-/** What the main thread answers an `elicit` with. */
-export type GuestElicitAnswer =
-  | { ok: true; value: { action: 'accept' | 'decline' | 'cancel'; content?: string } }
-  | { ok: false; error: { code: string; message: string; details?: string } };
+  /**
+   * MCP `sampling/createMessage` / `elicitation/create` parameters as JSON
+   * text, made from the guest's request and size-checked in the worker; the
+   * main thread checks the grant and the caller before it reads the text,
+   * and its size before it parses it (core/call/client-gate.ts).
+   */
+  | { op: 'sample'; request: string }
+  | { op: 'elicit'; request: string };
 
 /** Main → worker, a host call's answer on the worker's lane, read synchronously by the worker. */
 export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };

@@ -8,6 +8,7 @@ import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
 import { answerElicit, answerSample } from './client-requests.js';
+import { DEFAULT_CLIENT_REQUEST_BYTES, type ClientAllowances } from '../core/client-requests.js';
 import { richResult } from '../core/result.js';
 import { contentBlock } from './load/content-block.js';
 import { TaskStop } from './task-stop.js';
@@ -77,6 +78,8 @@ export class SandboxedTool implements Tool {
   /** The pool, made at the first call (a host that only lists its tools, or refuses every call, starts no worker). */
   readonly #pool: () => SandboxRunner;
   readonly #limits: GuestOutputLimits;
+  /** `#limits` with the last calls' client allowances (see #limitsFor). */
+  #withClient: GuestOutputLimits | undefined;
 
   constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: () => SandboxRunner, isolation: Isolation, limits: GuestOutputLimits) {
     this.name = spec.name ?? spec.guestName;
@@ -147,6 +150,7 @@ export class SandboxedTool implements Tool {
       events.account({ networkDenied: network.denied, ...(network.deniedCount > network.denied.length ? { networkDeniedCount: network.deniedCount } : {}) });
     };
     const { capabilities } = ctx;
+    const limits = this.#limitsFor(ctx);
     const input: TaskInput = {
       kind: 'call',
       componentId: this.#component.id,
@@ -156,7 +160,7 @@ export class SandboxedTool implements Tool {
       args: JSON.stringify(args) ?? 'null',
       context,
       isolation: this.isolation,
-      limits: this.#limits,
+      limits,
       capabilities: { env: Object.entries(capabilities.env), network: capabilities.network },
     };
     if (capabilities.filesystem) input.capabilities.filesystem = capabilities.filesystem;
@@ -180,8 +184,9 @@ export class SandboxedTool implements Tool {
           events.limit?.(message.limit);
           stop.abort(overLimitError());
         } else if (message.type === 'log') events.log(message.level, message.message, message.source);
+        else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes);
       },
-      rpc: (request) => this.#answer(request, ctx, guestNetwork, hostCalls),
+      rpc: (request) => this.#answer(request, ctx, guestNetwork, hostCalls, limits),
     };
     if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
     else handlers.cancelSignal = ctx.signal;
@@ -231,7 +236,20 @@ export class SandboxedTool implements Tool {
     return { output: richResult(content, value) };
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }): Promise<unknown> {
+  /**
+   * The call's limits with what its tool may ask the caller (`ctx.client`'s
+   * allowances), so the worker refuses the rest without posting it. One object
+   * per distinct allowance, kept: the pool finds a call's profile by its limits object.
+   */
+  #limitsFor(ctx: ToolContext): GuestOutputLimits {
+    const allowed = ctx.client.allowances?.();
+    if (allowed === undefined) return this.#limits;
+    const kept = this.#withClient;
+    if (kept !== undefined && sameAllowances(kept.clientRequests!, allowed)) return kept;
+    return (this.#withClient = { ...this.#limits, clientRequests: allowed });
+  }
+
+  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits): Promise<unknown> {
     if (request.op === 'modules') {
       if (request.componentId !== this.#component.id) throw new Error('unknown component');
       return this.#component.modulesFor(request.memoryMb);
@@ -253,9 +271,9 @@ export class SandboxedTool implements Tool {
       case 'http':
         return network().send(request.request);
       case 'sample':
-        return answerSample(ctx, request.request);
+        return answerSample(ctx, request.request, limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES);
       case 'elicit':
-        return answerElicit(ctx, request.message, request.requestedSchema);
+        return answerElicit(ctx, request.request, limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES);
     }
   }
 }
@@ -271,6 +289,12 @@ function watchHardStop(events: RunnerSink, onStop: (reason: unknown) => void): (
   }
   signal.addEventListener('abort', listener, { once: true });
   return () => signal.removeEventListener('abort', listener);
+}
+
+function sameAllowances(a: ClientAllowances, b: ClientAllowances): boolean {
+  return a.bytes === b.bytes
+    && a.sampling?.maxRequests === b.sampling?.maxRequests && a.sampling?.maxTokens === b.sampling?.maxTokens
+    && a.elicitation?.maxRequests === b.elicitation?.maxRequests;
 }
 
 function round(ms: number): number {

@@ -78,6 +78,9 @@ export const KINDS: readonly Kind[] = [
   { name: 'log flood', category: 'hostile', weight: 4, tool: 'log_flood', args: () => ({ count: 300 }), expect: ['ok'] },
   { name: 'stdout flood', category: 'hostile', weight: 4, tool: 'stdout_flood', args: () => ({ lines: 5000 }), expect: ['ok'] },
   { name: '1 MiB result', category: 'hostile', weight: 4, tool: 'big_result', args: () => ({ mb: 1 }), expect: ['ok'] },
+  // Issue 36 M2, M6: a huge sample request without a grant (refused in the worker), 1 MiB state keys (short warnings).
+  { name: 'sample flood (no grant, 0.2.0)', category: 'hostile', weight: 3, tool: 'huge_sample', args: () => ({ messages: 20_000 }), expect: ['ok'] },
+  { name: 'long state keys (0.2.0)', category: 'hostile', weight: 3, tool: 'long_key', args: () => ({ count: 20, bytes: 1_048_576 }), expect: ['ok'] },
   // Cancelled by the client mid-call: a native tool that waits, a guest that checks cancelled(), one that never does.
   { name: 'cancel: native wait', category: 'cancelled', weight: 25, tool: NATIVE_WAIT, args: () => ({ ms: 10_000 }), cancelAfterMs: 15, expect: CANCELLED },
   { name: 'cancel: event flood (cooperative)', category: 'cancelled', weight: 8, tool: 'event_flood', args: () => ({ count: 100_000_000, bytes: 8 }), cancelAfterMs: 30, expect: COOPERATIVE_CANCEL },

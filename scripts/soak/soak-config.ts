@@ -26,5 +26,6 @@ tools:
     grant: { memory_mb: 32 }
   - path: ${path('test', 'fixtures', 'dist', 'flood.wasm')}
   - path: ${path('test', 'fixtures', 'dist', 'http_flood.wasm')}
+  - path: ${path('test', 'fixtures', 'dist', 'client_flood.wasm')}
 ${components.map((file) => `  - path: ${JSON.stringify(file)}\n`).join('')}`;
 }

@@ -14,6 +14,16 @@
  * `clientRequestBytes`. Every request is audited (allowed or denied, with its
  * kind and size; never its text).
  *
+ * A sandboxed guest's request comes as JSON text (`sampleText`,
+ * `elicitText`) that the worker made from the guest's shapes and
+ * size-checked under the call's budgets, after refusing by itself what
+ * `allowances()` does not allow (it reports those with `refused`, audited and
+ * counted here as the same denial). For text the order is: grant → count →
+ * the caller has a hook → the text's length, then its bytes, within
+ * `clientRequestBytes` → parse (linear in that capped size; malformed:
+ * INVALID_INPUT) → `maxTokens` → the hook. Nothing of the text is read
+ * before the first three pass, and nothing is parsed past the size check.
+ *
  * Does not: bound how long the client takes (the call's wall budget does),
  * or check the answer beyond its size and shape (the MCP SDK validates it).
  */
@@ -23,6 +33,8 @@ import {
   DEFAULT_SAMPLING_MAX_TOKENS,
   DEFAULT_SAMPLING_REQUESTS,
   type CallClient,
+  type ClientAllowances,
+  type ClientRefusal,
   type ElicitRequest,
   type ElicitResult,
   type GatedClient,
@@ -41,6 +53,7 @@ export interface GatedCall {
 }
 
 type Kind = 'sampling' | 'elicitation';
+type DenialCode = 'PERMISSION_DENIED' | 'OUTPUT_LIMIT_EXCEEDED' | 'CLIENT_UNSUPPORTED' | 'INVALID_INPUT';
 
 export class ClientGate implements GatedClient {
   readonly #call: GatedCall;
@@ -55,10 +68,7 @@ export class ClientGate implements GatedClient {
   async sample(request: SamplingRequest): Promise<SamplingResult> {
     const grant = this.#call.plan.tool.grant?.sampling;
     this.#admit('sampling', grant?.maxRequests ?? DEFAULT_SAMPLING_REQUESTS, grant !== undefined);
-    const maxTokens = grant?.maxTokens ?? DEFAULT_SAMPLING_MAX_TOKENS;
-    if (!(Number.isInteger(request.maxTokens) && request.maxTokens > 0 && request.maxTokens <= maxTokens)) {
-      this.#deny('sampling', 'PERMISSION_DENIED', `the request asks for ${request.maxTokens} tokens; the tool's grant allows at most ${maxTokens} (grant.sampling.max_tokens)`, 'sampling_max_tokens', { maxTokens });
-    }
+    this.#checkMaxTokens(request.maxTokens);
     const bytes = this.#checkSize('sampling', request);
     const hook = this.#client?.sample;
     if (!hook) this.#unsupported('sampling');
@@ -74,20 +84,109 @@ export class ClientGate implements GatedClient {
     return this.#ask('elicitation', bytes, (options) => hook.call(this.#client, request, options));
   }
 
+  allowances(): ClientAllowances {
+    const grant = this.#call.plan.tool.grant;
+    const allowed: ClientAllowances = { bytes: this.#call.deps.clientRequestBytes };
+    if (grant?.sampling !== undefined) allowed.sampling = { maxRequests: grant.sampling.maxRequests ?? DEFAULT_SAMPLING_REQUESTS, maxTokens: grant.sampling.maxTokens ?? DEFAULT_SAMPLING_MAX_TOKENS };
+    if (grant?.elicitation !== undefined) allowed.elicitation = { maxRequests: grant.elicitation.maxRequests ?? DEFAULT_ELICITATION_REQUESTS };
+    return allowed;
+  }
+
+  async sampleText(text: string): Promise<SamplingResult> {
+    const grant = this.#call.plan.tool.grant?.sampling;
+    this.#admit('sampling', grant?.maxRequests ?? DEFAULT_SAMPLING_REQUESTS, grant !== undefined);
+    const hook = this.#client?.sample;
+    if (!hook) this.#unsupported('sampling');
+    const bytes = this.#checkTextSize('sampling', text);
+    const request = this.#parse('sampling', text, isSamplingRequest);
+    this.#checkMaxTokens(request.maxTokens);
+    return this.#ask('sampling', bytes, (options) => hook.call(this.#client, request, options));
+  }
+
+  async elicitText(text: string): Promise<ElicitResult> {
+    const grant = this.#call.plan.tool.grant?.elicitation;
+    this.#admit('elicitation', grant?.maxRequests ?? DEFAULT_ELICITATION_REQUESTS, grant !== undefined);
+    const hook = this.#client?.elicit;
+    if (!hook) this.#unsupported('elicitation');
+    const bytes = this.#checkTextSize('elicitation', text);
+    const request = this.#parse('elicitation', text, isElicitRequest);
+    return this.#ask('elicitation', bytes, (options) => hook.call(this.#client, request, options));
+  }
+
+  refused(kind: Kind, reason: ClientRefusal, bytes?: number): void {
+    try {
+      if (reason === 'grant') this.#deny(kind, 'PERMISSION_DENIED', notGranted(kind));
+      // The runner counted the request before refusing it, as #admit does.
+      this.#counts[kind] += 1;
+      switch (reason) {
+        case 'requests': {
+          const maxRequests = this.allowances()[kind]?.maxRequests ?? 0;
+          this.#deny(kind, 'PERMISSION_DENIED', tooMany(kind, maxRequests), `${kind}_requests_per_call`, { maxRequests });
+          break;
+        }
+        case 'max_tokens': {
+          const maxTokens = this.allowances().sampling?.maxTokens ?? 0;
+          this.#deny(kind, 'PERMISSION_DENIED', `a request asked for more tokens than the tool's grant allows (${maxTokens}, grant.sampling.max_tokens)`, 'sampling_max_tokens', { maxTokens });
+          break;
+        }
+        case 'bytes':
+          this.#overSize(kind, bytes ?? this.#call.deps.clientRequestBytes + 1);
+          break;
+        case 'invalid':
+          this.#deny(kind, 'INVALID_INPUT', `the ${kind} request was malformed`);
+      }
+    } catch {
+      // The runner told the tool already: this only audits and counts.
+    }
+  }
+
   /** The grant allows the kind, and the call has requests of it left. */
   #admit(kind: Kind, maxRequests: number, granted: boolean): void {
-    if (!granted) this.#deny(kind, 'PERMISSION_DENIED', `the tool's grant does not allow ${kind} (grant.${kind})`);
+    if (!granted) this.#deny(kind, 'PERMISSION_DENIED', notGranted(kind));
     this.#counts[kind] += 1;
     if (this.#counts[kind] > maxRequests) {
-      this.#deny(kind, 'PERMISSION_DENIED', `the call made more than ${maxRequests} ${kind} requests (grant.${kind}.max_requests)`, `${kind}_requests_per_call`, { maxRequests });
+      this.#deny(kind, 'PERMISSION_DENIED', tooMany(kind, maxRequests), `${kind}_requests_per_call`, { maxRequests });
+    }
+  }
+
+  #checkMaxTokens(requested: unknown): void {
+    const maxTokens = this.#call.plan.tool.grant?.sampling?.maxTokens ?? DEFAULT_SAMPLING_MAX_TOKENS;
+    if (!(Number.isInteger(requested) && (requested as number) > 0 && (requested as number) <= maxTokens)) {
+      this.#deny('sampling', 'PERMISSION_DENIED', `the request asks for ${String(requested)} tokens; the tool's grant allows at most ${maxTokens} (grant.sampling.max_tokens)`, 'sampling_max_tokens', { maxTokens });
     }
   }
 
   #checkSize(kind: Kind, value: unknown): number {
-    const max = this.#call.deps.clientRequestBytes;
     const bytes = Buffer.byteLength(JSON.stringify(value) ?? '');
-    if (bytes > max) this.#deny(kind, 'OUTPUT_LIMIT_EXCEEDED', `the ${kind} request is ${bytes} bytes, over the limit of ${max} (host.guest_limits.client_request_bytes)`, 'client_request_bytes', { bytes, max });
+    if (bytes > this.#call.deps.clientRequestBytes) this.#overSize(kind, bytes);
     return bytes;
+  }
+
+  /** The text's size, its length first (a UTF-16 unit is at least one byte): nothing longer than the limit is counted byte by byte. */
+  #checkTextSize(kind: Kind, text: string): number {
+    const max = this.#call.deps.clientRequestBytes;
+    if (typeof text !== 'string') this.#deny(kind, 'INVALID_INPUT', `the ${kind} request was malformed`);
+    if (text.length > max) this.#overSize(kind, text.length);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > max) this.#overSize(kind, bytes);
+    return bytes;
+  }
+
+  #overSize(kind: Kind, bytes: number): never {
+    const max = this.#call.deps.clientRequestBytes;
+    this.#deny(kind, 'OUTPUT_LIMIT_EXCEEDED', `the ${kind} request is ${bytes} bytes or more, over the limit of ${max} (host.guest_limits.client_request_bytes)`, 'client_request_bytes', { bytes, max });
+  }
+
+  /** Parse a size-checked request and check its shape (linear in its size). */
+  #parse<T>(kind: Kind, text: string, shaped: (value: unknown) => value is T): T {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (!shaped(value)) this.#deny(kind, 'INVALID_INPUT', `the ${kind} request was malformed`);
+    return value;
   }
 
   #unsupported(kind: Kind): never {
@@ -126,7 +225,7 @@ export class ClientGate implements GatedClient {
     return answer;
   }
 
-  #deny(kind: Kind, code: 'PERMISSION_DENIED' | 'OUTPUT_LIMIT_EXCEEDED' | 'CLIENT_UNSUPPORTED', message: string, limit?: string, facts?: Record<string, unknown>): never {
+  #deny(kind: Kind, code: DenialCode, message: string, limit?: string, facts?: Record<string, unknown>): never {
     const call = this.#call;
     if (limit !== undefined) call.deps.onLimit(call.plan.tool.name, limit);
     this.#audit(kind, 'denied', code, message);
@@ -147,4 +246,34 @@ export class ClientGate implements GatedClient {
       grants: { clientRequest: kind, count: this.#counts[kind], ...(bytes === undefined ? {} : { bytes }) },
     });
   }
+}
+
+function notGranted(kind: Kind): string {
+  return `the tool's grant does not allow ${kind} (grant.${kind})`;
+}
+
+function tooMany(kind: Kind, maxRequests: number): string {
+  return `the call made more than ${maxRequests} ${kind} requests (grant.${kind}.max_requests)`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A sampling request's shape: messages of text, image or audio content (what the hooks and the MCP SDK are handed). */
+function isSamplingRequest(value: unknown): value is SamplingRequest {
+  if (!isRecord(value) || !Array.isArray(value.messages) || typeof value.maxTokens !== 'number') return false;
+  for (const message of value.messages as unknown[]) {
+    if (!isRecord(message) || (message.role !== 'user' && message.role !== 'assistant') || !isRecord(message.content)) return false;
+    const content = message.content;
+    if (content.type === 'text' ? typeof content.text !== 'string' : (content.type !== 'image' && content.type !== 'audio') || typeof content.data !== 'string' || typeof content.mimeType !== 'string') return false;
+  }
+  return true;
+}
+
+/** An elicitation request's shape: a message and an object schema with properties (form mode). */
+function isElicitRequest(value: unknown): value is ElicitRequest {
+  if (!isRecord(value) || typeof value.message !== 'string' || !isRecord(value.requestedSchema)) return false;
+  const schema = value.requestedSchema;
+  return schema.type === 'object' && isRecord(schema.properties);
 }

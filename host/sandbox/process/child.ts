@@ -8,6 +8,12 @@
  *
  * Host calls (state, HTTP) go to the host; the components' core modules are
  * compiled here, from bytes the host capped and checked, once per cap.
+ *
+ * This thread relays, and never looks into, what guests send: events, host
+ * calls and answers cross as the worker posted them, each capped there before
+ * it was posted (a client request is JSON text within `client_request_bytes`,
+ * made in the worker; events and results within their limits), so its work per
+ * message is a bounded copy. Its heartbeat is answered by a thread of its own.
  */
 import { ToolhostError, type ToolErrorData } from '../../base/errors.js';
 import { ChurnTable } from '../../core/churn-table.js';
@@ -15,6 +21,7 @@ import { SandboxPool } from '../pool.js';
 import type { CoreModules, RpcRequest } from '../protocol.js';
 import { compileCoreModules } from '../load/core-compile.js';
 import { STATS_INTERVAL_MS, type ChildPoolOptions, type FromChild, type ToChild } from './messages.js';
+import { startHeartbeatThread } from './heartbeat-thread.js';
 
 if (process.send === undefined) {
   process.stderr.write('toolhost: the sandbox process runs under a toolhost host (child_process.fork), not on its own\n');
@@ -185,6 +192,9 @@ async function shutdown(code: number): Promise<void> {
   process.exit(code);
 }
 
+// The heartbeat is answered by a thread of its own, on a pipe of its own (heartbeat-thread.ts): nothing this thread
+// relays holds it up. (A `ping` over IPC is still answered below, for a supervisor without the pipe.)
+startHeartbeatThread();
 process.on('message', onMessage);
 // Signals meant for the host reach this process too (Ctrl-C goes to the terminal's process group, systemd signals
 // the whole cgroup): the host drains its calls first and then closes this process, or its exit disconnects it.

@@ -28,7 +28,8 @@ import type { StopSignal } from '../task-stop.js';
 import { TaskQueue } from '../task-queue.js';
 import { childScript } from './child-script.js';
 import type { Job, SandboxChild } from './child-record.js';
-import { DEFAULT_HEARTBEAT_MS, Heartbeat } from './heartbeat.js';
+import { DEFAULT_HEARTBEAT_MS, Heartbeat, HeartbeatPipe } from './heartbeat.js';
+import { HEARTBEAT_FD } from './heartbeat-thread.js';
 import { CHILD_LOOKAHEAD_PER_THREAD, type ChildPoolOptions, type CoreModuleBytes, type FromChild, type ToChild } from './messages.js';
 
 export interface ProcessPoolOptions extends SandboxPoolOptions {
@@ -209,16 +210,19 @@ export class ProcessSandboxPool implements SandboxRunner {
       // Freed large blocks go back to the system (../malloc-env.ts).
       env: guestProcessEnv(),
       // The child's stdout goes to the host's stderr: over MCP stdio, stdout carries the protocol and nothing else.
-      stdio: ['ignore', 2, 'inherit', 'ipc'],
+      // fd 4 (HEARTBEAT_FD): the heartbeat's own pipe, answered by a thread of the child's (heartbeat-thread.ts).
+      stdio: ['ignore', 2, 'inherit', 'ipc', 'pipe'],
     });
     const child: SandboxChild = { process: spawned, ready: false, finished: 0, running: 0, jobs: new ChurnTable(), exited: false };
     this.#child = child;
+    const pipe = HeartbeatPipe.of(spawned.stdio[HEARTBEAT_FD]);
     if (this.#heartbeatMs > 0) {
-      child.heartbeat = new Heartbeat(this.#heartbeatMs, () => this.#send(child, { type: 'ping' }), (silentMs) => {
-        // Stopped (SIGSTOP) or wedged: SIGKILL ends even a stopped process; its 'close' ends its calls as any death does.
+      child.heartbeat = new Heartbeat(this.#heartbeatMs, () => pipe?.ping() ?? this.#send(child, { type: 'ping' }), (silentMs) => {
+        // Stopped (SIGSTOP), dead or wedged: SIGKILL ends even a stopped process; its 'close' ends its calls as any death does.
         child.silentMs = silentMs;
         child.process.kill('SIGKILL');
       });
+      pipe?.onAnswer((loopStalledMs) => child.heartbeat?.answered(loopStalledMs));
     }
     spawned.on('message', (message: FromChild) => this.#onMessage(child, message));
     // 'close', not 'exit': it comes after the IPC channel closed, so every message the child sent (a `next`) was read.

@@ -66,7 +66,7 @@ export class TaskProfiles {
 
   #byKeyEntry(input: CallInput, network: Network): ProfileEntry {
     const { limits } = input;
-    const key = `${input.componentId}\n${input.memoryMb}\n${input.tool}\n${input.isolation}\n${network}\n${limits.stdioBytes}/${limits.maxEvents}/${limits.maxEventBytes}/${limits.maxResultBytes}/${limits.maxHostCalls}/${limits.maxHandles}\n${input.moduleUrl}`;
+    const key = `${input.componentId}\n${input.memoryMb}\n${input.tool}\n${input.isolation}\n${network}\n${limits.stdioBytes}/${limits.maxEvents}/${limits.maxEventBytes}/${limits.maxResultBytes}/${limits.maxHostCalls}/${limits.maxHandles}\n${input.moduleUrl}\n${limits.clientRequests === undefined ? '' : JSON.stringify(limits.clientRequests)}`;
     let entry = this.#byKey.get(key);
     if (!entry) {
       if (this.#byKey.size >= MAX_PROFILES) {

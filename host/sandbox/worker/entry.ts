@@ -17,7 +17,7 @@ import { memoryBudget } from './memory-budget.js';
 import { keptInstances } from './kept-instances.js';
 import type { CompiledModules } from '../load/core-compile.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
-import { classifyGuestFailure } from './guest-failure.js';
+import { capToolError, classifyGuestFailure } from './guest-failure.js';
 import { contentBytes } from '../load/tool-world.js';
 import { HostBridge, OutputLimitExceeded, openLane } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
@@ -140,7 +140,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
       ? classifyGuestFailure(error, { bytes: instance.memoryBytes(), capBytes })
       : classifyGuestFailure(new OutputLimitExceeded(bridge.exceeded));
     if (failure.poisoned) instance.poisoned = true;
-    outcome = { ok: false, error: failure.error };
+    outcome = { ok: false, error: capToolError(failure, task.limits.maxResultBytes).error };
   }
   const cpuMs = cpuTimeMs() - cpuBefore;
   bridge.guestEnded(cpuMs);

@@ -61,3 +61,34 @@ function parseMaybeJson(text: string): unknown {
   }
 }
 
+
+/**
+ * A guest's own error (TOOL_ERROR) counts against the result limit like a
+ * result: its message and details are guest input that crosses to the main
+ * thread. Over `maxBytes`, the call ends OUTPUT_LIMIT_EXCEEDED instead, quoting
+ * the guest's code and at most 64 characters of its message.
+ */
+export function capToolError(failure: GuestFailure, maxBytes: number): GuestFailure {
+  const { error } = failure;
+  if (error.code !== 'TOOL_ERROR') return failure;
+  // Lengths first (a UTF-16 unit is at least one byte); the details were parsed in this worker, so they serialize here.
+  let bytes = error.message.length;
+  if (bytes <= maxBytes) {
+    let details: string;
+    try {
+      details = JSON.stringify(error.details) ?? '';
+    } catch {
+      // Nested past the stack: no client could take it either.
+      details = ' '.repeat(maxBytes + 1);
+    }
+    bytes = Buffer.byteLength(error.message) + Buffer.byteLength(details);
+  }
+  if (bytes <= maxBytes) return failure;
+  const code = (error.details as { code?: unknown } | undefined)?.code;
+  const guestCode = typeof code === 'string' ? code.slice(0, 64) : 'TOOL_ERROR';
+  const head = error.message.length > 64 ? `${error.message.slice(0, 64)}…` : error.message;
+  return {
+    error: { code: 'OUTPUT_LIMIT_EXCEEDED', message: `the tool's error (${guestCode}: ${JSON.stringify(head)}) is ${bytes} bytes or more, over the result limit of ${maxBytes}`, details: { reason: 'result', bytes, limit: maxBytes } },
+    poisoned: failure.poisoned,
+  };
+}

@@ -9,7 +9,8 @@ import type { GuestCapabilities, GuestCallContext, GuestToolInfo } from '../prot
 import { createWasiImports, levelForStream, mountWorktree, type WorktreeMount } from '../wasi/capabilities.js';
 import type { GuestHttpResult } from '../wasi/http.js';
 import { handlesServe } from './handle-cap.js';
-import type { HostBridge } from './host-bridge.js';
+import { quoteGuest, QUOTED_GUEST_CHARS, type HostBridge } from './host-bridge.js';
+import { MAX_STATE_KEY_BYTES } from '../../core/state.js';
 import { InstanceSnapshot, type ResettableHost, type RestoreRefusal } from './instance-snapshot.js';
 import { TOOL_EXPORTS, ToolExports, type GuestCallOutput } from '../load/tool-world.js';
 import { clientRequestImports } from './client-requests.js';
@@ -21,6 +22,18 @@ export type InstantiateFn = (
   instantiateCore?: (module: WebAssembly.Module, imports: WebAssembly.Imports) => WebAssembly.Instance,
 ) => Record<string, unknown>;
 
+
+/** A host error message as a warning carries it (the main thread's messages are short; this keeps them so). */
+function truncate(message: string): string {
+  return message.length <= 4 * QUOTED_GUEST_CHARS ? message : `${message.slice(0, 4 * QUOTED_GUEST_CHARS)}…`;
+}
+
+/** A state key no store accepts is refused here, never posted (it counts as a host call all the same). */
+function refuseBadKey(bridge: HostBridge, key: string): void {
+  if (key.length !== 0 && key.length <= MAX_STATE_KEY_BYTES && Buffer.byteLength(key) <= MAX_STATE_KEY_BYTES) return;
+  bridge.countHostCall();
+  throw new Error(`INVALID_INPUT: state key must be a non-empty string of at most ${MAX_STATE_KEY_BYTES} bytes`);
+}
 
 /** The call an instance is serving. */
 export interface ActiveCall {
@@ -221,24 +234,27 @@ export class GuestInstance {
         const event: { type: 'progress'; pct?: number; message?: string } = { type: 'progress' };
         if (pct !== undefined && Number.isFinite(pct)) event.pct = pct;
         if (message !== undefined) event.message = message;
-        active.bridge.event(event, 8 + (message?.length ?? 0));
+        active.bridge.event(event, 8 + (message === undefined ? 0 : Buffer.byteLength(message)));
       },
       delta: (data: string): void => {
-        this.#current?.bridge.event({ type: 'delta', data }, data.length);
+        this.#current?.bridge.event({ type: 'delta', data }, Buffer.byteLength(data));
       },
       log: (level: string, message: string): void => {
         const known: LogLevel = (LOG_LEVELS as readonly string[]).includes(level) ? (level as LogLevel) : 'info';
-        this.#current?.bridge.event({ type: 'log', level: known, message, source: 'guest' }, message.length);
+        this.#current?.bridge.event({ type: 'log', level: known, message, source: 'guest' }, Buffer.byteLength(message));
       },
       getState: (key: string): string | undefined => {
         const active = this.#current;
         if (!active) return undefined;
         try {
+          // A key no store accepts never leaves the worker (it counts as a host call all the same).
+          refuseBadKey(active.bridge, key);
           const value = active.bridge.request({ op: 'get-state', key });
           return typeof value === 'string' ? value : undefined;
         } catch (error) {
-          // get-state cannot fail in the WIT: absent is the answer, and the host logs why.
-          active.bridge.post({ type: 'log', level: 'warn', source: 'guest', message: `[toolhost: get-state "${key}" failed: ${(error as Error).message}]` });
+          // get-state cannot fail in the WIT: absent is the answer, and the host logs why, as an event of the
+          // call (counted against its limits: past them the call ends), quoting at most a prefix of the key.
+          active.bridge.warn(`[toolhost: get-state ${quoteGuest(key)} failed: ${truncate((error as Error).message)}]`);
           return undefined;
         }
       },
@@ -246,6 +262,7 @@ export class GuestInstance {
         const active = this.#current;
         if (!active) throw 'set-state called outside a call';
         try {
+          refuseBadKey(active.bridge, key);
           active.bridge.request({ op: 'set-state', key, value });
         } catch (error) {
           // A thrown string becomes the result's err payload in jco's glue.

@@ -26,6 +26,7 @@ import {
   type RpcRequest,
   type WorkerMessage,
 } from '../protocol.js';
+import type { ClientAllowances, ClientRequestKind } from '../../core/client-requests.js';
 import type { LaneTask } from '../transport/lane-codec.js';
 import { WorkerEnd } from '../transport/worker-end.js';
 import { SpareStatus } from '../spare-status.js';
@@ -45,6 +46,19 @@ export function openLane(run: (task: LaneTask) => void): WorkerEnd | undefined {
 /** Thrown into the guest when it sends more than its limits allow; the call ends with OUTPUT_LIMIT_EXCEEDED. */
 export class OutputLimitExceeded extends Error {}
 
+/** Characters of guest input a host warning quotes at most. */
+export const QUOTED_GUEST_CHARS = 64;
+
+/**
+ * Guest input as a host warning quotes it: JSON-quoted, at most
+ * QUOTED_GUEST_CHARS characters of it, and its size when it is longer
+ * (`"abc…" (1048576 bytes)`). Costs O(QUOTED_GUEST_CHARS) plus one byte count.
+ */
+export function quoteGuest(text: string): string {
+  if (text.length <= QUOTED_GUEST_CHARS) return JSON.stringify(text);
+  return `${JSON.stringify(text.slice(0, QUOTED_GUEST_CHARS))}…(${Buffer.byteLength(text)} bytes)`;
+}
+
 /** How long the worker waits for the main thread to answer a host call. */
 const RPC_TIMEOUT_MS = 10_000;
 const HTTP_TIMEOUT_MS = 600_000;
@@ -59,6 +73,8 @@ export class HostBridge {
   #events = 0;
   #eventBytes = 0;
   #hostCalls = 0;
+  /** Requests to the client this call made, by kind (worker/client-requests.ts counts them against the grant). */
+  readonly clientCounts: Record<ClientRequestKind, number> = { sampling: 0, elicitation: 0 };
   /** Set once the guest went past its host-call limit: later host calls are refused here. */
   #hostCallsExceeded = false;
   /** Why the call went over its output limits, once it has. */
@@ -89,6 +105,18 @@ export class HostBridge {
       if (this.exceeded !== undefined) throw new OutputLimitExceeded(this.exceeded);
     }
     this.post(message);
+  }
+
+  /**
+   * A host warning about the guest's input (a refused get-state, ...): an
+   * event of the call like the guest's own log lines, so it counts against
+   * the same event and byte limits (past them the call ends), and it quotes
+   * guest input only through `quoteGuest`. Past the host-call limit it is
+   * dropped: the limit already ends the call, and the refusals would be a flood of their own.
+   */
+  warn(message: string): void {
+    if (this.#hostCallsExceeded) return;
+    this.event({ type: 'log', level: 'warn', message, source: 'guest' }, Buffer.byteLength(message));
   }
 
   post(message: WorkerMessage): void {
@@ -132,6 +160,11 @@ export class HostBridge {
     Atomics.store(this.#control, CONTROL_ENDED, 1);
   }
 
+  /** What the call's tool may ask its caller, when the main thread said (see GuestOutputLimits.clientRequests). */
+  get clientRequests(): ClientAllowances | undefined {
+    return this.#limits?.clientRequests;
+  }
+
   /** Resource handles the guest may hold during this call. */
   get maxHandles(): number {
     return this.#limits?.maxHandles ?? DEFAULT_GUEST_OUTPUT_LIMITS.maxHandles;
@@ -157,20 +190,27 @@ export class HostBridge {
    * Ask the main thread and wait for its answer; throws when it fails or does
    * not answer in time. Outgoing HTTP, sampling and elicitation may take as
    * long as the call may (the call's wall clock stops the worker), so they wait longer.
+   * `counted`: the caller counted it already (`countHostCall`).
    */
-  request(request: RpcRequest, timeoutMs = LONG_OPS.has(request.op) ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS): unknown {
+  request(request: RpcRequest, timeoutMs = LONG_OPS.has(request.op) ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS, counted = false): unknown {
     if (!lane) throw new Error('the worker has no channel to the main thread');
-    if (request.op !== 'modules' && this.#limits) {
-      this.#hostCalls += 1;
-      if (this.#hostCalls > this.#limits.maxHostCalls) {
-        const message = `the guest made more than ${this.#limits.maxHostCalls} host calls (state, HTTP, sampling, elicitation) in one call`;
-        if (!this.#hostCallsExceeded) {
-          this.#hostCallsExceeded = true;
-          this.post({ type: 'limit', limit: 'host_calls_per_call', message, max: this.#limits.maxHostCalls });
-        }
-        throw new Error(`OUTPUT_LIMIT_EXCEEDED: ${message}`);
-      }
-    }
+    if (request.op !== 'modules' && !counted) this.countHostCall();
     return lane.request(this.#taskId, request, timeoutMs);
+  }
+
+  /**
+   * Count one host call against the call's limit (a call the worker refuses
+   * itself, without asking the main thread, counts too); throws past the limit.
+   */
+  countHostCall(): void {
+    if (!this.#limits) return;
+    this.#hostCalls += 1;
+    if (this.#hostCalls <= this.#limits.maxHostCalls) return;
+    const message = `the guest made more than ${this.#limits.maxHostCalls} host calls (state, HTTP, sampling, elicitation) in one call`;
+    if (!this.#hostCallsExceeded) {
+      this.#hostCallsExceeded = true;
+      this.post({ type: 'limit', limit: 'host_calls_per_call', message, max: this.#limits.maxHostCalls });
+    }
+    throw new Error(`OUTPUT_LIMIT_EXCEEDED: ${message}`);
   }
 }
