@@ -221,6 +221,8 @@ describe.runIf(hasRedis && hasCGuests)('two toolhost serve processes on one Redi
     expect(JSON.stringify(write.content)).toContain('Redis is unreachable');
     await redis.start();
     await until(async () => (await health()).fleet?.store === 'up', 10_000, '/healthz to say up again');
+    // B reads best effort: until its own link is back it answers from nothing, so wait for it too.
+    await until(async () => ((await (await fetch(b.mcpUrl.replace(/\/mcp$/, '/healthz'))).json()) as { fleet?: { store: string } }).fleet?.store === 'up', 10_000, 'B\'s /healthz to say up again');
     await until(() => link.up, 5000, 'the test\'s own link');
     const again = (await client.callTool({ name: 'state', arguments: { op: 'set', key: 'k', value: '"v2"' }, _meta: meta })) as CallToolResult;
     expect(again.isError).toBeFalsy();
