@@ -25,6 +25,7 @@ import { denyAllApprovals } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import { HostOwnedPaths } from '../policy/host-owned-paths.js';
 import { publishableSchema, SchemaCompiler } from './schema.js';
+import type { SchemaLimits } from './schema-limits.js';
 import { ComponentSurfaces } from './surfaces.js';
 import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
@@ -110,6 +111,11 @@ export class ToolRegistry {
 
   get logger(): Logger {
     return this.#deps.logger;
+  }
+
+  /** What tools' schemas may cost (`host.guest_limits`): for runners that check schemas off the main thread. */
+  get schemaLimits(): Readonly<SchemaLimits> {
+    return this.#schemas.limits;
   }
 
   /**
