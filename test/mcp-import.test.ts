@@ -54,8 +54,8 @@ describe('importing an MCP server over stdio', () => {
     expect(error).toBeInstanceOf(ToolhostError);
     expect(error).toMatchObject({ code: 'INVALID_INPUT', details: { errors: expect.arrayContaining([expect.objectContaining({ path: '/delayMs' })]) } });
     const events = await collect(registry.stream('remote.divide', { a: 'x', b: 1 }));
-    // Rejected: the call never started, so the tool (and the remote) never ran.
-    expect(events).toEqual([expect.objectContaining({ type: 'error', code: 'INVALID_INPUT', stage: 'rejected' })]);
+    // Rejected: the args are checked in the schema lane (off the main thread) after `start`, and the remote never ran.
+    expect(events).toEqual([expect.objectContaining({ type: 'start' }), expect.objectContaining({ type: 'error', code: 'INVALID_INPUT', stage: 'rejected' })]);
     const countdowns = finished.filter((entry) => entry.tool === 'remote.countdown');
     expect(countdowns.map((entry) => entry.event.type === 'error' && entry.event.stage)).toEqual(['rejected']);
   });

@@ -113,7 +113,7 @@ describe.runIf(hasCGuests)('C tools in the sandbox pool', () => {
     expect(after.structuredContent).toEqual({ sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
   });
 
-  it('validates input against the guest\'s schema before any worker is touched', async () => {
+  it('validates input against the guest\'s schema in the worker, before the guest runs', async () => {
     const error = await registry.execute('sha256', { text: 42 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'INVALID_INPUT', details: { errors: [expect.objectContaining({ path: '/text' })] } });
   });

@@ -44,7 +44,9 @@ export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
   const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, load.signal, load.runtime === true);
   const pool = new Sandbox({ ...sandbox, fetchRemote });
-  const registry = new ToolRegistry({ ...rest, logger, pool, wasmLoader: new SandboxLoader({ ...sandbox, fetchRemote }, logger, pool) });
+  // The registry's schema limits reach the workers that check guests' schemas and args (the loader passes them on).
+  const loaderOptions = { ...sandbox, fetchRemote, ...(rest.schemaLimits === undefined ? {} : { schemaLimits: rest.schemaLimits }) };
+  const registry = new ToolRegistry({ ...rest, logger, pool, wasmLoader: new SandboxLoader(loaderOptions, logger, pool) });
   // What the host runs is fetched into the store: no writable worktree may reach it (a guest would plant code there).
   registry.hostOwnedPaths.add('store', storeDir);
   // Nor the keys and trusted root that decide what verifies: a guest that replaced one would sign its own code.

@@ -350,6 +350,7 @@ export function schemaLimitsOf(guest: NonNullable<HostSection['guest_limits']> =
   if (guest.schema_pattern_program !== undefined) limits.patternProgram = guest.schema_pattern_program;
   if (guest.args_depth !== undefined) limits.argsDepth = guest.args_depth;
   if (guest.validation_steps !== undefined) limits.validationSteps = guest.validation_steps;
+  if (guest.schema_lane_ms !== undefined) limits.laneMs = guest.schema_lane_ms;
   return limits;
 }
 

@@ -118,6 +118,7 @@ export interface HostSection {
     schema_pattern_program?: number;
     args_depth?: number;
     validation_steps?: number;
+    schema_lane_ms?: number;
     client_request_bytes?: number;
     surface_items?: number;
     surface_listing_wait_ms?: number;

@@ -2,7 +2,10 @@
  * The events of one call. An accepted call emits `start`, then any number of
  * `progress`, `delta` and `log` events, then exactly one terminal event
  * (`result` or `error`), then nothing. A rejected call (unknown tool, invalid
- * input, refused policy) emits only its `error`, with `stage: 'rejected'`.
+ * input, refused policy) emits only its `error`, with `stage: 'rejected'`;
+ * except args refused by a tool that checks them off the main thread
+ * (`Tool.checksOwnArgs`: sandboxed and imported MCP tools), whose `error`
+ * (`INVALID_INPUT`, `stage: 'rejected'`: the tool never ran) follows `start`.
  */
 import type { ErrorCode } from '../base/errors.js';
 import type { CallAccounting, ReportedAccounting, ToolResult } from './result.js';
@@ -57,7 +60,7 @@ export interface ErrorEvent {
   code: ErrorCode;
   message: string;
   details?: unknown;
-  /** `rejected`: the call never started; `run`: it started and failed. */
+  /** `rejected`: the tool never ran (refused before it; see the header for args checked off the main thread); `run`: it started and failed. */
   stage: 'rejected' | 'run';
   accounting: CallAccounting;
 }

@@ -24,7 +24,8 @@ import type { ToolResult } from './result.js';
 import { denyAllApprovals } from '../policy/approval.js';
 import { createAuditLog } from '../policy/audit.js';
 import { HostOwnedPaths } from '../policy/host-owned-paths.js';
-import { SchemaCompiler } from './schema.js';
+import { publishableSchema, SchemaCompiler } from './schema.js';
+import type { SchemaLimits } from './schema-limits.js';
 import { ComponentSurfaces } from './surfaces.js';
 import { describeNesting, nestedWorktrees, writesWorktree, type GrantedWorktree } from '../policy/worktree-nesting.js';
 import { resolve as resolvePath } from 'node:path';
@@ -103,7 +104,7 @@ export class ToolRegistry {
     this.#schemas = new SchemaCompiler(options.schemaLimits, (tool, limit) => this.#deps.onLimit(tool, limit));
     const surfaceTools = new Map<Tool, RegisteredTool>();
     this.surfaces = new ComponentSurfaces((tool, args, call) => {
-      if (!surfaceTools.has(tool)) surfaceTools.set(tool, { tool, validate: this.#schemas.compile(tool.name, tool.inputSchema) });
+      if (!surfaceTools.has(tool)) surfaceTools.set(tool, tool.checksOwnArgs === true ? { tool } : { tool, validate: this.#schemas.compile(tool.name, tool.inputSchema) });
       return this.#start(tool.name, args, call, surfaceTools.get(tool)).terminal();
     }, {
       ...(options.surfaceItems === undefined ? {} : { maxItems: options.surfaceItems }),
@@ -120,6 +121,11 @@ export class ToolRegistry {
 
   get logger(): Logger {
     return this.#deps.logger;
+  }
+
+  /** What tools' schemas may cost (`host.guest_limits`): for runners that check schemas off the main thread. */
+  get schemaLimits(): Readonly<SchemaLimits> {
+    return this.#schemas.limits;
   }
 
   /**
@@ -212,13 +218,18 @@ export class ToolRegistry {
 
   /**
    * A tool's schemas checked for cost and compiled: its input validator, and the output schema clients may be
-   * shown (without patterns, see `publishableSchema`), as the tool's description for `definitions`.
+   * shown (without patterns, see `publishableSchema`), as the tool's description for `definitions`. A tool
+   * that `checksOwnArgs` (a guest's or a remote server's schemas) gets nothing compiled or walked by a
+   * keyword's meaning here: its schemas were checked off this thread where they were loaded, and only the
+   * linear, keyword-blind strip of `publishableSchema` runs on its output schema.
    */
   #compile(name: string, tool: Tool): RegisteredTool {
-    const validate = this.#schemas.compile(name, tool.inputSchema);
-    if (tool.outputSchema === undefined) return { tool, validate };
-    const published = this.#schemas.checkOutput(name, tool.outputSchema);
-    return published === tool.outputSchema ? { tool, validate } : { tool, validate, described: Object.create(tool, { outputSchema: { value: published, enumerable: true } }) as Tool };
+    const offThread = tool.checksOwnArgs === true;
+    const registered: RegisteredTool = offThread ? { tool } : { tool, validate: this.#schemas.compile(name, tool.inputSchema) };
+    if (tool.outputSchema === undefined) return registered;
+    const published = offThread ? publishableSchema(tool.outputSchema) : this.#schemas.checkOutput(name, tool.outputSchema);
+    if (published !== tool.outputSchema) registered.described = Object.create(tool, { outputSchema: { value: published, enumerable: true } }) as Tool;
+    return registered;
   }
 
   get(name: string): Tool | undefined {

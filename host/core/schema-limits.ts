@@ -29,6 +29,11 @@ export interface SchemaLimits {
    * pattern instruction times the characters it is run on (`validation_steps`).
    */
   validationSteps: number;
+  /**
+   * Wall time one task of the schema lane may take (compiling an imported MCP tool's schema, or checking a
+   * call's args against it), in ms; past it the lane's worker is replaced (`schema_lane_ms`, see schema-lane.ts).
+   */
+  laneMs: number;
 }
 
 /** Sized so that the costliest schema and args within them stall the main thread for well under 50 ms. */
@@ -41,6 +46,7 @@ export const DEFAULT_SCHEMA_LIMITS: Readonly<SchemaLimits> = Object.freeze({
   patternProgram: 2_000,
   argsDepth: 256,
   validationSteps: 250_000,
+  laneMs: 1_000,
 });
 
 /** The config key of each limit (what `registry.onLimitHit` reports). */
@@ -53,6 +59,7 @@ export const SCHEMA_LIMIT_KEYS: Readonly<Record<keyof SchemaLimits, string>> = O
   patternProgram: 'schema_pattern_program',
   argsDepth: 'args_depth',
   validationSteps: 'validation_steps',
+  laneMs: 'schema_lane_ms',
 });
 
 /** `limits` over the defaults, checked: each must be a positive integer. */

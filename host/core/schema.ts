@@ -1,11 +1,16 @@
 /**
- * Input validation: each tool's schema is checked for cost and compiled once,
- * when the tool is registered; a schema that does not compile fails
- * registration (INVALID_INPUT), and one past the cost limits
- * (`schema-cost.ts`, `schema-limits.ts`) with COMPONENT_INVALID.
+ * Input validation: a tool's schema is checked for cost (`schema-cost.ts`,
+ * `schema-limits.ts`: COMPONENT_INVALID past a limit) and compiled once; a
+ * schema that does not compile is INVALID_INPUT.
  *
- * Validation runs on the main thread, so neither a schema nor args may stall
- * it:
+ * Where it runs (docs/architecture.md, "Guest input"): a guest's schemas are
+ * compiled and its args validated by this module in the sandbox worker that
+ * runs the call (`sandbox/worker/args-check.ts`, under the call's budgets),
+ * checked at load in the worker that runs `describe()`, and an imported MCP
+ * server's in the schema lane (`schema-lane.ts`, a worker with a deadline).
+ * Only host-authored schemas (native tools written in TypeScript, config HTTP
+ * tools, the surface tool) are compiled and checked on the main thread, where
+ * the cost rules below bound them. Guarantees of those rules:
  * - `pattern` (and `patternProperties`, `propertyNames` patterns) run on
  *   RE2JS, a linear-time engine without backtracking, instead of RegExp (a
  *   catastrophic pattern on 27 characters stalled the host 7 s). A pattern RE2
@@ -20,10 +25,13 @@
  *   INVALID_INPUT; patterns count their program size times the characters
  *   they read against the same budget while ajv runs. Whatever ajv throws
  *   (a RangeError) becomes INVALID_INPUT: a check always answers.
+ * Not guaranteed: a bound for keywords the cost walker does not model (draft
+ * 2020-12 `prefixItems`, `$dynamicRef`, ...). That is why guest schemas never
+ * reach the main thread: there, the call's CPU and wall budgets end them.
  *
- * Output schemas are checked by the same cost rules and published without
- * their patterns (`publishableSchema`): clients match patterns with their own,
- * backtracking, engines.
+ * Output schemas are published without anything that carries a regex
+ * (`publishableSchema`, a walk over every object whatever the dialect):
+ * clients match patterns with their own, backtracking, engines.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -33,7 +41,10 @@ import type { RE2JS } from 're2js';
 import { ToolhostError } from '../base/errors.js';
 import { analyseSchema, SchemaTooCostly, type SchemaCost } from './schema-cost.js';
 import { resolveSchemaLimits, SCHEMA_LIMIT_KEYS, type SchemaLimits } from './schema-limits.js';
+import { publishableSchema } from './publishable-schema.js';
 import type { JsonSchema } from './tool.js';
+
+export { publishableSchema };
 
 export interface ValidationIssue {
   /** JSON Pointer into the arguments (`""` for the whole value). */
@@ -228,7 +239,7 @@ export class SchemaCompiler {
    * Compile `schema`; throws COMPONENT_INVALID naming the tool when it is past a cost limit, and
    * INVALID_INPUT when it does not compile.
    */
-  compile(toolName: string, schema: JsonSchema): ArgsValidator {
+  compile(toolName: string, schema: JsonSchema, options: { metaSchema?: boolean } = {}): ArgsValidator {
     // Its cost first (an iterative walk: it refuses a schema too deep to serialize), then, as the same schema
     // text compiles to the same validator, compiled once (hundreds of copies of a component registered 500
     // tools at ~10 ms each, issue 28). A schema refused for its cost is never remembered.
@@ -238,7 +249,8 @@ export class SchemaCompiler {
     if (known === undefined) {
       let compiled: ValidateFunction;
       try {
-        checkAgainstMetaSchema(schema);
+        // A worker compiling a guest's schema for a call skips it: the schema was checked when it was described.
+        if (options.metaSchema !== false) checkAgainstMetaSchema(schema);
         compiled = this.#ajvFor(schema).compile(schema);
       } catch (error) {
         throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": input schema does not compile: ${(error as Error).message}`);
@@ -297,13 +309,13 @@ export class SchemaCompiler {
    * a valid schema) and answer what may be published to clients: the schema without its patterns.
    */
   checkOutput(toolName: string, schema: JsonSchema): JsonSchema {
-    const { schemaObjects } = this.#analyse(toolName, 'output', schema);
+    this.#analyse(toolName, 'output', schema);
     try {
       checkAgainstMetaSchema(schema);
     } catch (error) {
       throw new ToolhostError('INVALID_INPUT', `tool "${toolName}": output schema is not a valid JSON Schema: ${(error as Error).message}`);
     }
-    return publishableSchema(schema, schemaObjects);
+    return publishableSchema(schema);
   }
 
   #analyse(toolName: string, which: 'input' | 'output', schema: JsonSchema): SchemaCost {
@@ -341,25 +353,6 @@ function walkArgs(args: unknown, perDepth: Float64Array, limits: SchemaLimits): 
     for (const child of children) pending.push([child, depth + 1]);
   }
   return steps;
-}
-
-/**
- * `schema` as clients may see it: without `pattern`s, and without `patternProperties` (with the
- * `additionalProperties` beside them, so that what they matched stays allowed): a client checks a
- * structured result with its own regex engine, which may backtrack. Only copies a schema that has any.
- */
-export function publishableSchema(schema: JsonSchema, schemaObjects: Array<Record<string, unknown>>): JsonSchema {
-  if (!schemaObjects.some((node) => 'pattern' in node || 'patternProperties' in node)) return schema;
-  // structuredClone keeps shared objects shared, so the copy's schema objects are the originals' images.
-  const copy = structuredClone({ schema, objects: schemaObjects });
-  for (const node of copy.objects) {
-    delete node.pattern;
-    if ('patternProperties' in node) {
-      delete node.patternProperties;
-      delete node.additionalProperties;
-    }
-  }
-  return copy.schema;
 }
 
 function toIssue(error: ErrorObject): ValidationIssue {

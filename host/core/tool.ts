@@ -53,6 +53,14 @@ export interface ToolDescriptor {
   readonly grant?: ToolGrant;
   /** The policy a call gets where it says nothing (within the grant). */
   readonly defaultPolicy?: ExecutionPolicyInput;
+  /**
+   * The runner checks the args against `inputSchema` itself, off the main thread and under the call's
+   * budgets (a sandboxed tool: in the worker that runs the call, before the guest; an imported MCP tool: in
+   * the schema lane), and its schemas were checked where they were loaded. The registry then compiles
+   * nothing of them on the main thread, admission skips its validation step, and the runner refuses bad args
+   * by throwing a `CallRejection` with INVALID_INPUT (the call still ends `stage: 'rejected'`).
+   */
+  readonly checksOwnArgs?: boolean;
 }
 
 /** How a tool run ends successfully: a JSON value, or content blocks built with `richResult`. */

@@ -21,6 +21,7 @@ import { modulesPerCap, variantDigest, type SharedVariants } from './load/module
 import { TOOL_EXPORTS, worldOfExports } from './load/tool-world.js';
 import { SURFACE_GUEST_NAME, surfaceOfExports } from './load/surface-exports.js';
 import { SURFACE_TOOL_PREFIX, SURFACE_INPUT_SCHEMA } from '../core/surfaces.js';
+import { resolveSchemaLimits, type SchemaLimits } from '../core/schema-limits.js';
 
 /** The reserved call that reaches a component's prompts and resources (its name and grant are added per component). */
 const SURFACE_TOOL_SPEC = { guestName: SURFACE_GUEST_NAME, description: 'A component\'s prompts and resources', inputSchema: SURFACE_INPUT_SCHEMA, idempotent: true, streaming: false };
@@ -56,6 +57,8 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #logger: Logger;
   readonly #cache: ComponentCache;
   readonly #limits: GuestOutputLimits;
+  /** What a tool's schemas may cost: checked in the worker that describes a component, and in each call's worker. */
+  readonly #schemaLimits: SchemaLimits;
   readonly #compiled = new Map<string, Promise<CompiledComponent>>();
   /** Components loaded but not compiled yet (see `warm`). */
   readonly #cold = new Set<ComponentHandle>();
@@ -80,6 +83,7 @@ export class SandboxLoader implements WasmToolLoader {
     this.#logger = logger;
     this.#cache = new ComponentCache(options.cacheDir);
     this.#limits = { ...DEFAULT_GUEST_OUTPUT_LIMITS, ...options.outputLimits };
+    this.#schemaLimits = resolveSchemaLimits(options.schemaLimits);
     this.#ownsSandbox = sandbox === undefined;
     this.#sandbox = sandbox ?? new Sandbox(options);
     this.#sandbox.supply({ moduleBytes: (componentId, memoryMb) => this.#moduleBytes(componentId, memoryMb), wedged: (componentId) => this.#wedged(componentId) });
@@ -192,12 +196,13 @@ export class SandboxLoader implements WasmToolLoader {
       () => this.#sandbox.pool,
       isolation,
       this.#limits,
+      this.#schemaLimits,
     ));
     const result: LoadedComponentTools = { component: name, id, cache: compiled.cached.cache, tools };
     const offers = surfaceOfExports(compiled.cached.meta.exports);
     if (offers.prompts || offers.resources) {
       const spec = { ...SURFACE_TOOL_SPEC, name: `${SURFACE_TOOL_PREFIX}${name}`, grant, ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }) };
-      result.surface = { tool: new SandboxedTool(spec, handle, () => this.#sandbox.pool, isolation, this.#limits), ...offers };
+      result.surface = { tool: new SandboxedTool(spec, handle, () => this.#sandbox.pool, isolation, this.#limits, this.#schemaLimits), ...offers };
     }
     if (path !== undefined) result.path = path;
     return result;
@@ -294,7 +299,8 @@ export class SandboxLoader implements WasmToolLoader {
       })), timeoutMs);
     };
     const outcome = await this.#sandbox.pool.run(
-      { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl, memoryMb: DEFAULT_POLICY_DEFAULTS.memoryMb },
+      // The worker also checks that each tool's schemas compile within the limits (worker/args-check.ts), under this budget.
+      { kind: 'describe', componentId: handle.id, moduleUrl: handle.moduleUrl, memoryMb: DEFAULT_POLICY_DEFAULTS.memoryMb, schemaLimits: this.#schemaLimits },
       {
         // (A wall clock: the worker's describe does not publish a CPU clock to watch.)
         signal: budget.signal,
@@ -312,6 +318,10 @@ export class SandboxLoader implements WasmToolLoader {
       }
       throw error;
     }).finally(() => clearTimeout(timer));
+    if (!outcome.ok && outcome.refused === true) {
+      // A schema that does not compile (INVALID_INPUT) or is past a cost limit (COMPONENT_INVALID), as registration said it before.
+      throw ToolhostError.fromData({ ...outcome.error, message: `${what}: ${outcome.error.message}` });
+    }
     if (!outcome.ok) {
       throw new ToolhostError('COMPONENT_INVALID', `${what} failed while describing its tools: ${outcome.error.message}`);
     }
@@ -360,6 +370,7 @@ function toolSpec(info: GuestToolInfo, what: string) {
     guestName: info.name,
     description: info.description,
     inputSchema: parseSchema(info.inputSchema, info.name, 'input-schema', what),
+    inputSchemaText: info.inputSchema,
     idempotent: info.idempotent,
     streaming: info.streaming,
   };

@@ -25,6 +25,7 @@ import type { ClientAllowances, ClientRefusal, ClientRequestKind } from '../core
 import type { LogLevel } from '../core/events.js';
 import type { WorkerHeap } from '../core/registry-types.js';
 import type { NetworkLabel } from '../policy/labels.js';
+import type { SchemaLimits } from '../core/schema-limits.js';
 import type { GuestHttpRequest } from './wasi/http.js';
 
 /** Int32 slots of the control block. */
@@ -141,10 +142,15 @@ export interface GuestCapabilities {
   network: NetworkLabel;
 }
 
+/** A tool's input schema (JSON text) and limits, as the worker compiles it (worker/args-check.ts; `hash`: of both, its cache key). */
+export interface ArgsSchema { hash: string; text: string; limits: SchemaLimits }
+
 export interface CallTask extends TaskBase {
   kind: 'call';
   capabilities: GuestCapabilities;
   tool: string;
+  /** The input schema the worker checks `args` against before the guest runs (absent: none). */
+  argsSchema?: ArgsSchema;
   args: string;
   context: GuestCallContext;
   /**
@@ -159,6 +165,8 @@ export interface CallTask extends TaskBase {
 
 export interface DescribeTask extends TaskBase {
   kind: 'describe';
+  /** Check that each tool's schemas compile, within these limits, before answering (worker/args-check.ts). */
+  schemaLimits?: SchemaLimits;
 }
 
 export type SandboxTask = CallTask | DescribeTask;
@@ -172,6 +180,7 @@ export interface CallProfile {
   isolation: Isolation;
   limits: GuestOutputLimits;
   network: NetworkLabel;
+  argsSchema?: ArgsSchema;
 }
 
 /**
@@ -373,6 +382,7 @@ export type WorkerOutcome =
   /** A call's answer; `content` (0.2.0) travels beside the value, which is then '' when the tool returned none. */
   | { ok: true; value: string; content?: GuestContent[]; noValue?: true; accounting: WorkerAccounting }
   | { ok: true; tools: GuestToolInfo[]; accounting: WorkerAccounting }
-  | { ok: false; error: ToolErrorData; accounting: WorkerAccounting };
+  /** `refused`: the call was refused before the guest ran (its args failed the input schema: INVALID_INPUT). */
+  | { ok: false; error: ToolErrorData; refused?: true; accounting: WorkerAccounting };
 
 export type { WorkerHeap };

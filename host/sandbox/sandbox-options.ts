@@ -3,6 +3,7 @@ import type { RemoteComponentFetch } from './load/component-file.js';
 import type { SandboxPoolOptions } from './pool.js';
 import type { GuestOutputLimits } from './protocol.js';
 import type { Containment } from './sandbox-runner.js';
+import type { SchemaLimits } from '../core/schema-limits.js';
 
 export interface SandboxOptions extends SandboxPoolOptions {
   /**
@@ -16,6 +17,8 @@ export interface SandboxOptions extends SandboxPoolOptions {
   cacheDir?: string;
   /** Caps on captured guest output. */
   outputLimits?: Partial<GuestOutputLimits>;
+  /** What a tool's schemas may cost (`host.guest_limits.schema_*`), checked in workers (createRegistry passes the registry's). */
+  schemaLimits?: Partial<SchemaLimits>;
   /**
    * Elements a component's tables may hold in all (default DEFAULT_TABLE_ELEMENTS; never more than a
    * quarter of the worker heap holds, see `tableElementsForHeap`), split over every table its core instances define.

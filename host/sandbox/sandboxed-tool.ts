@@ -1,6 +1,9 @@
 /** A tool that lives in a component and runs in the sandbox pool. */
+import { createHash } from 'node:crypto';
 import type { ToolContext } from '../core/context.js';
 import { ToolhostError } from '../base/errors.js';
+import { CallRejection } from '../core/call/call.js';
+import type { SchemaLimits } from '../core/schema-limits.js';
 import type { RunnerSink } from '../core/events.js';
 import type { JsonSchema, Tool, ToolAnnotations, ToolGrant, ToolIcon, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
@@ -13,7 +16,7 @@ import { richResult } from '../core/result.js';
 import { contentBlock } from './load/content-block.js';
 import { TaskStop } from './task-stop.js';
 import type { TaskHandlers, TaskInput } from './pool.js';
-import type { CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
+import type { ArgsSchema, CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -39,6 +42,8 @@ export interface SandboxedToolSpec {
   name?: string;
   description: string;
   inputSchema: JsonSchema;
+  /** `inputSchema` as the component described it (JSON text; made from `inputSchema` when absent). */
+  inputSchemaText?: string;
   outputSchema?: JsonSchema;
   idempotent: boolean;
   streaming: boolean;
@@ -64,6 +69,8 @@ export class SandboxedTool implements Tool {
   readonly inputSchema: JsonSchema;
   readonly outputSchema?: JsonSchema;
   readonly executionMode = 'sandboxed' as const;
+  /** The worker that runs a call checks its args (worker/args-check.ts): nothing of a guest's schema runs on the main thread. */
+  readonly checksOwnArgs = true;
   readonly idempotent: boolean;
   readonly streaming: boolean;
   readonly source: string;
@@ -80,8 +87,10 @@ export class SandboxedTool implements Tool {
   readonly #limits: GuestOutputLimits;
   /** `#limits` with the last calls' client allowances (see #limitsFor). */
   #withClient: GuestOutputLimits | undefined;
+  /** The input schema as the worker gets it (with the call's profile, so once per worker). */
+  readonly #argsSchema: ArgsSchema;
 
-  constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: () => SandboxRunner, isolation: Isolation, limits: GuestOutputLimits) {
+  constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: () => SandboxRunner, isolation: Isolation, limits: GuestOutputLimits, schemaLimits: SchemaLimits) {
     this.name = spec.name ?? spec.guestName;
     this.description = spec.description;
     this.inputSchema = spec.inputSchema;
@@ -100,6 +109,7 @@ export class SandboxedTool implements Tool {
     this.#component = component;
     this.#pool = pool;
     this.#limits = limits;
+    this.#argsSchema = argsSchemaOf(spec.inputSchemaText ?? JSON.stringify(spec.inputSchema), schemaLimits);
   }
 
   async invoke(args: unknown, ctx: ToolContext, events: RunnerSink): Promise<ToolRun> {
@@ -157,6 +167,7 @@ export class SandboxedTool implements Tool {
       memoryMb,
       moduleUrl: this.#component.moduleUrl,
       tool: this.#guestName,
+      argsSchema: this.#argsSchema,
       args: JSON.stringify(args) ?? 'null',
       context,
       isolation: this.isolation,
@@ -227,6 +238,8 @@ export class SandboxedTool implements Tool {
     if (overLimit !== undefined) throw overLimitError();
     // What the network policy refused is a fact for the call's accounting; the
     // error it leads to is decided by the call path's precedence table.
+    // Args the worker refused before the guest ran: a refusal, as admission's own would have been.
+    if (!outcome.ok && outcome.refused === true) throw new CallRejection(ToolhostError.fromData({ ...outcome.error, callId: ctx.callId }));
     if (!outcome.ok) throw ToolhostError.fromData({ ...outcome.error, callId: ctx.callId });
     if (!('value' in outcome)) throw new ToolhostError('INTERNAL', 'the worker answered a call with a describe result');
     if (outcome.content === undefined && outcome.noValue !== true) return { output: parseMaybeJson(outcome.value), text: outcome.value };
@@ -276,6 +289,12 @@ export class SandboxedTool implements Tool {
         return answerElicit(ctx, request.request, limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES);
     }
   }
+}
+
+/** What the worker needs to check a call's args: the schema's text and limits, keyed by their hash. */
+function argsSchemaOf(text: string, limits: SchemaLimits): ArgsSchema {
+  const hash = createHash('sha256').update(text).update('\0').update(JSON.stringify(limits)).digest('hex');
+  return { hash, text, limits };
 }
 
 /** Call `onStop` when the call is stopped hard; returns the unsubscribe. */

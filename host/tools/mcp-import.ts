@@ -8,8 +8,11 @@
  * server is older, so a server that speaks only 2026-07-28 and one that speaks
  * only 2025-11-25 are both imported (on stdio the SDK probes on a short-lived
  * second process of the same command; `protocol` pins one era and skips it). It goes through the same call path as
- * every other tool: its input schema (the remote's) is compiled by the registry
- * and checked before the remote is called; the call's signal (cancellation and
+ * every other tool. Its schemas (the remote's: untrusted) never reach the main
+ * thread's compiler: they are checked when imported, and each call's args
+ * before the remote is called, in the schema lane (core/schema-lane.ts: a
+ * worker with a deadline, replaced past it); a remote tool whose schema does
+ * not pass is skipped (see `skipped`). The call's signal (cancellation and
  * the wall budget) is passed to `callTool`, which sends `notifications/cancelled`
  * to the remote; remote progress becomes `progress` events.
  *
@@ -37,6 +40,9 @@ import type { ToolEventSink } from '../core/events.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { richResult, type ContentBlock } from '../core/result.js';
 import type { JsonSchema, Tool, ToolRun } from '../core/tool.js';
+import { CallRejection } from '../core/call/call.js';
+import { sharedSchemaLane } from '../core/schema-lane.js';
+import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 
@@ -85,8 +91,8 @@ export interface McpImport {
   close(): Promise<void>;
 }
 
-/** What importing needs from a registry. */
-export type McpImportTarget = Pick<ToolRegistry, 'register' | 'unregister' | 'logger'>;
+/** What importing needs from a registry (its schema limits, when it has them, bound the remote's schemas). */
+export type McpImportTarget = Pick<ToolRegistry, 'register' | 'unregister' | 'logger'> & { readonly schemaLimits?: Readonly<SchemaLimits> };
 
 const NAMESPACE = /^[A-Za-z0-9_-]{1,32}$/;
 const PROTOCOLS: ReadonlySet<string> = new Set<McpImportProtocol>(['auto', '2025-11-25', '2026-07-28']);
@@ -143,6 +149,14 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     owned.clear();
   };
 
+  const lane = sharedSchemaLane();
+  const limits: Partial<SchemaLimits> = { ...registry.schemaLimits };
+  /** The remote's schemas checked in the lane (cost, meta-schema, compile): throws what registration would. */
+  const checkSchemas = async (remote: McpTool, registeredName: string): Promise<void> => {
+    await lane.check(registeredName, remote.inputSchema as JsonSchema, { limits });
+    if (remote.outputSchema !== undefined) await lane.check(registeredName, remote.outputSchema as JsonSchema, { limits, output: true });
+  };
+
   const makeTool = (remote: McpTool, registeredName: string): Tool => ({
     name: registeredName,
     description: remote.description ?? remote.title ?? `${remote.name} (from MCP server ${name})`,
@@ -157,7 +171,13 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     source: `mcp:${name}`,
     ...(options.defaultPolicy === undefined ? {} : { defaultPolicy: options.defaultPolicy }),
     ...(options.grant === undefined ? {} : { grant: options.grant }),
-    invoke: (args, ctx, events) => callRemote(client, progress, name, remote.name, args, ctx, events),
+    // The args are checked in the schema lane, not by admission on the main thread.
+    checksOwnArgs: true,
+    invoke: async (args, ctx, events) => {
+      const invalid = await lane.validate(registeredName, remote.inputSchema as JsonSchema, args, { limits, callId: ctx.callId, signal: ctx.signal, onLimit: (_tool, limit) => events.limit?.(limit) });
+      if (invalid !== undefined) throw invalid.code === 'INVALID_INPUT' ? new CallRejection(invalid) : invalid;
+      return callRemote(client, progress, name, remote.name, args, ctx, events);
+    },
   });
 
   const listAll = async (): Promise<McpTool[]> => {
@@ -187,6 +207,8 @@ export async function importMcpServer(registry: McpImportTarget, options: McpImp
     for (const [registered, tool] of wanted) {
       if (owned.has(registered)) continue;
       try {
+        await checkSchemas(tool, registered);
+        if (closing || owned.has(registered)) continue;
         registry.register(makeTool(tool, registered));
         owned.set(registered, { remote: tool.name, signature: signature(tool) });
       } catch (error) {

@@ -8,7 +8,9 @@
  *                ceilings; grant ∩ request, then the      PERMISSION_DENIED, TOOL_PRIVILEGE_ESCALATION,
  *                caller's own label ceiling; a writable
  *                worktree off host-owned paths            WORKTREE_NOT_BOUND (each audited)
- *   3. validate  the arguments against the input schema   INVALID_INPUT (ajv path and message)
+ *   3. validate  the arguments against the input schema   INVALID_INPUT (ajv path and message);
+ *                (host-authored schemas only: a tool that
+ *                `checksOwnArgs` validates in its runner)
  *   4. ids       the call id is usable: 1..maxLength      INVALID_INPUT
  *                visible ASCII characters (see ids.ts);
  *                a conversation id is not empty and holds
@@ -38,10 +40,10 @@ import { CONVERSATION_SCOPE_MARK, conversationScope, tenantOf } from '../princip
 import { callIdProblem } from './ids.js';
 import type { CallOptions } from './options.js';
 
-/** A tool as the registry holds it: with its input schema compiled. */
+/** A tool as the registry holds it: with its input schema compiled (absent: the tool `checksOwnArgs`). */
 export interface RegisteredTool {
   tool: Tool;
-  validate: ArgsValidator;
+  validate?: ArgsValidator;
   /** The tool as `definitions` describe it, when that differs (an output schema published without its patterns). */
   described?: Tool;
 }
@@ -151,7 +153,7 @@ export function admit(deps: AdmissionDeps, callId: string, name: string, args: u
   if (!decision.allowed) return refuse(decision.error, decision.audit);
 
   // 3. validate
-  const invalid = registered.validate.check(args, callId);
+  const invalid = registered.validate?.check(args, callId);
   if (invalid) return refuse(invalid);
 
   // 4. ids

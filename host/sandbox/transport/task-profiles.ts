@@ -1,7 +1,7 @@
 /**
  * The pool's side of call profiles (see CallProfile in protocol.ts): what
  * every call of one tool shares (component, cap, module URL, tool,
- * isolation, limits, network label) is given an id and posted to each worker
+ * isolation, limits, network label, input schema) is given an id and posted to each worker
  * once; later calls carry only the id and what changes per call. Serialising
  * the whole task cost the main thread and the worker several µs per call.
  *
@@ -66,7 +66,7 @@ export class TaskProfiles {
 
   #byKeyEntry(input: CallInput, network: Network): ProfileEntry {
     const { limits } = input;
-    const key = `${input.componentId}\n${input.memoryMb}\n${input.tool}\n${input.isolation}\n${network}\n${limits.stdioBytes}/${limits.maxEvents}/${limits.maxEventBytes}/${limits.maxResultBytes}/${limits.maxHostCalls}/${limits.maxHandles}\n${input.moduleUrl}\n${limits.clientRequests === undefined ? '' : JSON.stringify(limits.clientRequests)}`;
+    const key = `${input.componentId}\n${input.memoryMb}\n${input.tool}\n${input.isolation}\n${network}\n${limits.stdioBytes}/${limits.maxEvents}/${limits.maxEventBytes}/${limits.maxResultBytes}/${limits.maxHostCalls}/${limits.maxHandles}\n${input.argsSchema?.hash ?? ''}\n${input.moduleUrl}\n${limits.clientRequests === undefined ? '' : JSON.stringify(limits.clientRequests)}`;
     let entry = this.#byKey.get(key);
     if (!entry) {
       if (this.#byKey.size >= MAX_PROFILES) {
@@ -74,6 +74,7 @@ export class TaskProfiles {
         this.#byLimits = new WeakMap();
       }
       const profile: CallProfile = { componentId: input.componentId, memoryMb: input.memoryMb, moduleUrl: input.moduleUrl, tool: input.tool, isolation: input.isolation, limits: { ...limits }, network };
+      if (input.argsSchema !== undefined) profile.argsSchema = input.argsSchema;
       entry = { id: this.#nextId++, profile, knownBy: new Set() };
       this.#byKey.set(key, entry);
     }
@@ -105,7 +106,7 @@ export class TaskProfiles {
 
 /** Whether `profile` is the one of a call with `input` (its limits are the same object; see TaskProfiles.#byLimits). */
 function sameProfile(profile: CallProfile, input: CallInput, network: Network): boolean {
-  return profile.componentId === input.componentId && profile.memoryMb === input.memoryMb && profile.tool === input.tool && profile.isolation === input.isolation && profile.network === network && profile.moduleUrl === input.moduleUrl;
+  return profile.componentId === input.componentId && profile.memoryMb === input.memoryMb && profile.tool === input.tool && profile.isolation === input.isolation && profile.network === network && profile.moduleUrl === input.moduleUrl && profile.argsSchema?.hash === input.argsSchema?.hash;
 }
 
 function knownByAll(entry: ProfileEntry, workers: Iterable<number>): boolean {

@@ -22,11 +22,16 @@ import { contentBytes } from '../load/tool-world.js';
 import { HostBridge, OutputLimitExceeded, openLane } from './host-bridge.js';
 import { answerPosted, idle, mustWait, releaseNext, taskEnded, taskStarted, waitTurn } from './running-tasks.js';
 import { LaneSpin } from '../transport/lane-spin.js';
+import { argsCheckReady, argsValidator, checkArgs, describeCheck, loadArgsCheck } from './args-check.js';
 
 /** Tasks come on the worker's lane (transport/worker-end.ts); piscina's own dispatch carries only measurement tasks (collect). */
 const lane = openLane(onLaneTask);
 /** Spins for the next task after an answer, when the pool welcomes it (see lane-spin.ts). */
 const spin = lane ? new LaneSpin(lane.bell, lane, (task) => lane.take(task), idle) : undefined;
+
+// The args checker (ajv, ~100 ms of CPU to load) loads while the new worker is idle, so that a first call
+// seldom waits for it (a call that finds it loading waits, off its CPU budget: args-check.ts).
+if (lane) setImmediate(() => loadArgsCheck().catch(() => undefined));
 
 /** The control buffers the lane has carried, by id (see lane-codec.ts). */
 const controlBuffers = new Map<number, SharedArrayBuffer>();
@@ -109,6 +114,9 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
   memoryBudget.touch(runtime, t0);
   memoryBudget.enforce(runtime);
   const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', threadId };
+  // The tools' schemas are checked here, under the describe budget, never on the main thread (args-check.ts).
+  const refused = task.schemaLimits === undefined ? undefined : await describeCheck(tools, task.schemaLimits);
+  if (refused !== undefined) return { ok: false, error: refused, refused: true, accounting };
   return { ok: true, tools, accounting };
 }
 
@@ -119,11 +127,17 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   memoryBudget.touch(runtime, startedAt);
   const { instance, source, instantiateMs, reinstantiated } = acquire(runtime, task, active);
   const capBytes = task.memoryMb * 1024 * 1024;
+  // The input schema, compiled once per worker (under the call's wall budget: see args-check.ts).
+  const validator = task.argsSchema === undefined ? undefined : argsValidator(task.tool, task.argsSchema);
 
   const cpuBefore = cpuTimeMs();
   bridge.guestStarting(threadTid, cpuBefore, startedAt);
-  let outcome: { ok: true; value: string; content?: GuestContent[]; noValue?: true } | { ok: false; error: ToolErrorData };
-  try {
+  let outcome: { ok: true; value: string; content?: GuestContent[]; noValue?: true } | { ok: false; error: ToolErrorData; refused?: true };
+  // The args are checked under the call's CPU and wall budgets, before the guest runs.
+  const refused = validator === undefined ? undefined : checkArgs(validator, task.args, task.context.callId);
+  if (refused !== undefined) {
+    outcome = { ok: false, error: refused, refused: true };
+  } else try {
     const output = instance.call(active, task.tool, task.args);
     // Content items count against the same limit as the value (their payloads, plus 64 bytes an item).
     let bytes = output.value === undefined ? 0 : Buffer.byteLength(output.value);
@@ -164,7 +178,7 @@ function call(runtime: ComponentRuntime, task: CallTask, bridge: HostBridge, sta
   if (keptEvicted !== undefined) accounting.keptEvicted = keptEvicted;
   if (evictions > 0) accounting.evictions = evictions;
   if (reinstantiated === true) accounting.reinstantiated = true;
-  if (!outcome.ok) return { ok: false, error: outcome.error, accounting };
+  if (!outcome.ok) return outcome.refused === true ? { ok: false, error: outcome.error, refused: true, accounting } : { ok: false, error: outcome.error, accounting };
   // One shape for a plain value (a spread made the answer's shape depend on the outcome's).
   if (outcome.content === undefined && outcome.noValue === undefined) return { ok: true, value: outcome.value, accounting };
   return { ...outcome, accounting };
@@ -210,6 +224,7 @@ function resolveCall(wire: CallWire): CallTask | undefined {
     submittedAt: wire.submittedAt,
   };
   if (wire.conversationKey !== undefined) task.conversationKey = wire.conversationKey;
+  if (profile.argsSchema !== undefined) task.argsSchema = profile.argsSchema;
   return task;
 }
 
@@ -253,7 +268,8 @@ function runInTurn(wire: TaskWire, hasTurn: boolean): TaskAnswer | Promise<TaskA
   const bridge = new HostBridge(task.taskId, task.control, task.kind === 'call' ? task.limits : undefined);
   if (!bridge.claim()) return { abandoned: task.taskId };
   taskStarted();
-  const known = task.kind === 'call' ? runtimes.get(runtimeKey(task)) : undefined;
+  // A call whose args need checking waits for the checker to load the first time (off the call's CPU budget).
+  const known = task.kind === 'call' && (task.argsSchema === undefined || argsCheckReady()) ? runtimes.get(runtimeKey(task)) : undefined;
   if (known && task.kind === 'call') {
     try {
       return finished(bridge, task.taskId, call(known, task, bridge, startedAt));
@@ -265,6 +281,7 @@ function runInTurn(wire: TaskWire, hasTurn: boolean): TaskAnswer | Promise<TaskA
   return (async (): Promise<WorkerOutcome> => {
     try {
       if (first.kind === 'describe') return finished(bridge, first.taskId, await describe(first, bridge, startedAt));
+      if (first.argsSchema !== undefined) await loadArgsCheck();
       return finished(bridge, first.taskId, call(await runtimeFor(first, bridge), first, bridge, startedAt));
     } catch (error) {
       return finished(bridge, first.taskId, instantiateFailure(first, bridge, startedAt, error));
