@@ -28,6 +28,7 @@
  * or check the answer beyond its size and shape (the MCP SDK validates it).
  */
 import { ToolhostError } from '../../base/errors.js';
+import { elicitationSchemaProblem } from '../elicitation-schema.js';
 import {
   DEFAULT_ELICITATION_REQUESTS,
   DEFAULT_SAMPLING_MAX_TOKENS,
@@ -274,6 +275,6 @@ function isSamplingRequest(value: unknown): value is SamplingRequest {
 /** An elicitation request's shape: a message and an object schema with properties (form mode). */
 function isElicitRequest(value: unknown): value is ElicitRequest {
   if (!isRecord(value) || typeof value.message !== 'string' || !isRecord(value.requestedSchema)) return false;
-  const schema = value.requestedSchema;
-  return schema.type === 'object' && isRecord(schema.properties);
+  // Again here (linear in the capped text): the SDK checks the client's answer against it on this thread.
+  return elicitationSchemaProblem(value.requestedSchema) === undefined;
 }

@@ -29,6 +29,7 @@
  */
 import { DEFAULT_CLIENT_REQUEST_BYTES, type ClientRefusal, type ClientRequestKind, type SamplingContent, type SamplingResult } from '../../core/client-requests.js';
 import type { ClientElicitAnswer, ClientSampleAnswer, GuestClientError, GuestElicitResult, GuestSampleResult, GuestSamplingContent, GuestSamplingRequest } from '../client-wire.js';
+import { elicitationSchemaProblem } from '../../core/elicitation-schema.js';
 import type { RpcRequest } from '../protocol.js';
 import type { HostBridge } from './host-bridge.js';
 
@@ -172,10 +173,10 @@ function elicit(bridge: HostBridge | undefined, message: string, requestedSchema
   } catch {
     schema = undefined;
   }
-  const record = schema as { type?: unknown; properties?: unknown } | undefined;
-  if (typeof record !== 'object' || record === null || Array.isArray(record) || record.type !== 'object' || typeof record.properties !== 'object' || record.properties === null || Array.isArray(record.properties)) {
-    refuse(bridge, 'elicitation', 'invalid', 'INVALID_INPUT', 'requested-schema must be a JSON Schema object with type "object" and properties');
-  }
+  // MCP's flat subset only: the SDK checks the client's answer against this schema on the main thread.
+  const problem = elicitationSchemaProblem(schema);
+  if (problem !== undefined) refuse(bridge, 'elicitation', 'invalid', 'INVALID_INPUT', problem);
+  const record = schema;
   let text = '';
   try {
     text = JSON.stringify({ message, requestedSchema: record });
