@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
 import { capModuleMemory, coreInstantiations, planMemoryCaps } from '../host/sandbox/load/memory-cap.js';
 import { growerComponent } from './fixtures/wat/grower.js';
-import { ComponentCache } from '../host/sandbox/load/component-cache.js';
+import { ComponentCache, schemaCheckOf } from '../host/sandbox/load/component-cache.js';
+import { resolveSchemaLimits } from '../host/core/schema-limits.js';
 import { componentId } from '../host/sandbox/load/component-file.js';
 import { fixture, freshCacheDir, makeRegistry } from './helpers.js';
 
@@ -146,7 +147,7 @@ describe('a component whose spare instances hang', () => {
     const cacheDir = freshCacheDir();
     const cache = new ComponentCache(cacheDir);
     const entry = await cache.prepare(componentId(bytes), bytes, 'env-spinner');
-    await cache.saveTools(entry, [{ name: 'grow_table', description: 'x', inputSchema: '{"type":"object"}', streaming: false, idempotent: false }]);
+    await cache.saveTools(entry, [{ name: 'grow_table', description: 'x', inputSchema: '{"type":"object"}', streaming: false, idempotent: false }], schemaCheckOf(resolveSchemaLimits()));
 
     const registry = makeRegistry({ sandbox: { cacheDir, threads: 1, spareTimeoutMs: 300 } });
     try {

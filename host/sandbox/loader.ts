@@ -9,7 +9,7 @@ import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
 import type { LoadedComponentTools, WasmLoadOptions, WasmToolLoader } from '../core/registry.js';
 import type { JsonSchema } from '../core/tool.js';
-import { ComponentCache, GLUE_FILE, type CachedComponent } from './load/component-cache.js';
+import { ComponentCache, GLUE_FILE, schemaCheckOf, type CachedComponent } from './load/component-cache.js';
 import { expandComponentPaths, isRemotePath, readComponentSources, sourceFromFile, type ComponentSource } from './load/component-file.js';
 import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
@@ -268,7 +268,8 @@ export class SandboxLoader implements WasmToolLoader {
 
   async #describeOnce(handle: ComponentHandle, cached: CachedComponent, what: string): Promise<CompiledComponent> {
     const { meta } = cached;
-    let tools = meta.tools;
+    const schemaCheck = schemaCheckOf(this.#schemaLimits);
+    let tools = meta.schemaCheck === schemaCheck ? meta.tools : undefined;
     if (tools) {
       // describe() ran on these very bytes before (the cache is keyed by their hash), so they compiled
       // then: compile on first use (or `warm()`), and `toolhost list` never pays for it.
@@ -277,7 +278,7 @@ export class SandboxLoader implements WasmToolLoader {
       // Compile (or cap and check) the default variant now, so a broken module fails the load, not the first call.
       await handle.prepare(DEFAULT_POLICY_DEFAULTS.memoryMb);
       tools = await this.#describe(handle, what);
-      await this.#cache.saveTools(cached, tools).catch((error: unknown) => {
+      await this.#cache.saveTools(cached, tools, schemaCheck).catch((error: unknown) => {
         this.#logger.warn({ err: (error as Error).message, component: handle.name }, 'could not cache describe() output');
       });
     }

@@ -19,7 +19,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ComponentCache } from '../../host/sandbox/load/component-cache.js';
+import { ComponentCache, schemaCheckOf } from '../../host/sandbox/load/component-cache.js';
+import { resolveSchemaLimits } from '../../host/core/schema-limits.js';
 import { componentId } from '../../host/sandbox/load/component-file.js';
 import { cliEnv, cliPath } from '../cli-runner.js';
 import { growerComponent } from '../fixtures/wat/grower.js';
@@ -63,7 +64,7 @@ describe.runIf(hasCGuests)('toolhost serve under hostile guests, with honest cal
     // component that was described before it started hanging (content-addressed, so the shared cache can hold it).
     const cache = new ComponentCache(sharedCacheDir);
     const entry = await cache.prepare(componentId(spinnerBytes), spinnerBytes, 'spinner');
-    await cache.saveTools(entry, [{ name: 'spin_table', description: 'x', inputSchema: '{"type":"object"}', streaming: false, idempotent: false }]);
+    await cache.saveTools(entry, [{ name: 'spin_table', description: 'x', inputSchema: '{"type":"object"}', streaming: false, idempotent: false }], schemaCheckOf(resolveSchemaLimits()));
     const config = join(dir, 'toolhost.yaml');
     writeFileSync(config, `host:
   pool:

@@ -17,6 +17,7 @@
  * is transpiled again instead. The cache directory must not be writable by a
  * guest (the config refuses one inside a tool's worktree).
  */
+import type { SchemaLimits } from '../../core/schema-limits.js';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,6 +28,11 @@ import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from '../protocol.js';
 import { defaultCacheDir } from './cache-location.js';
 import { ComponentIds } from './component-ids.js';
+
+/** How a cache entry names the schema limits its tools were checked under (`CacheMeta.schemaCheck`). */
+export function schemaCheckOf(limits: SchemaLimits): string {
+  return JSON.stringify(limits);
+}
 
 /**
  * 2: glue rewritten by glue-patch.ts (no JSPI probe that throws on every instance).
@@ -60,6 +66,12 @@ export interface CacheMeta {
   exports: string[];
   /** The component's `describe()` output, once a worker has run it. */
   tools?: GuestToolInfo[];
+  /**
+   * The schema limits (as JSON) the worker checked `tools`' schemas under. A load under other limits describes the
+   * component again, so a limit tightened since (or an entry from before the check moved to the worker) is met at
+   * load, not only at the first call.
+   */
+  schemaCheck?: string;
   /** The sha256 (hex) of every file of the entry, by name. */
   sha256: Record<string, string>;
 }
@@ -184,9 +196,10 @@ export class ComponentCache {
     }
   }
 
-  /** Remember a component's `describe()` output next to its glue. */
-  async saveTools(entry: CachedComponent, tools: GuestToolInfo[]): Promise<void> {
+  /** Remember a component's `describe()` output next to its glue, with the schema limits it was checked under (`schemaCheckOf`). */
+  async saveTools(entry: CachedComponent, tools: GuestToolInfo[], schemaCheck: string): Promise<void> {
     entry.meta.tools = tools;
+    entry.meta.schemaCheck = schemaCheck;
     const temporary = join(entry.dir, `meta.json.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
     await writeFile(temporary, JSON.stringify(entry.meta, null, 2));
     await rename(temporary, join(entry.dir, 'meta.json'));

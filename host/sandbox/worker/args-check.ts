@@ -41,9 +41,15 @@ export function argsCheckReady(): boolean {
   return schemaModule !== undefined;
 }
 
+/**
+ * The schema compiler's file: the bundled worker (entry.bundle.js) takes the bundle made beside it by the same
+ * script run (scripts/bundle-worker.mjs: ajv inside, half the load time), an unbundled one schema.js.
+ */
+const SCHEMA_FILE = import.meta.url.endsWith('/entry.bundle.js') ? '../../core/schema.bundle.js' : '../../core/schema.js';
+
 /** Load what checking needs (once per worker). */
 export function loadArgsCheck(): Promise<unknown> {
-  loading ??= (import(new URL('../../core/schema.js', import.meta.url).href) as Promise<SchemaModule>).then((loaded) => {
+  loading ??= (import(new URL(SCHEMA_FILE, import.meta.url).href) as Promise<SchemaModule>).then((loaded) => {
     schemaModule = loaded;
     return loaded;
   });
