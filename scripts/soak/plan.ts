@@ -81,6 +81,10 @@ export const KINDS: readonly Kind[] = [
   // Issue 36 M2, M6: a huge sample request without a grant (refused in the worker), 1 MiB state keys (short warnings).
   { name: 'sample flood (no grant, 0.2.0)', category: 'hostile', weight: 3, tool: 'huge_sample', args: () => ({ messages: 20_000 }), expect: ['ok'] },
   { name: 'long state keys (0.2.0)', category: 'hostile', weight: 3, tool: 'long_key', args: () => ({ count: 20, bytes: 1_048_576 }), expect: ['ok'] },
+  // Issue 36 M1: honest args against a schema whose validation costs 2^30 checks (prefixItems over an allOf/$ref
+  // DAG): validated in the call's worker, ended by its CPU budget (the worker is replaced); its honest twin beside it.
+  { name: 'schema bomb (prefixItems DAG)', category: 'hostile', weight: 2, tool: 'prefix_dag', args: () => ({ list: ['x'] }), policy: { budget_cpu_ms: 100 }, expect: ['CPU_BUDGET_EXCEEDED', 'WALL_TIMEOUT', 'TOOL_TIMEOUT'] },
+  { name: 'schema bomb\'s plain tool', category: 'honest', weight: 5, tool: 'plain', args: (n) => ({ text: `soak ${n}` }), expect: ['ok'], answer: (n) => ({ text: `soak ${n}` }) },
   // Cancelled by the client mid-call: a native tool that waits, a guest that checks cancelled(), one that never does.
   { name: 'cancel: native wait', category: 'cancelled', weight: 25, tool: NATIVE_WAIT, args: () => ({ ms: 10_000 }), cancelAfterMs: 15, expect: CANCELLED },
   { name: 'cancel: event flood (cooperative)', category: 'cancelled', weight: 8, tool: 'event_flood', args: () => ({ count: 100_000_000, bytes: 8 }), cancelAfterMs: 30, expect: COOPERATIVE_CANCEL },

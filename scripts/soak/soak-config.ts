@@ -27,5 +27,6 @@ tools:
   - path: ${path('test', 'fixtures', 'dist', 'flood.wasm')}
   - path: ${path('test', 'fixtures', 'dist', 'http_flood.wasm')}
   - path: ${path('test', 'fixtures', 'dist', 'client_flood.wasm')}
+  - path: ${path('test', 'fixtures', 'dist', 'schema_bomb.wasm')}
 ${components.map((file) => `  - path: ${JSON.stringify(file)}\n`).join('')}`;
 }
