@@ -151,7 +151,6 @@ export class SchemaLane {
   #ensureWorker(): Worker {
     if (this.#worker !== undefined) return this.#worker;
     const worker = new Worker(laneScript());
-    worker.unref();
     worker.on('message', (reply: LaneReply | { ready: true }) => {
       if (worker !== this.#worker) return;
       if ('ready' in reply) {
@@ -179,6 +178,8 @@ export class SchemaLane {
     };
     worker.on('error', (error) => lost(`failed: ${error.message}`));
     worker.on('exit', (code) => lost(`exited (${code})`));
+    // After the listeners: a 'message' listener refs the worker's port again, and an idle lane must not hold the process.
+    worker.unref();
     this.#worker = worker;
     this.#ready = false;
     return worker;
