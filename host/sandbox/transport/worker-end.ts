@@ -187,6 +187,8 @@ export class WorkerEnd implements SpinSource<LaneTask> {
     Atomics.store(doorbell, 0, 0);
     this.#post({ taskId, event: { type: 'rpc', id, request } } satisfies LaneEvent);
     const deadline = Date.now() + timeoutMs;
+    // A kick read here is not delivered again: the call it announced is in the ring, and is run from a drain below.
+    let kicked = false;
     try {
       for (;;) {
         const remaining = deadline - Date.now();
@@ -201,14 +203,21 @@ export class WorkerEnd implements SpinSource<LaneTask> {
             continue;
           }
           // A kick (the ring is read when the worker is free), or a late answer to an earlier call.
-          if (message === LANE_KICK || message.id !== id) continue;
+          if (message === LANE_KICK) {
+            kicked = true;
+            continue;
+          }
+          if (message.id !== id) continue;
           if (message.ok) return message.value;
           throw new Error(message.error);
         }
       }
     } finally {
-      // Kept tasks get no message event of their own: they run at the next turn, or sooner from a drain under way.
-      if (this.#kept.length > 0) this.#scheduleDrain();
+      // Kept tasks get no message event of their own, nor does a call whose kick was read here: they run at the
+      // next turn, or sooner from a drain under way. (A task that runs after its drain, as a first call that
+      // awaited its glue does, asks the host while its worker listens: the pool then kicks, and that kick was
+      // dropped here, leaving the call in the ring of an idle worker; the 100,000-call soak wedged on it.)
+      if (this.#kept.length > 0 || kicked) this.#scheduleDrain();
     }
   }
 
@@ -217,7 +226,7 @@ export class WorkerEnd implements SpinSource<LaneTask> {
     this.#drainScheduled = true;
     setImmediate(() => {
       this.#drainScheduled = false;
-      if (this.#kept.length === 0) return;
+      if (this.#kept.length === 0 && !this.#ring.pending) return;
       this.#ring.listen(false);
       this.drain();
     });
