@@ -22,9 +22,9 @@ import type { ClusterSection, ConfigFile, GrantEntry, HostSection, OAuthSection,
 import { resolveDistribution, resolveVerify } from './resolve-distribution.js';
 import { isRemoteSource } from '../distribution/source.js';
 import { connectionFairness, DEFAULT_CONNECTION_FAIRNESS } from './connection-fairness.js';
-import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
+import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings, ResolvedTelemetry } from './resolved-types.js';
 
-export type { ConfigOrigin, ToolLoad, HttpToolSpec, McpStdioServerSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
+export type { ConfigOrigin, ToolLoad, HttpToolSpec, McpStdioServerSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings, ResolvedTelemetry } from './resolved-types.js';
 
 /** MCP over Streamable HTTP, unless the config says otherwise. */
 export const DEFAULT_MCP_HTTP = {
@@ -137,6 +137,7 @@ export function resolveGrant(entry: GrantEntry = {}, baseDir: string): ToolGrant
   const grant: ToolGrant = {};
   if (entry.network !== undefined) grant.network = label(NETWORK_LABELS, entry.network);
   if (entry.egress_allow !== undefined) grant.egressAllow = [...entry.egress_allow];
+  if (entry.propagate_trace !== undefined) grant.propagateTrace = entry.propagate_trace;
   if (entry.privilege !== undefined) grant.privilege = label(PRIVILEGE_LABELS, entry.privilege);
   if (entry.env_allow !== undefined) grant.envAllow = [...entry.env_allow];
   if (entry.env !== undefined) grant.env = { ...entry.env };
@@ -319,6 +320,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     distribution: resolveDistribution(config.distribution ?? {}, baseDir),
   };
   if (config.cluster !== undefined) resolved.cluster = resolveCluster(config.cluster);
+  if (config.telemetry !== undefined) resolved.telemetry = resolveTelemetry(config.telemetry);
   if (context.file !== undefined) resolved.file = context.file;
   return resolved;
 }
@@ -377,4 +379,24 @@ function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth'
       },
     }),
   };
+}
+
+/** `telemetry:` in camelCase, only what the file sets. */
+function resolveTelemetry(section: NonNullable<ConfigFile['telemetry']>): ResolvedTelemetry {
+  const out: ResolvedTelemetry = {};
+  if (section.enabled !== undefined) out.enabled = section.enabled;
+  if (section.endpoint !== undefined) out.endpoint = section.endpoint;
+  if (section.traces_endpoint !== undefined) out.tracesEndpoint = section.traces_endpoint;
+  if (section.protocol !== undefined) out.protocol = section.protocol;
+  if (section.headers !== undefined) out.headers = { ...section.headers };
+  if (section.service_name !== undefined) out.serviceName = section.service_name;
+  if (section.sampler !== undefined) out.sampler = section.sampler;
+  if (section.sampler_arg !== undefined) out.samplerArg = section.sampler_arg;
+  if (section.max_queue_spans !== undefined) out.maxQueueSpans = section.max_queue_spans;
+  if (section.record !== undefined) {
+    out.record = {};
+    if (section.record.argument_sizes !== undefined) out.record.argumentSizes = section.record.argument_sizes;
+    if (section.record.principal !== undefined) out.record.principal = section.record.principal;
+  }
+  return out;
 }
