@@ -20,9 +20,10 @@ import type { StateLimits } from '../core/state.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ClusterSection, ConfigFile, GrantEntry, HostSection, OAuthSection, PolicyEntry } from './types.js';
 import { resolveDistribution, resolveVerify } from './resolve-distribution.js';
+import { resolveTelemetry } from './resolve-telemetry.js';
 import { isRemoteSource } from '../distribution/source.js';
 import { connectionFairness, DEFAULT_CONNECTION_FAIRNESS } from './connection-fairness.js';
-import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings, ResolvedTelemetry } from './resolved-types.js';
+import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
 
 export type { ConfigOrigin, ToolLoad, HttpToolSpec, McpStdioServerSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings, ResolvedTelemetry } from './resolved-types.js';
 
@@ -226,6 +227,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     };
     if (entry.method !== undefined) spec.method = entry.method;
     if (entry.timeout_ms !== undefined) spec.timeoutMs = entry.timeout_ms;
+    if (entry.propagate_trace === true) spec.propagateTrace = true;
     if (entry.default_policy !== undefined) spec.defaultPolicy = policyInput(entry.default_policy);
     return spec;
   });
@@ -379,24 +381,4 @@ function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth'
       },
     }),
   };
-}
-
-/** `telemetry:` in camelCase, only what the file sets. */
-function resolveTelemetry(section: NonNullable<ConfigFile['telemetry']>): ResolvedTelemetry {
-  const out: ResolvedTelemetry = {};
-  if (section.enabled !== undefined) out.enabled = section.enabled;
-  if (section.endpoint !== undefined) out.endpoint = section.endpoint;
-  if (section.traces_endpoint !== undefined) out.tracesEndpoint = section.traces_endpoint;
-  if (section.protocol !== undefined) out.protocol = section.protocol;
-  if (section.headers !== undefined) out.headers = { ...section.headers };
-  if (section.service_name !== undefined) out.serviceName = section.service_name;
-  if (section.sampler !== undefined) out.sampler = section.sampler;
-  if (section.sampler_arg !== undefined) out.samplerArg = section.sampler_arg;
-  if (section.max_queue_spans !== undefined) out.maxQueueSpans = section.max_queue_spans;
-  if (section.record !== undefined) {
-    out.record = {};
-    if (section.record.argument_sizes !== undefined) out.record.argumentSizes = section.record.argument_sizes;
-    if (section.record.principal !== undefined) out.record.principal = section.record.principal;
-  }
-  return out;
 }

@@ -34,6 +34,8 @@ export interface HttpToolSpec {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   headers: Record<string, string>;
   timeoutMs?: number;
+  /** Send the call's trace context with each request (`propagate_trace`). */
+  propagateTrace?: boolean;
   inputSchema: JsonSchema;
   grant: ToolGrant;
   defaultPolicy?: ExecutionPolicyInput;

@@ -186,6 +186,7 @@ export interface HttpToolEntry {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   headers?: Record<string, string>;
   timeout_ms?: number;
+  propagate_trace?: boolean;
   input_schema: Exclude<JsonSchema, boolean>;
   grant?: GrantEntry;
   default_policy?: PolicyEntry;

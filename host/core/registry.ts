@@ -10,7 +10,8 @@ import type { SandboxHandle, SandboxStats, ToolRegistryOptions, WasmLoadOptions,
 import { performance } from 'node:perf_hooks';
 import type { AuditEntry } from '../policy/audit.js';
 import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
-import { Call, CallEvents, endCallSpan, rejectedCall, type CallDeps } from './call/call.js';
+import { Call, CallEvents, rejectedCall, type CallDeps } from './call/call.js';
+import { endCallSpan } from './call/call-span.js';
 import { epochNow, epochOf, traceFields, type CallTracer, type TraceSpan } from './tracing.js';
 import { CallIdSource } from './call/call-id-source.js';
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
@@ -119,7 +120,7 @@ export class ToolRegistry {
     this.#sandbox = options.pool;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
     if (this.#deps.audit.file !== undefined) this.hostOwnedPaths.add('audit-log', this.#deps.audit.file);
-    options.fleet?.bind({ cancelLocal: (callId, principal) => this.#tracker.cancel(callId, principal) });
+    options.fleet?.bind({ cancelLocal: (callId, principal) => this.#tracker.cancel(callId, principal), ...(options.tracer === undefined ? {} : { tracer: options.tracer }) });
   }
 
   get logger(): Logger {
@@ -462,11 +463,11 @@ export class ToolRegistry {
   }
 
   /** `cancel`, then (not here, with a fleet) on the host running it, same principal; FLEET_UNAVAILABLE when the fleet cannot answer. */
-  async cancelAnywhere(callId: string, principal?: string): Promise<CancelOutcome> {
+  async cancelAnywhere(callId: string, principal?: string, span?: TraceSpan): Promise<CancelOutcome> {
     const local = this.#tracker.cancel(callId, principal);
     const fleet = this.#deps.fleet;
     if (local !== 'NOT_FOUND' || fleet === undefined) return local;
-    return fleet.cancel(callId, principal);
+    return fleet.cancel(callId, principal, span);
   }
 
   /** The fleet's view of this host (undefined without a fleet). */

@@ -84,6 +84,10 @@ export class CallContext implements ToolContext {
   get client(): GatedClient {
     return (this.#client ??= this.#makeClient());
   }
+
+  get span(): TraceSpan | undefined {
+    return this.#call.attemptSpan;
+  }
 }
 
 /** The sink's methods, as the call makes them (they reach its private state). */

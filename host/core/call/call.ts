@@ -3,6 +3,7 @@
  * signals, the cancel grace, its event channel and accounting) and ends it
  * exactly once. What happens around the tool's run (deadline, approval and
  * audit, retries) is not here but in the ordered layers of `layers.ts`.
+ * (Over 400 lines: one call's state, its signals, its events, its span and log joins and its one end belong together.)
  *
  * Two signals: `soft` is the tool's `ctx.signal` (cooperative: the caller
  * cancelled, or the call is over); `hard` stops the runner at once (the wall
@@ -30,6 +31,7 @@ import { CallContext, CallSink } from './call-views.js';
 import type { CallStream } from './options.js';
 import { failureOf } from './precedence.js';
 import { traceFields, type TraceSpan } from '../tracing.js';
+import { endCallSpan } from './call-span.js';
 
 /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
 export const DEFAULT_CANCEL_GRACE_MS = 500;
@@ -395,19 +397,6 @@ function toResult(run: ToolRun): ToolResult {
     return result;
   }
   return jsonResult(output === undefined ? null : output, run.text);
-}
-
-/** What a call's span says when the call ends: its outcome (toolhost's code as `error.type`) and accounting. */
-export function endCallSpan(span: TraceSpan, event: TerminalEvent, owned: boolean): void {
-  const { accounting } = event;
-  span.setAttributes({
-    'toolhost.call.wall_ms': accounting.wallMs,
-    'toolhost.call.attempts': accounting.attempts,
-    'toolhost.call.events': accounting.events,
-    'toolhost.call.stage': event.type === 'error' ? event.stage : undefined,
-  });
-  if (event.type === 'error') span.fail(event.code);
-  if (owned) span.end();
 }
 
 function errorEvent(callId: string, data: ToolErrorData, stage: ErrorEvent['stage'], accounting: CallAccounting): ErrorEvent {
