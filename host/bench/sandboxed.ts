@@ -33,8 +33,14 @@ export interface PoolShape {
 }
 
 /** The host's registry options for a benchmark: the config's, quiet (errors only), with the run's threads. */
+/** The tracer every benchmark registry uses (`toolhost bench --trace`: 100 % of calls to a local sink), if any. */
+let benchTracer: RegistryOptions['tracer'];
+export function traceBenchCalls(tracer: RegistryOptions['tracer']): void {
+  benchTracer = tracer;
+}
+
 export function benchRegistryOptions(config: ResolvedConfig, shape: PoolShape): RegistryOptions {
-  const options = registryOptions(config, { logger: createDefaultLogger('error') });
+  const options = registryOptions(config, { logger: createDefaultLogger('error'), ...(benchTracer === undefined ? {} : { tracer: benchTracer }) });
   const maxQueue = Math.max(shape.threads * 64, ...shape.concurrency);
   return { ...options, sandbox: { ...options.sandbox, threads: shape.threads, maxQueue } };
 }

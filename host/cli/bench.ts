@@ -11,6 +11,8 @@ import type { BenchOptions } from '../bench/suite.js';
 import { UsageError } from './usage-error.js';
 
 export interface BenchCommandOptions {
+  /** Trace every call to a local OTLP sink (also TOOLHOST_BENCH_TRACE=1). */
+  trace?: boolean;
   args?: string;
   load: string[];
   config?: string;
@@ -85,7 +87,13 @@ export async function bench(tool: string | undefined, options: BenchCommandOptio
   // The engine (and through it the host) loads once the command line is known to be good.
   const [{ runBench }, { checkTargets }, { formatReport }] = await Promise.all([import('../bench/suite.js'), import('../bench/targets.js'), import('../bench/table.js')]);
   if (!options.quiet) benchOpts.progress = (message) => process.stderr.write(`bench: ${message}\n`);
-  const report = await runBench(benchOpts);
+  const traced = options.trace === true || process.env.TOOLHOST_BENCH_TRACE === '1' ? await traceBench() : undefined;
+  let report: Awaited<ReturnType<typeof runBench>>;
+  try {
+    report = await runBench(benchOpts);
+  } finally {
+    await traced?.close();
+  }
   const targets = tool === undefined ? checkTargets(report) : undefined;
   if (options.json) process.stdout.write(`${JSON.stringify({ ...report, ...(targets ? { targets } : {}) }, null, 2)}\n`);
   else process.stdout.write(`${formatReport(report, targets)}\n`);
@@ -96,6 +104,29 @@ export async function bench(tool: string | undefined, options: BenchCommandOptio
     process.stderr.write(`bench: wrote ${file}\n`);
   }
   return [...report.rows, ...(report.paired?.rows ?? [])].some((row) => row.errors > 0) ? 1 : 0;
+}
+
+/**
+ * `--trace` (or TOOLHOST_BENCH_TRACE=1): every benchmark registry traces 100 % of its calls (always_on) over
+ * OTLP/HTTP protobuf to a sink on loopback (bench/trace-sink.ts), to measure what tracing costs the call path.
+ */
+async function traceBench(): Promise<{ close(): Promise<void> }> {
+  const [{ startTraceSink }, { telemetrySettings }, { createTracer }, { traceBenchCalls }] = await Promise.all([
+    import('../bench/trace-sink.js'), import('../telemetry/settings.js'), import('../telemetry/sdk.js'), import('../bench/sandboxed.js'),
+  ]);
+  const sink = await startTraceSink();
+  const settings = telemetrySettings(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_SERVICE_NAME: 'toolhost-bench' })!;
+  const tracer = await createTracer(settings, 'bench');
+  traceBenchCalls(tracer);
+  process.stderr.write(`bench: tracing every call to ${sink.url} (OTLP/HTTP protobuf, always_on)\n`);
+  return {
+    async close() {
+      traceBenchCalls(undefined);
+      await tracer.shutdown().catch(() => undefined);
+      process.stderr.write(`bench: the trace sink received ${sink.received.requests} exports, ${sink.received.bytes} bytes\n`);
+      await sink.close();
+    },
+  };
 }
 
 /** `toolhost bench --scale N`: N distinct components on one host, against the goals S1-S4 (see bench/scale.ts). */

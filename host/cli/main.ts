@@ -308,6 +308,7 @@ function program(): Command {
     .option('--no-cold-start', 'leave out the cold starts (new processes, with and without the transpile cache)')
     .option('--no-peers', 'standard suite: leave out the Extism rows')
     .option('--quiet', 'no progress lines on stderr')
+    .option('--trace', 'trace every call (OpenTelemetry, 100 % sampled) to an OTLP/HTTP sink on loopback, to measure what tracing costs (also TOOLHOST_BENCH_TRACE=1)')
     .option('--scale <n>', 'instead: N distinct components (half C, half componentize-js) on one host, against the goals S1-S4 of sizing (idle cost, ready time and RSS, cold first calls, a working set over the memory budget); --calls sets the working set\'s calls')
     .addHelpText('after', `
 Examples:

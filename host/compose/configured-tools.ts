@@ -42,6 +42,7 @@ export async function registerHttpTools(registry: ToolRegistry, specs: readonly 
         grant: spec.grant,
         ...(spec.method === undefined ? {} : { method: spec.method }),
         ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
+        ...(spec.propagateTrace === true ? { propagateTrace: true } : {}),
         ...(spec.defaultPolicy === undefined ? {} : { defaultPolicy: spec.defaultPolicy }),
       })),
     );

@@ -25,6 +25,12 @@ import { registerAdminTools } from '../tools/admin-tools.js';
 import { registerFleetTools } from '../tools/fleet-tools.js';
 import { importConfiguredMcpServers, registerConfiguredComponents, registerHttpTools } from './configured-tools.js';
 import { createRegistry, registryOptions, type RegistryOptions } from './registry.js';
+import type { CallTracer } from '../core/tracing.js';
+import type { Logger } from '../base/logger.js';
+import { telemetrySettings } from '../telemetry/settings.js';
+import { toolhostPackageRoot } from '../policy/host-owned-paths.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { scopeToTool, type ToolScope } from './tool-scope.js';
 
 /** A registry with every tool its config names, and what else must be closed with it. */
@@ -35,7 +41,9 @@ export interface Host {
   readonly imports: readonly McpImport[];
   /** The fleet on Redis, when the config has a `cluster` section (its state store and call directory are the registry's). */
   readonly fleet?: Fleet;
-  /** Close the imports, cancel calls in flight and stop the worker pool. */
+  /** Where the host's spans go (OpenTelemetry), when `telemetry:` or the OTEL_* environment turned tracing on. */
+  readonly tracer?: CallTracer;
+  /** Close the imports, cancel calls in flight and stop the worker pool; then export the spans still held. */
   close(): Promise<void>;
 }
 
@@ -96,7 +104,10 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
     sessions: { ...config.cluster.sessions, ttlMs: config.servers.mcp.http.sessionIdleMs },
     ...(options.describeHost === undefined ? {} : { describe: options.describeHost }),
   }, base.logger ?? createDefaultLogger());
-  const registry = createRegistry(fleet === undefined ? base : { stateStore: fleet.stateStore, ...base, fleet: fleet.directory });
+  // Tracing: the SDK loads only when `telemetry:` or the OTEL_* environment asks for it (an embedder's own tracer wins).
+  const tracer = base.tracer ?? await openTracer(config, options.env ?? process.env, base.logger ?? createDefaultLogger());
+  const withTracer = tracer === undefined ? base : { ...base, tracer };
+  const registry = createRegistry(fleet === undefined ? withTracer : { stateStore: fleet.stateStore, ...withTracer, fleet: fleet.directory });
   // The config file and the MCP servers it runs: no call's writable worktree may overlap them.
   registry.hostOwnedPaths.addAll(resolvedOwnedPaths(config));
   const imports: McpImport[] = [];
@@ -105,10 +116,13 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
     config,
     imports,
     ...(fleet === undefined ? {} : { fleet }),
+    ...(tracer === undefined ? {} : { tracer }),
     async close() {
       await Promise.allSettled(imports.map((imported) => imported.close()));
       await registry.close();
       await fleet?.close();
+      // Only a tracer this host made: an embedder's own is theirs to shut down.
+      if (tracer !== undefined && base.tracer === undefined) await tracer.shutdown().catch(() => undefined);
     },
   };
   try {
@@ -126,6 +140,23 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
     throw error;
   }
   return host;
+}
+
+/** The tracer `telemetry:` and the environment describe (telemetry/settings.ts), or undefined when tracing is off. */
+async function openTracer(config: ResolvedConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<CallTracer | undefined> {
+  const settings = telemetrySettings(config.telemetry, env);
+  if (settings === undefined) return undefined;
+  for (const warning of settings.warnings) logger.warn({ telemetry: warning }, 'telemetry: an OTEL_* setting was not applied');
+  const { createTracer } = await import('../telemetry/sdk.js');
+  return createTracer(settings, toolhostVersion());
+}
+
+function toolhostVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(join(toolhostPackageRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
 }
 
 /** A resolved config has what only resolving adds (the file's shape has neither key). */

@@ -20,11 +20,12 @@ import type { StateLimits } from '../core/state.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
 import type { ClusterSection, ConfigFile, GrantEntry, HostSection, OAuthSection, PolicyEntry } from './types.js';
 import { resolveDistribution, resolveVerify } from './resolve-distribution.js';
+import { resolveTelemetry } from './resolve-telemetry.js';
 import { isRemoteSource } from '../distribution/source.js';
 import { connectionFairness, DEFAULT_CONNECTION_FAIRNESS } from './connection-fairness.js';
 import type { McpServerSpecBase, ConfigOrigin, ToolLoad, HttpToolSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
 
-export type { ConfigOrigin, ToolLoad, HttpToolSpec, McpStdioServerSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings } from './resolved-types.js';
+export type { ConfigOrigin, ToolLoad, HttpToolSpec, McpStdioServerSpec, McpHttpServerSpec, McpServerSpec, ServerSettings, ResolvedConfig, ClusterSettings, ResolvedTelemetry } from './resolved-types.js';
 
 /** MCP over Streamable HTTP, unless the config says otherwise. */
 export const DEFAULT_MCP_HTTP = {
@@ -137,6 +138,7 @@ export function resolveGrant(entry: GrantEntry = {}, baseDir: string): ToolGrant
   const grant: ToolGrant = {};
   if (entry.network !== undefined) grant.network = label(NETWORK_LABELS, entry.network);
   if (entry.egress_allow !== undefined) grant.egressAllow = [...entry.egress_allow];
+  if (entry.propagate_trace !== undefined) grant.propagateTrace = entry.propagate_trace;
   if (entry.privilege !== undefined) grant.privilege = label(PRIVILEGE_LABELS, entry.privilege);
   if (entry.env_allow !== undefined) grant.envAllow = [...entry.env_allow];
   if (entry.env !== undefined) grant.env = { ...entry.env };
@@ -225,6 +227,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     };
     if (entry.method !== undefined) spec.method = entry.method;
     if (entry.timeout_ms !== undefined) spec.timeoutMs = entry.timeout_ms;
+    if (entry.propagate_trace === true) spec.propagateTrace = true;
     if (entry.default_policy !== undefined) spec.defaultPolicy = policyInput(entry.default_policy);
     return spec;
   });
@@ -319,6 +322,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
     distribution: resolveDistribution(config.distribution ?? {}, baseDir),
   };
   if (config.cluster !== undefined) resolved.cluster = resolveCluster(config.cluster);
+  if (config.telemetry !== undefined) resolved.telemetry = resolveTelemetry(config.telemetry);
   if (context.file !== undefined) resolved.file = context.file;
   return resolved;
 }

@@ -34,6 +34,8 @@ export interface HttpToolSpec {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   headers: Record<string, string>;
   timeoutMs?: number;
+  /** Send the call's trace context with each request (`propagate_trace`). */
+  propagateTrace?: boolean;
   inputSchema: JsonSchema;
   grant: ToolGrant;
   defaultPolicy?: ExecutionPolicyInput;
@@ -173,6 +175,8 @@ export interface ResolvedConfig {
   baseDir: string;
   /** The host log's level: `TOOLHOST_LOG`, else `host.log_level`, else `warn`. */
   logLevel: string;
+  /** The file's `telemetry:` section (the OTEL_* environment is applied over it when the host is made: telemetry/settings.ts). */
+  telemetry?: ResolvedTelemetry;
   /** Defaults and ceilings, merged over DEFAULT_POLICY_DEFAULTS. */
   defaults: PolicyDefaults;
   cancelGraceMs: number;
@@ -222,4 +226,18 @@ export interface ClusterSettings {
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
   /** MCP sessions in Redis (their TTL is the MCP server's session idle time). */
   sessions?: { maxSessions?: number; maxPerPrincipal?: number };
+}
+
+/** `telemetry:` as the file says it (camelCase; only what is set). */
+export interface ResolvedTelemetry {
+  enabled?: boolean;
+  endpoint?: string;
+  tracesEndpoint?: string;
+  protocol?: 'http/protobuf' | 'http/json';
+  headers?: Record<string, string>;
+  serviceName?: string;
+  sampler?: 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
+  samplerArg?: number;
+  maxQueueSpans?: number;
+  record?: { argumentSizes?: boolean; principal?: 'none' | 'hashed' | 'plain' };
 }

@@ -17,6 +17,21 @@ export interface ConfigFile {
   admin?: { load_dirs?: string[] };
   cluster?: ClusterSection;
   distribution?: DistributionSection;
+  telemetry?: TelemetrySection;
+}
+
+/** OpenTelemetry traces (the OTEL_* environment wins over every key). */
+export interface TelemetrySection {
+  enabled?: boolean;
+  endpoint?: string;
+  traces_endpoint?: string;
+  protocol?: 'http/protobuf' | 'http/json';
+  headers?: Record<string, string>;
+  service_name?: string;
+  sampler?: 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
+  sampler_arg?: number;
+  max_queue_spans?: number;
+  record?: { argument_sizes?: boolean; principal?: 'none' | 'hashed' | 'plain' };
 }
 
 /** Whose signatures a remote component must carry. */
@@ -132,6 +147,7 @@ export interface HostSection {
 export interface GrantEntry {
   network?: string;
   egress_allow?: string[];
+  propagate_trace?: boolean;
   privilege?: string;
   env_allow?: string[];
   env?: Record<string, string>;
@@ -170,6 +186,7 @@ export interface HttpToolEntry {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   headers?: Record<string, string>;
   timeout_ms?: number;
+  propagate_trace?: boolean;
   input_schema: Exclude<JsonSchema, boolean>;
   grant?: GrantEntry;
   default_policy?: PolicyEntry;

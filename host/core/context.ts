@@ -4,6 +4,7 @@ import type { CallBudgets, ExecutionPolicy } from '../policy/execution-policy.js
 import type { Extensions } from './extensions.js';
 import type { ConversationState } from './state.js';
 import type { GatedClient } from './client-requests.js';
+import type { TraceSpan } from './tracing.js';
 
 export interface ToolContext {
   readonly callId: string;
@@ -40,6 +41,12 @@ export interface ToolContext {
    * CLIENT_UNSUPPORTED (the caller cannot answer), OUTPUT_LIMIT_EXCEEDED (too large), CANCELLED.
    */
   readonly client: GatedClient;
+  /**
+   * The call's span when the host traces (OpenTelemetry; absent otherwise): a native tool may open children
+   * under it (`span.child(name)`) or hand `span.carrier()` to a request it makes for the call. Never put
+   * argument values, results or secrets in its attributes.
+   */
+  readonly span?: TraceSpan;
   /** Shorthand for `state.getState`: never throws. */
   getState<T>(key: string, fallback: T): Promise<T>;
   /** Shorthand for `state.setState`: throws a ToolhostError on failure. */

@@ -9,6 +9,7 @@
  */
 import type { ErrorCode } from '../base/errors.js';
 import type { CallAccounting, ReportedAccounting, ToolResult } from './result.js';
+import type { TraceSpan } from './tracing.js';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
 
@@ -103,6 +104,12 @@ export interface RunnerSink extends ToolEventSink {
    * if it already happened. Returns the unsubscribe.
    */
   watch?(watcher: CallWatcher): () => void;
+  /**
+   * The span of the call's current attempt when the host traces (absent otherwise): a runner makes its children
+   * here (the sandbox run, the queue wait, host calls) and hands `carrier()` to requests it makes on the call's
+   * behalf where that is allowed. Never put argument values, results or state values in its attributes.
+   */
+  readonly span?: TraceSpan;
 }
 
 /** What `RunnerSink.watch` tells. */

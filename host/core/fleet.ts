@@ -5,6 +5,7 @@
  * every host can see it, enforces fleet-wide concurrency caps, and carries a
  * cancel to the host that runs the call.
  */
+import type { CallTracer, TraceSpan } from './tracing.js';
 import type { CancelOutcome } from '../base/errors.js';
 
 /** What the fleet is told about a call that is starting on this host. */
@@ -27,6 +28,8 @@ export interface FleetHostHooks {
    * principal, another principal's call is NOT_FOUND, as for a local cancel.
    */
   cancelLocal(callId: string, principal?: string): CancelOutcome;
+  /** Where the fleet's own spans go (a cancel relayed from another host continues its canceller's trace). */
+  tracer?: CallTracer;
 }
 
 /** Whether the fleet's shared store is reachable (for health and metrics). */
@@ -61,8 +64,9 @@ export interface CallDirectory {
    * own calls are looked up (its principal's; without one, calls started
    * without one), and the principal goes with the request to the call's host:
    * another principal's call of the same id answers NOT_FOUND, in flight or
-   * finished.
+   * finished. With `span` (a traced cancel), the request carries its trace context to the call's host, whose
+   * `fleet.cancel` span continues the same trace.
    */
-  cancel(callId: string, principal?: string): Promise<CancelOutcome>;
+  cancel(callId: string, principal?: string, span?: TraceSpan): Promise<CancelOutcome>;
   status(): FleetStatus;
 }

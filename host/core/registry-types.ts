@@ -1,4 +1,5 @@
 /** What the registry is made with and hands back: its options, and the Wasm loader's interface. */
+import type { CallTracer } from './tracing.js';
 import type { SchemaLimits } from './schema-limits.js';
 import type { ExecutionPolicyInput, PolicyDefaults } from '../policy/execution-policy.js';
 import type { ToolGrant } from '../policy/grant.js';
@@ -135,6 +136,11 @@ export interface ToolRegistryOptions {
   hostEnv?: NodeJS.ProcessEnv;
   /** Where calls are known beyond this host: fleet-wide caps and cancel (default: this host only). */
   fleet?: CallDirectory;
+  /**
+   * Where the calls' spans go (OpenTelemetry, see core/tracing.ts; default none: nothing is traced and nothing
+   * of a tracer is loaded). `createHost` makes one from `telemetry:` and the OTEL_* environment.
+   */
+  tracer?: CallTracer;
   /**
    * Call id rules: the longest accepted id (default 128 characters) and the
    * bytes of finished ids remembered for ALREADY_COMPLETED (default 1 MiB).

@@ -11,6 +11,8 @@ import { performance } from 'node:perf_hooks';
 import type { AuditEntry } from '../policy/audit.js';
 import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
 import { Call, CallEvents, rejectedCall, type CallDeps } from './call/call.js';
+import { endCallSpan } from './call/call-span.js';
+import { epochNow, epochOf, traceFields, type CallTracer, type TraceSpan } from './tracing.js';
 import { CallIdSource } from './call/call-id-source.js';
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
 import type { CallOptions, CallStream } from './call/options.js';
@@ -63,6 +65,7 @@ export class ToolRegistry {
   readonly #limitListeners = new Set<(tool: string, limit: string) => void>();
   /** The registered tools' granted worktrees (admission compares a call's own worktree with them), until tools change. */
   #grantedWorktrees: GrantedWorktree[] | undefined;
+  readonly #tracer: CallTracer | undefined;
 
   constructor(options: ToolRegistryOptions = {}) {
     const { cancelGraceMs, defaults, callIds, retry, maxResultDepth, clientRequestBytes } = checkRegistryOptions(options);
@@ -112,15 +115,21 @@ export class ToolRegistry {
       logger: this.#deps.logger,
       onLimit: (tool, limit) => this.#deps.onLimit(tool, limit),
     });
+    this.#tracer = options.tracer;
     this.#loader = options.wasmLoader;
     this.#sandbox = options.pool;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);
     if (this.#deps.audit.file !== undefined) this.hostOwnedPaths.add('audit-log', this.#deps.audit.file);
-    options.fleet?.bind({ cancelLocal: (callId, principal) => this.#tracker.cancel(callId, principal) });
+    options.fleet?.bind({ cancelLocal: (callId, principal) => this.#tracker.cancel(callId, principal), ...(options.tracer === undefined ? {} : { tracer: options.tracer }) });
   }
 
   get logger(): Logger {
     return this.#deps.logger;
+  }
+
+  /** Where calls' spans go, when the host traces (servers open their server spans with it). */
+  get tracer(): CallTracer | undefined {
+    return this.#tracer;
   }
 
   /** What tools' schemas may cost (`host.guest_limits`): for runners that check schemas off the main thread. */
@@ -351,17 +360,34 @@ export class ToolRegistry {
   #start(name: string, args: unknown, options: CallOptions, surface?: RegisteredTool): CallEvents {
     const callId = options.callId ?? callIds.next();
     const startedAt = performance.now();
+    // Traced calls only (one check otherwise): the entry's span, or the call's own.
+    const traced = options.span !== undefined || this.#tracer !== undefined ? this.#callSpan(name, args, options, callId, startedAt) : undefined;
+    const span = traced?.span;
     const reject = (error: ToolhostError, audit?: AuditEntry): CallEvents => {
-      if (audit) this.#deps.audit.record(audit);
-      return rejectedCall(callId, error, startedAt, (event) => this.#deps.onFinished(name, event));
+      if (audit) this.#deps.audit.record(span === undefined ? audit : { ...audit, ...traceFields(span) });
+      return rejectedCall(callId, error, startedAt, (event) => {
+        this.#deps.onFinished(name, event);
+        if (span !== undefined) endCallSpan(span, event, traced!.owned);
+      });
     };
     if (this.#closed) return reject(new ToolhostError('INTERNAL', 'the registry is closed; no more calls are accepted'));
     // A component's surface tool is found only here, never by name (core/surfaces.ts).
     const admission = admit(surface === undefined ? this.#deps : { ...this.#deps, lookup: () => surface }, callId, name, args, options);
+    if (span !== undefined) {
+      // Admission ran synchronously just now: its span is drawn from the times taken around it.
+      const child = span.child('admission', {
+        startTime: epochOf(startedAt),
+        attributes: admission.admitted
+          ? { 'toolhost.policy.network': admission.call.capabilities.network, 'toolhost.policy.privilege': admission.call.capabilities.privilege }
+          : { 'error.type': admission.error.code },
+      });
+      if (!admission.admitted) child.fail(admission.error.code);
+      child.end(epochNow());
+    }
     // Above its caller's own label ceiling (an OAuth token's scopes): a hit of that limit, for the metrics.
     if (!admission.admitted && (admission.error.details as { reason?: unknown } | undefined)?.reason === 'caller-ceiling') this.#deps.onLimit(name, 'scope_labels');
     if (!admission.admitted) return reject(admission.error, admission.audit);
-    const call = new Call(this.#deps, admission.call);
+    const call = new Call(this.#deps, admission.call, span, traced?.owned === true);
     if (!call.track()) return reject(new ToolhostError('INVALID_INPUT', `call id "${callId}" is already in flight`));
     for (const listener of this.#acceptedListeners) {
       try { listener(name, callId); } catch { /* an observer must not change a call */ }
@@ -378,6 +404,29 @@ export class ToolRegistry {
         call.fail(new ToolhostError('INTERNAL', 'the call could not be ended normally', { callId }));
       });
     return stream;
+  }
+
+  /**
+   * The span a call's spans hang under: the entry point's (`options.span`), or an `execute_tool <tool>` span of
+   * the call's own continuing `options.trace`. Its attributes name the tool and the call, never the arguments
+   * (their size only when `telemetry.record.argument_sizes` asks), the principal as `telemetry.record.principal` says.
+   */
+  #callSpan(name: string, args: unknown, options: CallOptions, callId: string, startedAt: number): { span: TraceSpan; owned: boolean } | undefined {
+    const tracer = this.#tracer;
+    const attributes = {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': name,
+      'gen_ai.tool.call.id': callId,
+      'enduser.id': tracer?.principalAttribute(options.principal),
+      'toolhost.arguments.size': tracer?.recording.argumentSizes === true ? Buffer.byteLength(JSON.stringify(args) ?? '') : undefined,
+    };
+    if (options.span !== undefined) {
+      options.span.setAttributes(attributes);
+      return { span: options.span, owned: false };
+    }
+    if (tracer === undefined) return undefined;
+    const span = tracer.startSpan(`execute_tool ${name}`, { kind: 'internal', attributes, startTime: epochOf(startedAt), ...(options.trace === undefined ? {} : { parent: options.trace }) });
+    return { span, owned: true };
   }
 
   /**
@@ -414,11 +463,11 @@ export class ToolRegistry {
   }
 
   /** `cancel`, then (not here, with a fleet) on the host running it, same principal; FLEET_UNAVAILABLE when the fleet cannot answer. */
-  async cancelAnywhere(callId: string, principal?: string): Promise<CancelOutcome> {
+  async cancelAnywhere(callId: string, principal?: string, span?: TraceSpan): Promise<CancelOutcome> {
     const local = this.#tracker.cancel(callId, principal);
     const fleet = this.#deps.fleet;
     if (local !== 'NOT_FOUND' || fleet === undefined) return local;
-    return fleet.cancel(callId, principal);
+    return fleet.cancel(callId, principal, span);
   }
 
   /** The fleet's view of this host (undefined without a fleet). */

@@ -25,6 +25,7 @@
  * locally and publishes the outcome back. No subscriber (the host is gone):
  * NOT_FOUND. A call record that does not parse is NOT_FOUND (logged).
  */
+import { carrierOf, type TraceSpan } from '../core/tracing.js';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ToolhostError, type CancelOutcome } from '../base/errors.js';
@@ -222,7 +223,7 @@ export class RedisCallDirectory implements CallDirectory {
     });
   }
 
-  async cancel(callId: string, principal?: string): Promise<CancelOutcome> {
+  async cancel(callId: string, principal?: string, span?: TraceSpan): Promise<CancelOutcome> {
     // Only the canceller's own key is looked up: another principal's id, running or done, is not seen.
     const key = lookupKey(principal, callId);
     if (key === undefined) return 'NOT_FOUND';
@@ -240,22 +241,31 @@ export class RedisCallDirectory implements CallDirectory {
     const request = randomUUID();
     const answered = new Promise<CancelOutcome>((resolve) => this.#pending.set(request, resolve));
     let timer: NodeJS.Timeout | undefined;
+    // Traced: the relay is a CLIENT span here, and its context travels in the message to the call's host.
+    const relay = span?.child('fleet.cancel.relay', { kind: 'client', attributes: { 'toolhost.fleet.host': host } });
     try {
-      const receivers = await this.#link.publish(this.#channel(host), JSON.stringify({ type: 'cancel', callId, request, replyTo: this.#hostId, ...(principal === undefined ? {} : { principal }) }));
+      const trace = relay?.carrier();
+      const receivers = await this.#link.publish(this.#channel(host), JSON.stringify({ type: 'cancel', callId, request, replyTo: this.#hostId, ...(principal === undefined ? {} : { principal }), ...(trace === undefined ? {} : { trace }) }));
       // Nobody listens on that host's channel: it is gone, and its calls with it (their leases run out).
       if (receivers === 0) return 'NOT_FOUND';
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new ToolhostError('FLEET_UNAVAILABLE', `host ${host} did not answer the cancel of "${callId}" within ${this.#cancelTimeoutMs} ms`)), this.#cancelTimeoutMs);
       });
-      return await Promise.race([answered, timeout]);
+      const outcome = await Promise.race([answered, timeout]);
+      relay?.setAttributes({ 'toolhost.cancel.outcome': outcome });
+      return outcome;
+    } catch (error) {
+      relay?.fail(error instanceof ToolhostError ? error.code : 'INTERNAL');
+      throw error;
     } finally {
+      relay?.end();
       clearTimeout(timer);
       this.#pending.delete(request);
     }
   }
 
   #onMessage(message: string): void {
-    let parsed: { type?: string; callId?: string; request?: string; replyTo?: string; principal?: unknown; outcome?: CancelOutcome };
+    let parsed: { type?: string; callId?: string; request?: string; replyTo?: string; principal?: unknown; outcome?: CancelOutcome; trace?: unknown };
     try {
       parsed = JSON.parse(message) as typeof parsed;
     } catch {
@@ -264,7 +274,13 @@ export class RedisCallDirectory implements CallDirectory {
     if (parsed.type === 'cancel' && typeof parsed.callId === 'string' && typeof parsed.replyTo === 'string') {
       // A request naming a principal reaches only that principal's calls (a malformed one reaches none).
       const principal = parsed.principal === undefined ? undefined : typeof parsed.principal === 'string' ? parsed.principal : null;
+      // Traced: the cancel continues the canceller's trace here (the message carried its context).
+      const tracer = this.#hooks?.tracer;
+      const carrier = tracer === undefined || typeof parsed.trace !== 'object' || parsed.trace === null ? undefined : carrierOf(parsed.trace as Record<string, unknown>);
+      const span = tracer?.startSpan('fleet.cancel', { kind: 'server', ...(carrier === undefined ? {} : { parent: carrier }), attributes: { 'toolhost.fleet.from': parsed.replyTo } });
       const outcome = principal === null ? 'NOT_FOUND' : this.#hooks?.cancelLocal(parsed.callId, principal) ?? 'NOT_FOUND';
+      span?.setAttributes({ 'toolhost.cancel.outcome': outcome });
+      span?.end();
       this.#logger.debug({ callId: parsed.callId, from: parsed.replyTo, outcome }, 'fleet: cancel from another host');
       this.#link.publish(this.#channel(parsed.replyTo), JSON.stringify({ type: 'cancelled', request: parsed.request, outcome })).catch((error: unknown) => {
         this.#logger.warn({ err: (error as Error).message }, 'fleet: could not answer a cancel');

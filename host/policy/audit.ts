@@ -16,6 +16,9 @@ export interface AuditEntry {
   reason?: string;
   /** What was used (e.g. env keys handed over, the worktree and its mode). */
   grants?: Record<string, unknown>;
+  /** The call's trace and span (W3C ids), when the host traces: joins the entry to the call's spans. */
+  trace_id?: string;
+  span_id?: string;
 }
 
 export interface AuditLog {

@@ -35,6 +35,8 @@ export interface CallCapabilities {
   filesystem?: { root: string; readOnly: boolean };
   /** The environment the guest sees. */
   env: Record<string, string>;
+  /** The grant lets the guest's outgoing HTTP carry the call's trace context (`propagate_trace`). */
+  propagateTrace?: boolean;
 }
 
 export interface CapabilityRequest {
@@ -144,6 +146,7 @@ export function resolveCapabilities(request: CapabilityRequest): CapabilityDecis
 
   const rank = labelRank(PRIVILEGE_LABELS, privilege);
   const capabilities: CallCapabilities = { network, egressAllow: grant.egressAllow ?? NO_EGRESS_ALLOW, privilege, env: {} };
+  if (grant.propagateTrace === true) capabilities.propagateTrace = true;
   // MINIMAL: no filesystem; DEFAULT: the worktree read-only; ELEVATED and up: read-write.
   if (bound !== undefined && rank >= labelRank(PRIVILEGE_LABELS, 'DEFAULT')) {
     capabilities.filesystem = { root: resolve(bound), readOnly: rank < labelRank(PRIVILEGE_LABELS, 'ELEVATED') };

@@ -13,6 +13,8 @@ export interface ToolGrant {
    * makes for non-public addresses: `host`, `*.domain`, `host:port`, an IP or a CIDR.
    */
   egressAllow?: string[];
+  /** Whether the guest's own outgoing HTTP carries the call's trace context (default false: its destinations are third parties). */
+  propagateTrace?: boolean;
   /** The highest privilege level calls may ask for (default MINIMAL). */
   privilege?: PrivilegeLabel;
   /** Environment keys an ELEVATED (or higher) call may see. */

@@ -5,6 +5,7 @@ import { ToolhostError } from '../base/errors.js';
 import { CallRejection } from '../core/call/call.js';
 import type { SchemaLimits } from '../core/schema-limits.js';
 import type { RunnerSink } from '../core/events.js';
+import { epochNow, type TraceSpan } from '../core/tracing.js';
 import type { JsonSchema, Tool, ToolAnnotations, ToolGrant, ToolIcon, ToolRun } from '../core/tool.js';
 import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { CoreModuleBytes } from './process/messages.js';
@@ -16,7 +17,7 @@ import { richResult } from '../core/result.js';
 import { contentBlock } from './load/content-block.js';
 import { TaskStop } from './task-stop.js';
 import type { TaskHandlers, TaskInput } from './pool.js';
-import type { ArgsSchema, CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerOutcome } from './protocol.js';
+import type { ArgsSchema, CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerAccounting, WorkerOutcome } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -176,9 +177,15 @@ export class SandboxedTool implements Tool {
     };
     if (capabilities.filesystem) input.capabilities.filesystem = capabilities.filesystem;
     if (this.isolation === 'conversation' && ctx.conversationKey !== undefined) input.conversationKey = ctx.conversationKey;
+    // Traced calls: the queue wait and the run are drawn on this thread from what the pool and the worker
+    // measured (no tracer in the workers); host calls get spans of their own as they are answered here.
+    const span = events.span;
+    const runStart = span === undefined ? 0 : epochNow();
+    let stoppedQueuedMs: number | undefined;
     const handlers: TaskHandlers = {
       signal: stop,
       onStopped: (measured) => {
+        stoppedQueuedMs = measured.queuedMs;
         events.account({
           ...(measured.queuedMs === undefined ? {} : { queuedMs: round(measured.queuedMs) }),
           ...(measured.waiting === true ? { waitingForWorker: true } : {}),
@@ -197,7 +204,7 @@ export class SandboxedTool implements Tool {
         } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes);
       },
-      rpc: (request) => this.#answer(request, ctx, guestNetwork, hostCalls, limits),
+      rpc: (request) => span === undefined ? this.#answer(request, ctx, guestNetwork, hostCalls, limits) : this.#traced(span, request, ctx, guestNetwork, hostCalls, limits),
     };
     if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
     else handlers.cancelSignal = ctx.signal;
@@ -207,6 +214,7 @@ export class SandboxedTool implements Tool {
       outcome = await this.#pool().run(input, handlers);
     } catch (error) {
       accountNetwork();
+      if (span !== undefined) this.#runSpans(span, runStart, { queuedMs: stoppedQueuedMs }, overLimit !== undefined && !hardStopped ? 'OUTPUT_LIMIT_EXCEEDED' : error instanceof ToolhostError ? error.code : 'INTERNAL');
       // Stopped for the limit (unless a hard stop came first): the limit is why.
       if (overLimit !== undefined && !hardStopped) throw overLimitError();
       // The sandbox process was replaced at one of the host's limits (heartbeat_ms): counted for each call it ended.
@@ -217,6 +225,7 @@ export class SandboxedTool implements Tool {
       unwatch();
     }
     const { accounting } = outcome;
+    if (span !== undefined) this.#runSpans(span, runStart, accounting, overLimit !== undefined ? 'OUTPUT_LIMIT_EXCEEDED' : outcome.ok ? undefined : outcome.error.code);
     const measured: Parameters<RunnerSink['account']>[0] = {
       queuedMs: round(accounting.queuedMs ?? 0),
       instance: accounting.instance,
@@ -262,7 +271,49 @@ export class SandboxedTool implements Tool {
     return (this.#withClient = { ...this.#limits, clientRequests: allowed });
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits): Promise<unknown> {
+  /**
+   * The sandbox's two spans of a call, under `parent`: `sandbox.queue` (waiting for a worker) and `sandbox.run`
+   * (the worker's part: instance, isolation, containment, CPU), drawn from the times the pool and the worker
+   * reported. Sizes and times only: nothing of the args or the result.
+   */
+  #runSpans(parent: TraceSpan, start: number, accounting: Partial<WorkerAccounting>, failed: string | undefined): void {
+    const end = epochNow();
+    const queuedMs = Math.max(0, Math.min(accounting.queuedMs ?? 0, end - start));
+    parent.child('sandbox.queue', { startTime: start, attributes: { 'toolhost.sandbox.queued_ms': round(queuedMs) } }).end(start + queuedMs);
+    const run = parent.child('sandbox.run', {
+      startTime: start + queuedMs,
+      attributes: {
+        'toolhost.component': this.#component.name,
+        'toolhost.sandbox.containment': this.#pool().process === undefined ? 'thread' : 'process',
+        'toolhost.sandbox.isolation': accounting.isolation ?? this.isolation,
+        'toolhost.sandbox.instance': accounting.instance,
+        'toolhost.sandbox.cpu_ms': accounting.cpuMs === undefined ? undefined : round(accounting.cpuMs),
+        'toolhost.sandbox.instantiate_ms': accounting.instantiateMs === undefined ? undefined : round(accounting.instantiateMs),
+        'toolhost.sandbox.peak_memory_bytes': accounting.peakMemoryBytes,
+        'toolhost.sandbox.reinstantiated': accounting.reinstantiated,
+      },
+    });
+    if (failed !== undefined) run.fail(failed);
+    run.end(end);
+  }
+
+  /** `#answer` inside a span of its own (the guest's host calls of a traced call). */
+  async #traced(parent: TraceSpan, request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits): Promise<unknown> {
+    if (request.op === 'modules') return this.#answer(request, ctx, network, hostCalls, limits);
+    const span = parent.child(HOST_CALL_SPANS[request.op], { attributes: hostCallAttributes(request) });
+    try {
+      const answer = await this.#answer(request, ctx, network, hostCalls, limits, span);
+      if (request.op === 'get-state') span.setAttributes({ 'toolhost.state.found': answer !== undefined && answer !== null });
+      return answer;
+    } catch (error) {
+      span.fail(error instanceof ToolhostError ? error.code : /^([A-Z_]+):/.exec((error as Error).message)?.[1] ?? 'INTERNAL');
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, span?: TraceSpan): Promise<unknown> {
     if (request.op === 'modules') {
       if (request.componentId !== this.#component.id) throw new Error('unknown component');
       return this.#component.modulesFor(request.memoryMb);
@@ -282,12 +333,31 @@ export class SandboxedTool implements Tool {
         }
         return null;
       case 'http':
-        return network().send(request.request);
+        return network().send(request.request, span);
       case 'sample':
         return answerSample(ctx, request.request, limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES);
       case 'elicit':
         return answerElicit(ctx, request.request, limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES);
     }
+  }
+}
+
+/** Span names of the guest's host calls. */
+const HOST_CALL_SPANS: Record<Exclude<RpcRequest['op'], 'modules'>, string> = {
+  'get-state': 'state.get',
+  'set-state': 'state.set',
+  http: 'http.client',
+  sample: 'sampling/createMessage',
+  elicit: 'elicitation/create',
+};
+
+/** What a host call's span says of it: its kind and sizes, never a key's or a value's text. */
+function hostCallAttributes(request: Exclude<RpcRequest, { op: 'modules' }>): Record<string, string | number> {
+  switch (request.op) {
+    case 'get-state': return { 'toolhost.host_call': request.op };
+    case 'set-state': return { 'toolhost.host_call': request.op, 'toolhost.state.value.size': request.value.length };
+    case 'http': return { 'toolhost.host_call': request.op, 'http.request.method': request.request.method };
+    default: return { 'toolhost.host_call': request.op };
   }
 }
 

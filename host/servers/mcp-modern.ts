@@ -42,6 +42,8 @@ import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import { metaCallOptions } from './mcp-meta.js';
 import { listTools, MCP_META_KEYS, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { endMcpServerSpan, openMcpServerSpan } from './mcp-trace.js';
+import type { TraceSpan } from '../core/tracing.js';
 
 /** The revision this file serves. */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -83,29 +85,53 @@ export function createModernMcp(registry: McpToolSource, options: ModernMcpOptio
     });
     server.setRequestHandler('tools/list', () => ({ tools: listTools(registry) as Tool[] }));
     server.setRequestHandler('tools/call', async (request, ctx) => {
-      const { name, arguments: args = {} } = request.params;
-      const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
-      if (draining) return overloaded(hasOutputSchema);
-      let call: CallOptions;
+      const tracer = registry.tracer;
+      if (tracer === undefined) return callTool(request, ctx, undefined);
+      const req = ctx.http?.req;
+      const span = openMcpServerSpan(tracer, {
+        method: 'tools/call',
+        target: request.params.name,
+        ...(ctx.mcpReq._meta === undefined ? {} : { meta: ctx.mcpReq._meta as Record<string, unknown> }),
+        ...(req === undefined ? {} : { header: (name: string) => req.headers.get(name) ?? undefined }),
+        requestId: ctx.mcpReq.id,
+        protocolVersion: MODERN_PROTOCOL_VERSION,
+        transport: 'tcp',
+      });
       try {
-        call = callOptionsOf(name, ctx, options);
+        const result = await callTool(request, ctx, span);
+        endMcpServerSpan(span, result as { isError?: boolean; _meta?: Record<string, unknown> });
+        return result;
       } catch (error) {
-        return toCallToolResult(rejection('INVALID_INPUT', (error as Error).message), hasOutputSchema) as CallToolResult;
-      }
-      inFlight += 1;
-      try {
-        const terminal = await forward(registry.stream(name, args, call), name, ctx);
-        if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
-          const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
-          throw new ProtocolError(ProtocolErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
-        }
-        return toCallToolResult(terminal, hasOutputSchema) as CallToolResult;
-      } finally {
-        inFlight -= 1;
-        if (inFlight === 0) for (const done of [...idle]) done();
+        endMcpServerSpan(span, undefined, error as { code?: unknown; data?: unknown });
+        throw error;
       }
     });
     return server;
+  };
+
+  const callTool = async (request: { params: { name: string; arguments?: Record<string, unknown> } }, ctx: ServerContext, span: TraceSpan | undefined): Promise<CallToolResult> => {
+    const { name, arguments: args = {} } = request.params;
+    const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
+    if (draining) return overloaded(hasOutputSchema);
+    let call: CallOptions;
+    try {
+      call = callOptionsOf(name, ctx, options);
+    } catch (error) {
+      return toCallToolResult(rejection('INVALID_INPUT', (error as Error).message), hasOutputSchema) as CallToolResult;
+    }
+    if (span !== undefined) call.span = span;
+    inFlight += 1;
+    try {
+      const terminal = await forward(registry.stream(name, args, call), name, ctx);
+      if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
+        const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
+      }
+      return toCallToolResult(terminal, hasOutputSchema) as CallToolResult;
+    } finally {
+      inFlight -= 1;
+      if (inFlight === 0) for (const done of [...idle]) done();
+    }
   };
 
   const handler = createMcpHandler(factory, {

@@ -65,11 +65,13 @@ import type { ToolRegistry } from '../core/registry.js';
 import { clientHooks, toMcpContent } from './mcp-client-requests.js';
 import { serveSurfaces } from './mcp-surfaces.js';
 import { MCP_META_KEYS, metaCallOptions } from './mcp-meta.js';
+import { endMcpServerSpan, openMcpServerSpan, recordHeader } from './mcp-trace.js';
+import type { TraceSpan } from '../core/tracing.js';
 
 export { MCP_META_KEYS } from './mcp-meta.js';
 
 /** What the MCP adapters need from a registry (the package's `ToolRegistry` has it all; without `surfaces`, no prompts or resources). */
-export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'> & Partial<Pick<ToolRegistry, 'surfaces'>>;
+export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'> & Partial<Pick<ToolRegistry, 'surfaces' | 'tracer'>>;
 
 /** MCP's log levels, least severe first. */
 const MCP_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
@@ -211,7 +213,22 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
   const state: ServerState = { inFlight: 0, draining: false, idle: new Set() };
   states.set(server, state);
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(registry) }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  // Traced: the protocol version the session negotiated (mcp.protocol.version on every span; over HTTP the
+  // client repeats it in a header, over stdio only `initialize` says it).
+  const tracer = registry.tracer;
+  let negotiated: string | undefined;
+  if (tracer !== undefined) {
+    const internals = server as unknown as { _oninitialize?: (request: unknown) => Promise<{ protocolVersion?: string }> };
+    const initialize = internals._oninitialize;
+    if (typeof initialize === 'function') {
+      internals._oninitialize = async (request) => {
+        const result = await initialize.call(server, request);
+        negotiated = result.protocolVersion;
+        return result;
+      };
+    }
+  }
+  const callTool = async (request: { params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> } }, extra: Extra, span: TraceSpan | undefined): Promise<CallToolResult> => {
     const { name, arguments: args = {} } = request.params;
     const meta: Record<string, unknown> = request.params._meta ?? {};
     const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
@@ -225,6 +242,7 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
       const message = (error as Error).message;
       return errorResult({ code: 'INVALID_INPUT', message, details: undefined }, hasOutputSchema);
     }
+    if (span !== undefined) callOptions.span = span;
     state.inFlight += 1;
     try {
       const stream = registry.stream(name, args, callOptions);
@@ -243,6 +261,29 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
           if (state.inFlight === 0) for (const idle of [...state.idle]) idle();
         });
       }
+    }
+  };
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (tracer === undefined) return callTool(request, extra, undefined);
+    const headers = extra.requestInfo?.headers;
+    const header = recordHeader(headers);
+    const span = openMcpServerSpan(tracer, {
+      method: 'tools/call',
+      target: request.params.name,
+      ...(request.params._meta === undefined ? {} : { meta: request.params._meta }),
+      ...(header === undefined ? {} : { header }),
+      requestId: extra.requestId,
+      ...(extra.sessionId === undefined ? {} : { sessionId: extra.sessionId }),
+      ...((header?.('mcp-protocol-version') ?? negotiated) === undefined ? {} : { protocolVersion: (header?.('mcp-protocol-version') ?? negotiated)! }),
+      transport: headers === undefined ? 'pipe' : 'tcp',
+    });
+    try {
+      const result = await callTool(request, extra, span);
+      endMcpServerSpan(span, result);
+      return result;
+    } catch (error) {
+      endMcpServerSpan(span, undefined, error as { code?: unknown; data?: unknown });
+      throw error;
     }
   });
 

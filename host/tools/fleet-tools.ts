@@ -23,7 +23,7 @@ export function registerFleetTools(registry: ToolRegistry): void {
     async run(args, ctx) {
       const { call_id: callId } = args as { call_id: string };
       // Call ids are per principal: the caller reaches only its own calls (as over gRPC), here and fleet-wide.
-      return { call_id: callId, outcome: await registry.cancelAnywhere(callId, ctx.principal) };
+      return { call_id: callId, outcome: await registry.cancelAnywhere(callId, ctx.principal, ctx.span) };
     },
   }));
 }

@@ -59,6 +59,7 @@ import type { RunnerSink } from '../core/events.js';
 import type { ToolContext } from '../core/context.js';
 import { richResult } from '../core/result.js';
 import type { Tool, ToolOutput, ToolRun } from '../core/tool.js';
+import type { TraceSpan } from '../core/tracing.js';
 import { checkerFor } from '../net/egress-checker.js';
 import { EgressError, type EgressFailureKind } from '../net/errors.js';
 import {
@@ -120,7 +121,7 @@ export function createHttpStreamingTool(spec: HttpStreamingToolSpec): Tool {
     source: 'native',
     ...(spec.grant === undefined ? {} : { grant: spec.grant }),
     ...(spec.defaultPolicy === undefined ? {} : { defaultPolicy: spec.defaultPolicy }),
-    invoke: (args, ctx, events) => runCall(config, args, ctx, events),
+    invoke: (args, ctx, events) => events.span === undefined ? runCall(config, args, ctx, events, undefined) : tracedCall(config, args, ctx, events, events.span),
   };
   return tool;
 }
@@ -228,7 +229,31 @@ function codeOfEgress(kind: EgressFailureKind, phase: Phase): string {
 }
 
 /** One call. */
-async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, events: RunnerSink): Promise<ToolRun> {
+/**
+ * A traced call: the request is a CLIENT span (method, the configured host and port, the status; never the
+ * path, query or body), whose context the request carries only when the tool's `propagateTrace` says so.
+ */
+async function tracedCall(config: CheckedSpec, args: unknown, ctx: ToolContext, events: RunnerSink, parent: TraceSpan): Promise<ToolRun> {
+  const span = parent.child(config.method, {
+    kind: 'client',
+    attributes: {
+      'http.request.method': config.method,
+      'server.address': config.url.hostname,
+      'server.port': config.url.port === '' ? (config.url.protocol === 'https:' ? 443 : 80) : Number(config.url.port),
+      'url.scheme': config.url.protocol.replace(/:$/, ''),
+    },
+  });
+  try {
+    return await runCall(config, args, ctx, events, span);
+  } catch (error) {
+    span.fail(error instanceof ToolhostError ? error.code : 'INTERNAL');
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, events: RunnerSink, span: TraceSpan | undefined): Promise<ToolRun> {
   const url = requestUrl(config, args);
   const method = config.method;
   const shown = displayUrl(url);
@@ -255,10 +280,15 @@ async function runCall(config: CheckedSpec, args: unknown, ctx: ToolContext, eve
         }, config.timeoutMs);
 
   const within = (fallback: number): number => Math.min(fallback, config.timeoutMs ?? fallback);
+  let headers = config.headers;
+  if (span !== undefined && config.propagateTrace && !headers.some(([name]) => name.toLowerCase() === 'traceparent')) {
+    const { traceparent, tracestate } = span.carrier();
+    headers = [...headers, ...(traceparent === undefined ? [] : [['traceparent', traceparent] as [string, string]]), ...(tracestate === undefined ? [] : [['tracestate', tracestate] as [string, string]])];
+  }
   const request: EgressRequest = {
     method,
     url,
-    headers: config.headers,
+    headers,
     signal: controller.signal,
     connectTimeoutMs: within(DEFAULT_CONNECT_TIMEOUT_MS),
     firstByteTimeoutMs: within(DEFAULT_FIRST_BYTE_TIMEOUT_MS),

@@ -27,6 +27,11 @@ export interface HttpStreamingToolSpec {
   timeoutMs?: number;
   /** Longest silence allowed between two pieces of the body (ms). Default 30 000 (or `timeoutMs` when shorter). */
   idleTimeoutMs?: number;
+  /**
+   * Send the call's W3C trace context (`traceparent`, `tracestate`) with each request when the host traces
+   * (default false: the endpoint is a third party unless the operator says otherwise).
+   */
+  propagateTrace?: boolean;
   /** Default `{ type: 'object' }`. */
   inputSchema?: JsonSchema;
   outputSchema?: JsonSchema;
@@ -64,6 +69,7 @@ export interface CheckedSpec {
   maxRedirects: number;
   ca: EgressRequest['ca'];
   egress: EgressCheckerOptions | undefined;
+  propagateTrace: boolean;
 }
 
 export function invalid(spec: Pick<HttpStreamingToolSpec, 'name'>, message: string): ToolhostError {
@@ -123,5 +129,6 @@ export function checkSpec(spec: HttpStreamingToolSpec): CheckedSpec {
     maxRedirects,
     ca: spec.ca,
     egress: spec.egress,
+    propagateTrace: spec.propagateTrace === true,
   };
 }

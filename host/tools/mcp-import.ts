@@ -1,5 +1,6 @@
 /**
  * Import another MCP server's tools into a registry.
+ * (Over 400 lines: the connection, the schema lane, progress routing and the traced remote call share one import's state.)
  *
  * Each remote tool becomes a native toolhost tool named `<name>.<tool>` that
  * calls the remote with the SDK v2 `Client` (`@modelcontextprotocol/client`).
@@ -305,19 +306,28 @@ async function callRemote(client: Client, router: ProgressRouter, server: string
     const pct = total !== undefined && total > 0 ? (progress / total) * 100 : undefined;
     events.progress(pct, message);
   });
+  // Traced: a CLIENT span for the remote call, whose context goes in `_meta` (SEP-414: traceparent, tracestate,
+  // baggage), so the imported server continues the caller's trace.
+  const span = ctx.span?.child(`tools/call ${tool}`, {
+    kind: 'client',
+    attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': tool, 'gen_ai.operation.name': 'execute_tool', 'toolhost.mcp.server': server },
+  });
   try {
     result = await client.callTool(
-      { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { progressToken: listening.token } },
+      { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { progressToken: listening.token, ...span?.carrier() } },
       // The call path's wall budget ends the call first; the timeout only keeps the SDK's 60 s default out of the way.
       { signal: request.signal, timeout: ctx.budgets.wallMs + 5_000 },
     );
   } catch (error) {
+    span?.fail(ctx.signal.aborted ? 'CANCELLED' : 'REMOTE_ERROR');
     if (ctx.signal.aborted) throw ctx.signal.reason;
     throw remoteFailure(server, tool, error);
   } finally {
     ctx.signal.removeEventListener('abort', onAbort);
     listening.stop();
+    span?.end();
   }
+  if (result.isError === true) span?.fail('REMOTE_ERROR');
   const content = Array.isArray(result.content) ? result.content : [];
   if (result.isError === true) {
     const text = content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n') || `the remote tool "${tool}" failed`;

@@ -20,12 +20,14 @@ import type { ReportedAccounting } from '../result.js';
 import type { ConversationState } from '../state.js';
 import type { GatedClient } from '../client-requests.js';
 import type { CallPlan } from './admission.js';
+import type { TraceSpan } from '../tracing.js';
 
 /** What the views read from their call. */
 export interface ViewedCall {
   readonly id: string;
   readonly softSignal: AbortSignal;
   readonly hardSignal: AbortSignal;
+  readonly attemptSpan: TraceSpan | undefined;
 }
 
 export class CallContext implements ToolContext {
@@ -82,6 +84,10 @@ export class CallContext implements ToolContext {
   get client(): GatedClient {
     return (this.#client ??= this.#makeClient());
   }
+
+  get span(): TraceSpan | undefined {
+    return this.#call.attemptSpan;
+  }
 }
 
 /** The sink's methods, as the call makes them (they reach its private state). */
@@ -115,5 +121,9 @@ export class CallSink implements RunnerSink {
 
   get hardSignal(): AbortSignal {
     return this.#call.hardSignal;
+  }
+
+  get span(): TraceSpan | undefined {
+    return this.#call.attemptSpan;
   }
 }

@@ -3,6 +3,7 @@
  * signals, the cancel grace, its event channel and accounting) and ends it
  * exactly once. What happens around the tool's run (deadline, approval and
  * audit, retries) is not here but in the ordered layers of `layers.ts`.
+ * (Over 400 lines: one call's state, its signals, its events, its span and log joins and its one end belong together.)
  *
  * Two signals: `soft` is the tool's `ctx.signal` (cooperative: the caller
  * cancelled, or the call is over); `hard` stops the runner at once (the wall
@@ -10,7 +11,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { ApprovalHook } from '../../policy/approval.js';
-import type { AuditLog } from '../../policy/audit.js';
+import type { AuditEntry, AuditLog } from '../../policy/audit.js';
 import type { CallTracker } from '../call-tracker.js';
 import type { CallDirectory } from '../fleet.js';
 import type { ToolContext } from '../context.js';
@@ -29,6 +30,8 @@ import { accountingOf } from './accounting.js';
 import { CallContext, CallSink } from './call-views.js';
 import type { CallStream } from './options.js';
 import { failureOf } from './precedence.js';
+import { traceFields, type TraceSpan } from '../tracing.js';
+import { endCallSpan } from './call-span.js';
 
 /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
 export const DEFAULT_CANCEL_GRACE_MS = 500;
@@ -94,11 +97,21 @@ export class Call {
   #attempts = 0;
   #measured: ReportedAccounting = {};
   readonly #onCallerAbort = (): void => this.requestCancel();
+  /** The call's span when the host traces: an entry point's server span, or the call's own `execute_tool` span. */
+  readonly span: TraceSpan | undefined;
+  /** Whether the call ends `span` (its own), or the entry point that opened it does. */
+  readonly #ownsSpan: boolean;
+  /** The span runners make their children under: the call's, or a retry's (layers.ts). */
+  attemptSpan: TraceSpan | undefined;
+  #logger: Logger | undefined;
 
-  constructor(deps: CallDeps, plan: CallPlan) {
+  constructor(deps: CallDeps, plan: CallPlan, span?: TraceSpan, ownsSpan = false) {
     this.id = plan.callId;
     this.plan = plan;
     this.deps = deps;
+    this.span = span;
+    this.attemptSpan = span;
+    this.#ownsSpan = ownsSpan;
     const { tool, conversationKey } = plan;
     const source = tool.executionMode === 'native' ? 'native' : 'guest';
     this.sink = new CallSink(this, {
@@ -125,9 +138,20 @@ export class Call {
       // Each component's own namespace of the conversation, unless its grant shares one (state.ts stateNamespace).
       const access = tool.grant?.state?.access ?? 'write';
       return conversationKey !== undefined
-        ? new ConversationState(deps.stateStore, stateScope(conversationKey, stateNamespace(tool)), deps.logger, deps.stateLimits.maxValueBytes, onStateLimit, access)
-        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, deps.logger, deps.stateLimits.maxValueBytes, onStateLimit, access);
+        ? new ConversationState(deps.stateStore, stateScope(conversationKey, stateNamespace(tool)), this.logger, deps.stateLimits.maxValueBytes, onStateLimit, access)
+        : new ConversationState(new InMemoryStateStore(deps.stateLimits), this.id, this.logger, deps.stateLimits.maxValueBytes, onStateLimit, access);
     }, () => new ClientGate(this, plan.client));
+  }
+
+  /** The host's logger; for a traced call, its lines carry the call's `trace_id` and `span_id` (made when first used). */
+  get logger(): Logger {
+    if (this.span === undefined) return this.deps.logger;
+    return (this.#logger ??= this.deps.logger.child(traceFields(this.span)));
+  }
+
+  /** Record an audit entry, joined to the call's span when it has one. */
+  audit(entry: AuditEntry, level?: 'info' | 'warn'): void {
+    this.deps.audit.record(this.span === undefined ? entry : { ...entry, ...traceFields(this.span) }, level);
   }
 
   /**
@@ -306,7 +330,8 @@ export class Call {
     const { tool, signal, principal } = this.plan;
     const { logger } = this.deps;
     // Built only when it is written: at the default level (warn) it never is, and it cost every call.
-    if (logger.isLevelEnabled?.('info') !== false) logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
+    if (logger.isLevelEnabled?.('info') !== false) this.logger.info({ callId: this.id, tool: tool.name, outcome: event.type === 'result' ? 'ok' : event.code, ...event.accounting }, 'call finished');
+    if (this.span !== undefined) endCallSpan(this.span, event, this.#ownsSpan);
     clearTimeout(this.#graceTimer);
     signal?.removeEventListener('abort', this.#onCallerAbort);
     this.deps.tracker.end(this.id, principal);

@@ -70,6 +70,8 @@ export const fleet: CallLayer = (next) => (call) => {
     const { tool, principal, tenant } = call.plan;
     // The tenant is who the caller is (admission set it), not what it calls itself: the agent is only shown.
     const agent = call.plan.agentName ?? call.plan.sessionId;
+    // The fleet's admission (caps in Redis): a span of its own when the call is traced.
+    const span = call.span?.child('fleet.enter', { attributes: { 'toolhost.fleet.tool': tool.name } });
     try {
       await directory.enter({
         callId: call.id,
@@ -80,8 +82,11 @@ export const fleet: CallLayer = (next) => (call) => {
       });
     } catch (error) {
       const refusal = error instanceof ToolhostError ? error.withCallId(call.id) : new ToolhostError('INTERNAL', `fleet admission failed: ${String(error)}`, { callId: call.id });
+      span?.fail(refusal.code);
+      span?.end();
       throw new CallRejection(refusal);
     }
+    span?.end();
     try {
       return await next(call);
     } finally {
@@ -94,13 +99,14 @@ export const fleet: CallLayer = (next) => (call) => {
 export const approvalAndAudit: CallLayer = (next) => (call) => {
   const { approval, audit } = call.plan;
   if (!approval) {
-    if (audit) call.deps.audit.record(audit.entry, audit.level);
+    if (audit) call.audit(audit.entry, audit.level);
     call.announce();
     return next(call);
   }
   return (async () => {
     const { tool, capabilities, conversationId, agentName, client } = call.plan;
     let decision: ApprovalDecision = { approved: false };
+    const span = call.span?.child('approval', { attributes: { 'toolhost.approval.reasons': approval.reasons.join(',') } });
     try {
       const elicit = client?.elicit;
       const askCaller = elicit === undefined
@@ -114,8 +120,11 @@ export const approvalAndAudit: CallLayer = (next) => (call) => {
       });
       decision = typeof answer === 'object' && answer !== null ? answer : { approved: answer === true };
     } catch (error) {
-      call.deps.logger.warn({ callId: call.id, err: (error as Error).message }, 'the approval hook failed; treating it as a refusal');
+      call.logger.warn({ callId: call.id, err: (error as Error).message }, 'the approval hook failed; treating it as a refusal');
     }
+    span?.setAttributes({ 'toolhost.approval.approved': decision.approved === true });
+    if (decision.approved !== true) span?.fail('PERMISSION_DENIED');
+    span?.end();
     const by = decision.by === undefined ? {} : { approvedBy: decision.by };
     if (decision.approved !== true && call.softSignal.aborted) {
       // Stopped while waiting (wall clock, cancel): the call ends for that reason (precedence.ts), not as a refusal.
@@ -123,11 +132,11 @@ export const approvalAndAudit: CallLayer = (next) => (call) => {
     }
     if (decision.approved !== true) {
       const reason = `the call needs approval (${approval.reasons.join(', ')}) and ${decision.reason ?? 'the approval hook did not give it'}`;
-      call.deps.audit.record({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'denied', code: 'PERMISSION_DENIED', reason, ...(decision.by === undefined ? {} : { grants: by }) });
+      call.audit({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'denied', code: 'PERMISSION_DENIED', reason, ...(decision.by === undefined ? {} : { grants: by }) });
       throw new CallRejection(new ToolhostError('PERMISSION_DENIED', reason, { callId: call.id, details: { reason: 'approval', ...by } }));
     }
-    if (audit) call.deps.audit.record(decision.by === undefined ? audit.entry : { ...audit.entry, grants: { ...audit.entry.grants, ...by } }, audit.level);
-    else if (decision.by !== undefined) call.deps.audit.record({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'allowed', reason: approval.reasons.join(', '), grants: by });
+    if (audit) call.audit(decision.by === undefined ? audit.entry : { ...audit.entry, grants: { ...audit.entry.grants, ...by } }, audit.level);
+    else if (decision.by !== undefined) call.audit({ callId: call.id, tool: tool.name, network: capabilities.network, privilege: capabilities.privilege, decision: 'allowed', reason: approval.reasons.join(', '), grants: by });
     call.announce();
     return next(call);
   })();
@@ -139,6 +148,9 @@ export const retries: CallLayer = (next) => (call) => {
   const allowed = tool.idempotent ? budgets.maxRetries : 0;
   const attempt = (): Promise<ToolRun> => {
     const number = call.beginAttempt();
+    // A retry is a span of its own (child of the call's), and the runner's spans go under it.
+    const span = number > 1 ? call.span?.child('retry', { attributes: { 'toolhost.call.attempt': number } }) : undefined;
+    if (span !== undefined) call.attemptSpan = span;
     let run: Promise<ToolRun>;
     try {
       run = next(call);
@@ -146,13 +158,24 @@ export const retries: CallLayer = (next) => (call) => {
       // A layer that threw instead of rejecting fails this attempt the same way.
       run = Promise.reject(error);
     }
+    if (span !== undefined) {
+      run.then(() => span.end(), (error: unknown) => {
+        span.fail(error instanceof ToolhostError ? error.code : 'INTERNAL');
+        span.end();
+      });
+    }
     // The last attempt allowed is the run itself: no handler, no extra promise.
     if (number > allowed) return run;
     return run.catch(async (error: unknown) => {
       if (!isTransient(error) || call.softSignal.aborted) throw error;
       const delay = backoffDelay(number, call.deps.retry);
       call.sink.log('warn', `attempt ${number} failed with ${(error as ToolhostError).code}; retrying in ${Math.round(delay)} ms`, 'native');
-      await abortableDelay(delay, call.softSignal);
+      const backoff = call.span?.child('retry.backoff', { attributes: { 'toolhost.call.attempt': number, 'error.type': (error as ToolhostError).code, 'toolhost.retry.delay_ms': Math.round(delay) } });
+      try {
+        await abortableDelay(delay, call.softSignal);
+      } finally {
+        backoff?.end();
+      }
       return attempt();
     });
   };

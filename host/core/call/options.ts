@@ -5,6 +5,7 @@ import type { CancelOutcome } from '../../base/errors.js';
 import type { ToolEvent } from '../events.js';
 import type { Extensions } from '../extensions.js';
 import type { CallClient } from '../client-requests.js';
+import type { TraceCarrier, TraceSpan } from '../tracing.js';
 
 /** What a caller may say about one call. */
 export interface CallOptions {
@@ -46,6 +47,16 @@ export interface CallOptions {
    * that asks gets CLIENT_UNSUPPORTED. The MCP server passes the hooks its client declared.
    */
   client?: CallClient;
+  /**
+   * The caller's W3C trace context (`traceparent`, `tracestate`, `baggage`): with a tracer, the call's spans
+   * continue that trace (an `execute_tool <tool>` span, child of the caller's). Ignored without a tracer.
+   */
+  trace?: TraceCarrier;
+  /**
+   * A span an entry point opened for this call (the MCP and gRPC servers' server spans): the call's spans are
+   * its children, its attributes and error are set on it, and the entry ends it. Wins over `trace`.
+   */
+  span?: TraceSpan;
 }
 
 /** One call's events, with its id and a way to cancel it. */

@@ -2,6 +2,7 @@
  * The ToolService handlers: Call, CallStream and Cancel over the registry's one
  * call path. Nothing is decided here: lookup, policy, validation, budgets and
  * events all happen in the call path; this file translates.
+ * (Over 400 lines: the three RPCs share the call start, the owners table and the span of each RPC.)
  *
  * - A call refused before its tool ran (the call path's `stage: 'rejected'`,
  *   or OVERLOADED with nothing but `start` before it) ends with a gRPC status
@@ -61,12 +62,14 @@ import { malformedRequestReason } from './proto.js';
 import { FrameBuilder } from './frames.js';
 import type { ToolCallMessage, ToolErrorMessage, ToolFrameMessage } from './proto.js';
 import { CALL_ID_METADATA_KEY, toServiceError } from './status.js';
+import { endGrpcSpan, openGrpcSpan } from './trace.js';
+import type { TraceSpan } from '../../core/tracing.js';
 
 /** What every server call has (grpc-js does not export its `ServerSurfaceCall`); a writable stream is one too. */
 type SurfaceCall = ServerUnaryCall<ToolCallMessage, unknown>;
 
 /** What the gRPC service needs from a registry (the package's `ToolRegistry` has it all). */
-export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'> & Partial<Pick<ToolRegistry, 'cancelAnywhere' | 'callState'>>;
+export type GrpcToolSource = Pick<ToolRegistry, 'stream' | 'cancel' | 'logger'> & Partial<Pick<ToolRegistry, 'cancelAnywhere' | 'callState' | 'tracer'>>;
 
 export interface ToolServiceOptions {
   /** The worktree bound to a tool's calls (the call path confines the tool to it). */
@@ -114,31 +117,51 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
     authenticateGrpc(auth, call, (reason) => options.limitMetrics?.refused('grpc', reason));
   const context: ServiceContext = { registry, options, log, owners, maxCallIdLength };
   const handlers: ToolServiceHandlers = {
-    Call(call, callback) {
+    Call(call, given) {
+      // Traced: one SERVER span per RPC, ended with the status it answers.
+      const span = openGrpcSpan(registry.tracer, 'Call', call.metadata);
+      const callback: typeof given = span === undefined ? given : (error, value) => {
+        endGrpcSpan(span, error);
+        given(error, value);
+      };
       authenticate(call).then((who) => {
         if ('refused' in who) return callback(who.refused);
-        return handleCall(context, who, call, callback);
+        return handleCall(context, who, call, callback, span);
       }).catch((error: unknown) => {
         log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC Call handler failed');
         callback(toServiceError(toErrorData(error)));
       });
     },
     CallStream(call) {
+      const span = openGrpcSpan(registry.tracer, 'CallStream', call.metadata);
+      if (span !== undefined) {
+        let status: { code?: number; metadata?: Metadata } | undefined;
+        call.once('error', (error: { code?: number; metadata?: Metadata }) => { status ??= error; });
+        const end = (): void => endGrpcSpan(span, status ?? (call.cancelled ? { code: 1 } : null));
+        call.once('finish', end);
+        call.once('close', end);
+      }
       authenticate(call).then((who) => {
         if ('refused' in who) {
           if (!isGone(call)) call.emit('error', who.refused);
           return;
         }
-        return handleCallStream(context, who, call);
+        return handleCallStream(context, who, call, span);
       }).catch((error: unknown) => {
         log.error({ err: error instanceof Error ? error.message : String(error) }, 'the gRPC CallStream handler failed');
         if (!isGone(call)) call.emit('error', toServiceError(toErrorData(error)));
       });
     },
-    Cancel(call, callback) {
+    Cancel(call, given) {
+      const span = openGrpcSpan(registry.tracer, 'Cancel', call.metadata);
+      const callback: typeof given = span === undefined ? given : (error, value) => {
+        span.setAttributes({ 'toolhost.cancel.outcome': value?.error_code });
+        endGrpcSpan(span, error);
+        given(error, value);
+      };
       authenticate(call).then((who) => {
         if ('refused' in who) return callback(who.refused);
-        handleCancel(context, who.principal, call, callback);
+        handleCancel(context, who.principal, call, callback, span);
       }).catch((error: unknown) => callback(toServiceError(toErrorData(error))));
     },
   };
@@ -146,7 +169,7 @@ export function createToolServiceHandlers(registry: GrpcToolSource, options: Too
 }
 
 /** Cancel: the caller's own call, by id, here or (with a fleet) on the host running it. */
-function handleCancel(context: ServiceContext, who: Principal, call: ServerUnaryCall<ToolCallMessage, ToolErrorMessage>, callback: sendUnaryData<ToolErrorMessage>): void {
+function handleCancel(context: ServiceContext, who: Principal, call: ServerUnaryCall<ToolCallMessage, ToolErrorMessage>, callback: sendUnaryData<ToolErrorMessage>, span?: TraceSpan): void {
   const { registry, options, log, owners, maxCallIdLength } = context;
   const malformed = malformedRequestReason(call.request);
   if (malformed !== undefined) {
@@ -175,7 +198,7 @@ function handleCancel(context: ServiceContext, who: Principal, call: ServerUnary
     answer(notYours ? 'NOT_FOUND' : registry.cancel(callId, principal));
     return;
   }
-  registry.cancelAnywhere(callId, principal).then(answer, (error: unknown) => {
+  registry.cancelAnywhere(callId, principal, span).then(answer, (error: unknown) => {
     const data = toErrorData(error, callId);
     callback(null, { call_id: callId, error_code: data.code, message: data.message });
   });
@@ -196,8 +219,9 @@ async function handleCall(
   who: Who,
   call: ServerUnaryCall<ToolCallMessage, ToolFrameMessage>,
   callback: sendUnaryData<ToolFrameMessage>,
+  span?: TraceSpan,
 ): Promise<void> {
-  const started = startCall(context, who, call);
+  const started = startCall(context, who, call, span);
   if ('refused' in started) {
     callback(started.refused);
     return;
@@ -234,8 +258,9 @@ async function handleCallStream(
   context: ServiceContext,
   who: Who,
   call: ServerWritableStream<ToolCallMessage, ToolFrameMessage>,
+  span?: TraceSpan,
 ): Promise<void> {
-  const started = startCall(context, who, call);
+  const started = startCall(context, who, call, span);
   if ('refused' in started) {
     call.emit('error', started.refused);
     return;
@@ -290,7 +315,7 @@ async function handleCallStream(
 type Started = { stream: CallStream; unwatch: () => void } | { refused: ReturnType<typeof toServiceError> };
 
 /** Parse the request, start the call with a signal the client's cancel and deadline abort, and send the call id. */
-function startCall(context: ServiceContext, who: Who, call: SurfaceCall): Started {
+function startCall(context: ServiceContext, who: Who, call: SurfaceCall, span: TraceSpan | undefined): Started {
   const { registry, options, log, owners } = context;
   const malformed = malformedRequestReason(call.request);
   if (malformed !== undefined) {
@@ -313,7 +338,7 @@ function startCall(context: ServiceContext, who: Who, call: SurfaceCall): Starte
   const unwatchClient = watchClient(call, abort);
   const caller = callerPrincipal(who.principal);
   // What the credentials say (principal, tenant, ceiling) comes last: nothing in the request overrides it.
-  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal, ...(caller === undefined ? {} : { principal: caller }), ...who.adds });
+  const stream = registry.stream(parsed.toolName, parsed.args, { ...parsed.options, signal: abort.signal, ...(caller === undefined ? {} : { principal: caller }), ...who.adds, ...(span === undefined ? {} : { span }) });
   // The id is ours while our call runs (a refused duplicate id does not take it over).
   const key = callKey(caller, callId);
   const owned = !owners.has(key);
