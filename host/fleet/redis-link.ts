@@ -32,7 +32,8 @@ export async function evalScript<T>(send: (args: RedisCommand) => Promise<T>, so
   try {
     return await send(['EVALSHA', sha, ...tail]);
   } catch (error) {
-    if (!messageOf(error).startsWith('NOSCRIPT')) throw error;
+    // The reply itself, or wrapped by the cluster link's error mapping.
+    if (!messageOf(error).includes('NOSCRIPT')) throw error;
   }
   return send(['EVAL', source, ...tail]);
 }
