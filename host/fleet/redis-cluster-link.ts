@@ -101,9 +101,9 @@ export class ClusterRedisLink implements RedisLink {
       try {
         await this.#cluster.connect();
         if (this.#closed) return;
+        await this.#readTopology();
         this.#connected = true;
         this.#logger.info({}, 'fleet: Redis Cluster is reachable');
-        await this.#readTopology();
         for (const { channel, listener, done } of this.#pending.splice(0)) this.subscribe(channel, listener).then(() => done(), done);
         for (const listener of this.#upListeners) listener();
         return;
@@ -114,14 +114,18 @@ export class ClusterRedisLink implements RedisLink {
     }
   }
 
-  /** Whether the shards have replicas (CLUSTER SLOTS: master, then replicas); once seen, remembered. */
+  /**
+   * Whether the cluster has replicas (CLUSTER NODES: a node flagged `slave`); once seen, remembered.
+   * Until seen, asked again every 2 s (a node may learn of replicas by gossip after the cluster is made).
+   */
   async #readTopology(): Promise<void> {
     try {
-      const slots = await this.command<unknown[][]>(['CLUSTER', 'SLOTS'], undefined);
-      if (slots.some((range) => Array.isArray(range) && range.length > 3)) this.#replicated = true;
+      const nodes = String(await this.command<string>(['CLUSTER', 'NODES'], undefined));
+      if (nodes.split('\n').some((line) => /\bslave\b/.test(line.split(' ')[2] ?? ''))) this.#replicated = true;
     } catch (error) {
       this.#logger.debug({ err: messageOf(error) }, 'fleet: could not read the cluster topology');
     }
+    if (!this.#replicated && !this.#closed) setTimeout(() => void this.#readTopology(), 2000).unref();
   }
 
   get up(): boolean {

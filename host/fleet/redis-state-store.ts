@@ -228,9 +228,10 @@ export class RedisStateStore implements StateStore {
     this.#buckets = link.mode === 'cluster' ? CLUSTER_STATE_BUCKETS : 1;
   }
 
-  /** Replicas a write waits for: the option, else 1 on a cluster seen with replicas, else 0. */
+  /** Replicas a write waits for: the option, else on a cluster 1 when it has replicas (or is not reached yet: never less safe), else 0. */
   get waitReplicas(): number {
-    return this.#waitReplicas ?? (this.#link.mode === 'cluster' && this.#link.replicated ? 1 : 0);
+    if (this.#waitReplicas !== undefined) return this.#waitReplicas;
+    return this.#link.mode === 'cluster' && (this.#link.replicated || !this.#link.up) ? 1 : 0;
   }
 
   /** The prefix of a bucket's keys: the fleet's prefix and the bucket's hash tag (none on one Redis). */
