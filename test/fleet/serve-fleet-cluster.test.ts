@@ -14,6 +14,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../host/index.js';
@@ -115,6 +117,12 @@ describe.runIf(hasRedisCluster && hasCGuests)('two toolhost serve processes on a
         void slot;
       }
     };
+    // A 2025-era MCP session whose requests alternate between the hosts (kept in the cluster), used before and after the failover.
+    let turn = 0;
+    const alternating: typeof fetch = async (input, init) => fetch(new URL([a.mcpUrl, b.mcpUrl][turn++ % 2]!), init);
+    const session = new Client({ name: 'alternating', version: '1.0.0' });
+    await session.connect(new StreamableHTTPClientTransport(new URL(a.mcpUrl), { fetch: alternating }));
+    for (let i = 0; i < 2; i += 1) expect(((await session.callTool({ name: 'counter', arguments: {} })) as CallToolResult).isError).toBeFalsy();
     // A call in flight through the failover, cancelled through the other host afterwards.
     const inflight = a.spin('cluster-inflight');
     await until(() => registered('cluster-inflight'), 5000, 'the in-flight call to be registered');
@@ -149,6 +157,9 @@ describe.runIf(hasRedisCluster && hasCGuests)('two toolhost serve processes on a
     expect(issued.filter((call) => call.kind === 'counter').every((call) => call.outcome.ok)).toBe(true);
 
     mark(`load stopped: ${issued.length} calls, ${acknowledged.length} acknowledged writes, ${issued.filter((call) => !call.outcome.ok).length} FLEET_UNAVAILABLE`);
+    // The shared MCP session continues on both hosts.
+    for (let i = 0; i < 4; i += 1) expect(((await session.callTool({ name: 'counter', arguments: {} })) as CallToolResult).isError).toBeFalsy();
+    await session.close();
     // Every acknowledged write is still there, read through either host.
     for (const [i, write] of acknowledged.entries()) {
       const reader = i % 2 === 0 ? b : a;
