@@ -8,11 +8,18 @@
  *
  *   node scripts/bench-fleet.mjs --hosts 1 --seconds 5 --concurrency 32
  *   node scripts/bench-fleet.mjs --hosts 3 --seconds 5 --concurrency 32
+ *   node scripts/bench-fleet.mjs --hosts 2 --seconds 5 --concurrency 32 --cluster
  *
- * Needs: npm run build (dist/ and test/fixtures/dist/counter.wasm), redis-server on PATH.
+ * `--cluster`: a 6-node Redis Cluster on loopback (3 masters, 3 replicas, made
+ * with `redis-cli --cluster create`) instead of one redis-server, the hosts
+ * joined with `--redis-cluster`; the state writes then wait for one replica
+ * (cluster.state.wait_replicas' default), and the driver also measures
+ * acknowledged writes alone.
+ *
+ * Needs: npm run build (dist/ and test/fixtures/dist/counter.wasm), redis-server (and redis-cli for --cluster) on PATH.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +29,8 @@ import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const { values } = parseArgs({ options: { hosts: { type: 'string', default: '1' }, seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '32' } } });
+const { values } = parseArgs({ options: { hosts: { type: 'string', default: '1' }, seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '32' }, cluster: { type: 'boolean', default: false } } });
+const clustered = values.cluster;
 const hosts = Number(values.hosts);
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
@@ -55,18 +63,52 @@ const stopAll = () => {
 };
 process.on('exit', stopAll);
 
-const redisPort = await freePort();
-const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-children.push(redis);
-await waitFor(redis, /Ready to accept connections/);
-const redisUrl = `redis://127.0.0.1:${redisPort}`;
+let storeArgs;
+let storeTarget;
+if (clustered) {
+  const root6 = mkdtempSync(join(tmpdir(), 'toolhost-bench-cluster-'));
+  const ports = [];
+  while (ports.length < 6) {
+    const port = await freePort();
+    if (port + 10_000 < 65_536 && !ports.includes(port)) ports.push(port);
+  }
+  for (const [i, port] of ports.entries()) {
+    const nodeDir = join(root6, `node-${i}`);
+    mkdirSync(nodeDir);
+    writeFileSync(join(nodeDir, 'redis.conf'), `port ${port}\nbind 127.0.0.1\ndir ${nodeDir}\ncluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 1000\nsave ""\nappendonly no\n`);
+    const node = spawn('redis-server', [join(nodeDir, 'redis.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(node);
+    await waitFor(node, /Ready to accept connections/);
+  }
+  const create = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '1', '--cluster-yes'], { encoding: 'utf8' });
+  if (create.status !== 0) throw new Error(`redis-cli --cluster create: ${create.stdout}${create.stderr}`);
+  // Every node sees the cluster ok and every replica's link is up.
+  for (let settled = false; !settled;) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    settled = ports.every((port) => {
+      const info = spawnSync('redis-cli', ['-p', String(port), 'CLUSTER', 'INFO'], { encoding: 'utf8' }).stdout;
+      const replication = spawnSync('redis-cli', ['-p', String(port), 'INFO', 'replication'], { encoding: 'utf8' }).stdout;
+      return /cluster_state:ok/.test(info) && (!/role:slave/.test(replication) || /master_link_status:up/.test(replication));
+    });
+  }
+  const urls = ports.map((port) => `redis://127.0.0.1:${port}`);
+  storeArgs = ['--redis-cluster', urls.join(',')];
+  storeTarget = { redisCluster: { nodes: urls } };
+} else {
+  const redisPort = await freePort();
+  const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(redis);
+  await waitFor(redis, /Ready to accept connections/);
+  storeArgs = ['--redis', `redis://127.0.0.1:${redisPort}`];
+  storeTarget = { redis: `redis://127.0.0.1:${redisPort}` };
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'toolhost-bench-fleet-'));
 const config = join(dir, 'toolhost.yaml');
 writeFileSync(config, `tools:\n  - path: ${join(root, 'test', 'fixtures', 'dist', 'counter.wasm')}\nhost:\n  pool: { threads: 1 }\n`);
 const addresses = [];
 for (let i = 0; i < hosts; i += 1) {
-  const child = spawn(process.execPath, [join(root, 'dist', 'host', 'cli', 'main.js'), 'serve', '--config', config, '--redis', redisUrl, '--mcp', 'none', '--grpc-port', '0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TOOLHOST_LOG: 'error' } });
+  const child = spawn(process.execPath, [join(root, 'dist', 'host', 'cli', 'main.js'), 'serve', '--config', config, ...storeArgs, '--mcp', 'none', '--grpc-port', '0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TOOLHOST_LOG: 'error' } });
   children.push(child);
   addresses.push((await waitFor(child, /gRPC \(sw4rm\.tool\.ToolService\): (\S+)/))[1]);
 }
@@ -105,27 +147,37 @@ await run(seconds * 1000, (ms) => latencies.push(ms));
 const elapsed = (Date.now() - started) / 1000;
 latencies.sort((x, y) => x - y);
 const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(2);
-const figure = { hosts, concurrency, seconds: elapsed, calls: latencies.length, callsPerSecond: Math.round(latencies.length / elapsed), p50ms: pct(50), p99ms: pct(99) };
+const figure = { store: clustered ? 'cluster (3 masters, 3 replicas)' : 'one redis-server', hosts, concurrency, seconds: elapsed, calls: latencies.length, callsPerSecond: Math.round(latencies.length / elapsed), p50ms: pct(50), p99ms: pct(99) };
 
 // The state read alone: RedisStateStore.get (what a host does per get-state), same concurrency, from this process.
-const { RedisLink, RedisStateStore } = await import(join(root, 'dist', 'host', 'fleet', 'index.js'));
+const { openRedisLink, RedisStateStore } = await import(join(root, 'dist', 'host', 'fleet', 'index.js'));
 const { silentLogger } = await import(join(root, 'dist', 'host', 'base', 'logger.js'));
-const link = new RedisLink({ url: redisUrl }, silentLogger);
+const link = openRedisLink(storeTarget, silentLogger);
 link.start();
-await link.ready();
+await link.ready(10_000);
 const store = new RedisStateStore(link);
-const reads = [];
-const readEnd = Date.now() + 2000;
-await Promise.all(conversations.map(async (conversation) => {
-  while (Date.now() < readEnd) {
-    const t = process.hrtime.bigint();
-    await store.get(conversation, 'k');
-    reads.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-}));
-reads.sort((x, y) => x - y);
-figure.stateReadsPerSecond = Math.round(reads.length / 2);
-figure.stateReadP99ms = reads[Math.floor(0.99 * reads.length)].toFixed(3);
+async function measure(op) {
+  const times = [];
+  const end = Date.now() + 2000;
+  await Promise.all(conversations.map(async (conversation) => {
+    let i = 0;
+    while (Date.now() < end) {
+      const t = process.hrtime.bigint();
+      await op(conversation, i++);
+      times.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  }));
+  times.sort((x, y) => x - y);
+  return { perSecond: Math.round(times.length / 2), p99ms: times[Math.floor(0.99 * times.length)].toFixed(3) };
+}
+const reads = await measure((conversation) => store.get(conversation, 'k'));
+figure.stateReadsPerSecond = reads.perSecond;
+figure.stateReadP99ms = reads.p99ms;
+// Writes alone (RedisStateStore.set: the write script, and on a cluster WAIT for one replica).
+const writes = await measure((conversation, i) => store.set(conversation, `w${i % 8}`, '"x"'));
+figure.waitReplicas = store.waitReplicas;
+figure.stateWritesPerSecond = writes.perSecond;
+figure.stateWriteP99ms = writes.p99ms;
 await link.close();
 console.log(JSON.stringify(figure));
 for (const client of clients) client.close();

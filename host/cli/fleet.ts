@@ -8,25 +8,31 @@
  */
 import { loadHostConfig } from '../compose/host.js';
 import { silentLogger } from '../base/logger.js';
-import { readFleet, RedisLink } from '../fleet/index.js';
+import { openRedisLink, readFleet } from '../fleet/index.js';
 import { UsageError } from './usage-error.js';
 
 export interface FleetCommandOptions {
   redis?: string;
+  /** Seed nodes of a Redis Cluster (instead of `redis`). */
+  redisCluster?: string[];
   config?: string;
   json?: boolean;
 }
 
 export async function fleet(options: FleetCommandOptions): Promise<number> {
   let url = options.redis;
+  let nodes = options.redisCluster;
   let prefix: string | undefined;
-  if (url === undefined || options.config !== undefined) {
+  if ((url === undefined && nodes === undefined) || options.config !== undefined) {
     const { config } = await loadHostConfig(options.config === undefined ? {} : { configPath: options.config });
-    url ??= config.cluster?.redis;
+    if (url === undefined && nodes === undefined) {
+      url = config.cluster?.redis;
+      nodes = config.cluster?.redisCluster?.nodes;
+    }
     prefix = config.cluster?.keyPrefix;
   }
-  if (url === undefined) throw new UsageError('no fleet: pass --redis URL, or a config with a cluster section');
-  const link = new RedisLink({ url }, silentLogger);
+  if (url === undefined && nodes === undefined) throw new UsageError('no fleet: pass --redis URL or --redis-cluster URLS, or a config with a cluster section');
+  const link = openRedisLink(nodes === undefined ? { redis: url! } : { redisCluster: { nodes } }, silentLogger);
   link.start();
   try {
     await link.ready(3000);

@@ -16,6 +16,7 @@ import { MemoryAuditLog } from '../policy/memory-audit-log.js';
 import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
+import { checkRedisUrl, clusterNodes } from './redis-flags.js';
 import { addPublishCommand, addTrustOptions, interruptible, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
 import { addPullCommands } from './pull.js';
 
@@ -42,9 +43,6 @@ function checkWorktree(dir: string): void {
   if (!isDirectory) throw new UsageError(`--worktree must name an existing directory: ${dir}`);
 }
 
-function checkRedisUrl(url: string): void {
-  if (!/^rediss?:\/\/./.test(url)) throw new UsageError(`--redis must be a redis:// or rediss:// URL: ${url}`);
-}
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -251,16 +249,18 @@ function program(): Command {
     .option('--no-grpc', 'do not serve gRPC')
     .option('--grpc-port <port>', 'gRPC port (default 50063)', parsePort)
     .option('--redis <url>', 'join a fleet of hosts on this Redis (redis://host:port): shared state, cancel from any host, fleet-wide caps')
+    .option('--redis-cluster <urls>', 'join a fleet of hosts on this Redis Cluster (seed nodes: redis://h:p,redis://h:p); instead of --redis')
     .option('--grpc-max-receive-bytes <bytes>', 'largest gRPC request accepted (default: servers.grpc.max_receive_message_bytes, 4 MiB)', parseBytes)
     .option('--grpc-max-send-bytes <bytes>', 'largest gRPC message sent (default: servers.grpc.max_send_message_bytes, 4 MiB)', parseBytes)
     .addOption(new Option('--containment <where>', 'where the sandbox workers run: process (a supervised child process, restarted if a fatal error ends it) or thread (the host process); default: host.pool.containment, else process').choices(['process', 'thread']));
   addTrustOptions(root.commands.at(-1)!)
-    .action(async (options: Omit<ServeOptions, 'load'> & { load: string[] }) => {
+    .action(async (options: Omit<ServeOptions, 'load' | 'redisCluster'> & { load: string[]; redisCluster?: string }) => {
       if (options.redis !== undefined) checkRedisUrl(options.redis);
+      const redisCluster = clusterNodes(options);
       if (options.worktree !== undefined) checkWorktree(options.worktree);
       // The servers (MCP SDK, grpc-js) load only when something is served.
       const { serve } = await import('./serve.js');
-      process.exitCode = await serve(options);
+      process.exitCode = await serve({ ...options, redisCluster });
     });
 
   addPublishCommand(root);
@@ -270,12 +270,14 @@ function program(): Command {
     .command('fleet')
     .description('list the hosts of a fleet on Redis: their load and the calls they run')
     .option('--redis <url>', 'the fleet\'s Redis (default: the config\'s cluster.redis)')
+    .option('--redis-cluster <urls>', 'the fleet\'s Redis Cluster, seed nodes redis://h:p,redis://h:p (default: the config\'s cluster.redis_cluster)')
     .option('--config <path>', 'the config file (default: ./toolhost.yaml if present)')
     .option('--json', 'print the hosts as JSON')
-    .action(async (options: { redis?: string; config?: string; json?: boolean }) => {
+    .action(async (options: { redis?: string; redisCluster?: string; config?: string; json?: boolean }) => {
       if (options.redis !== undefined) checkRedisUrl(options.redis);
+      const redisCluster = clusterNodes(options);
       const { fleet } = await import('./fleet.js');
-      process.exitCode = await fleet(options);
+      process.exitCode = await fleet({ ...options, redisCluster });
     });
 
   root

@@ -38,8 +38,10 @@ export interface ServeOptions {
   grpcMaxSendBytes?: number;
   /** How long in-flight calls may finish after a shutdown signal (ms). */
   drainMs?: number;
-  /** Join a fleet on this Redis (`--redis`; over the config's `cluster.redis`). */
+  /** Join a fleet on this Redis (`--redis`; over the config's `cluster.redis` / `cluster.redis_cluster`). */
   redis?: string;
+  /** Join a fleet on this Redis Cluster (`--redis-cluster a,b`: seed nodes; over the config's store). */
+  redisCluster?: string[];
   /** Where the sandbox workers run (`--containment`; over the config's `host.pool.containment`, default `process`). */
   containment?: 'process' | 'thread';
 }
@@ -103,7 +105,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   const hostOptions = { load: options.load, ...(options.config === undefined ? {} : { configPath: options.config }), trust: { keys: options.verifyKey ?? [], skip: options.insecureSkipVerify === true } };
   const loaded = await loadHostConfig(hostOptions);
   const { warnings, file } = loaded;
-  const fromFile: ResolvedConfig = options.redis === undefined ? loaded.config : { ...loaded.config, cluster: { ...loaded.config.cluster, redis: options.redis } };
+  const fromFile: ResolvedConfig = withStore(loaded.config, options);
   const containment = options.containment ?? fromFile.sandbox.containment ?? SERVE_CONTAINMENT;
   const configured: ResolvedConfig = { ...fromFile, sandbox: { ...fromFile.sandbox, containment } };
   // Decide what to serve before anything is loaded or started.
@@ -254,7 +256,10 @@ export async function serve(options: ServeOptions): Promise<number> {
   }
   if (mcpStdio) say('  MCP: stdio');
   if (grpc) say(`  gRPC (sw4rm.tool.ToolService): ${grpc.address}`);
-  if (host.fleet) say(`  fleet: host ${host.fleet.directory.hostId} on ${redactUrl(config.cluster!.redis)} (Redis ${host.fleet.link.up ? 'up' : 'not reachable yet'})`);
+  if (host.fleet) {
+    const store = config.cluster?.redisCluster === undefined ? redactUrl(config.cluster?.redis ?? '') : `the Redis Cluster ${config.cluster.redisCluster.nodes.map(redactUrl).join(',')}`;
+    say(`  fleet: host ${host.fleet.directory.hostId} on ${store} (Redis ${host.fleet.link.up ? 'up' : 'not reachable yet'})`);
+  }
 
   const stopped = new Promise<string>((resolveStop) => {
     process.once('SIGINT', () => resolveStop('SIGINT'));
@@ -272,6 +277,13 @@ export async function serve(options: ServeOptions): Promise<number> {
   metrics?.close();
   await host.close();
   return 0;
+}
+
+/** The config with the store the command line names (`--redis` or `--redis-cluster`, over the file's). */
+function withStore(config: ResolvedConfig, options: Pick<ServeOptions, 'redis' | 'redisCluster'>): ResolvedConfig {
+  if (options.redis !== undefined) return { ...config, cluster: { ...config.cluster, redis: options.redis, redisCluster: undefined } };
+  if (options.redisCluster !== undefined) return { ...config, cluster: { ...config.cluster, redis: undefined, redisCluster: { nodes: [...options.redisCluster] } } };
+  return config;
 }
 
 /** A Redis URL without its password, for messages. */

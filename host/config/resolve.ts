@@ -59,12 +59,13 @@ export const DEFAULT_LOG_LEVEL = 'warn';
 
 /** The `cluster` section as the fleet takes it. */
 export function resolveCluster(cluster: ClusterSection): ClusterSettings {
-  const settings: ClusterSettings = { redis: cluster.redis };
+  // The schema allows exactly one of the two.
+  const settings: ClusterSettings = cluster.redis_cluster !== undefined ? { redisCluster: { nodes: [...cluster.redis_cluster.nodes] } } : { redis: cluster.redis ?? '' };
   if (cluster.key_prefix !== undefined) settings.keyPrefix = cluster.key_prefix;
   if (cluster.lease_ms !== undefined) settings.leaseMs = cluster.lease_ms;
   if (cluster.command_timeout_ms !== undefined) settings.commandTimeoutMs = cluster.command_timeout_ms;
   if (cluster.state !== undefined) {
-    const { ttl_seconds: ttlSeconds, max_value_bytes: maxValueBytes, max_keys: maxKeys, max_bytes_per_conversation: maxBytesPerConversation, max_total_bytes: maxTotalBytes, max_bytes_per_principal: maxBytesPerPrincipal } = cluster.state;
+    const { ttl_seconds: ttlSeconds, max_value_bytes: maxValueBytes, max_keys: maxKeys, max_bytes_per_conversation: maxBytesPerConversation, max_total_bytes: maxTotalBytes, max_bytes_per_principal: maxBytesPerPrincipal, wait_replicas: waitReplicas } = cluster.state;
     settings.state = {
       ...(ttlSeconds === undefined ? {} : { ttlSeconds }),
       ...(maxValueBytes === undefined ? {} : { maxValueBytes }),
@@ -72,6 +73,7 @@ export function resolveCluster(cluster: ClusterSection): ClusterSettings {
       ...(maxBytesPerConversation === undefined ? {} : { maxBytesPerConversation }),
       ...(maxTotalBytes === undefined ? {} : { maxTotalBytes }),
       ...(maxBytesPerPrincipal === undefined ? {} : { maxBytesPerPrincipal }),
+      ...(waitReplicas === undefined ? {} : { waitReplicas }),
     };
   }
   if (cluster.limits !== undefined) {

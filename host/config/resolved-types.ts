@@ -216,13 +216,18 @@ export interface ResolvedConfig {
   distribution: DistributionOptions;
 }
 
+/** Where the fleet's store is: one Redis or a Redis Cluster, never both. */
+export type ClusterStore = { redis: string; redisCluster?: undefined } | { redis?: undefined; redisCluster: { nodes: string[] } };
+
 /** The `cluster` section, camelCased (defaults are the fleet layer's). */
-export interface ClusterSettings {
-  redis: string;
+export type ClusterSettings = ClusterStore & ClusterOptions;
+
+/** The `cluster` section's settings besides the store. */
+export interface ClusterOptions {
   keyPrefix?: string;
   leaseMs?: number;
   commandTimeoutMs?: number;
-  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number; maxBytesPerPrincipal?: number };
+  state?: { ttlSeconds?: number; maxValueBytes?: number; maxKeys?: number; maxBytesPerConversation?: number; maxTotalBytes?: number; maxBytesPerPrincipal?: number; waitReplicas?: number };
   limits?: { perTool?: Record<string, number>; perTenant?: Record<string, number> };
   /** MCP sessions in Redis (their TTL is the MCP server's session idle time). */
   sessions?: { maxSessions?: number; maxPerPrincipal?: number };

@@ -61,13 +61,14 @@ export interface DistributionSection {
   load_timeout_ms?: number;
 }
 
-/** A fleet of hosts on one Redis. */
+/** A fleet of hosts on one Redis (`redis`) or one Redis Cluster (`redis_cluster`); exactly one of the two. */
 export interface ClusterSection {
-  redis: string;
+  redis?: string;
+  redis_cluster?: { nodes: string[] };
   key_prefix?: string;
   lease_ms?: number;
   command_timeout_ms?: number;
-  state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number; max_bytes_per_principal?: number };
+  state?: { ttl_seconds?: number; max_value_bytes?: number; max_keys?: number; max_bytes_per_conversation?: number; max_total_bytes?: number; max_bytes_per_principal?: number; wait_replicas?: number };
   limits?: { per_tool?: Record<string, number>; per_tenant?: Record<string, number> };
   sessions?: { max_sessions?: number; max_per_principal?: number };
 }

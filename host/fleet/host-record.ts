@@ -13,7 +13,7 @@
  * It does not trust what the records say (they are what hosts claim), and it
  * does not sanitize strings for a terminal: the CLI does that when it prints.
  */
-import type { RedisLink } from './redis-link.js';
+import type { RedisLink } from './link.js';
 
 /** One call in a host's record. */
 export interface FleetHostCall {
@@ -101,7 +101,10 @@ export function parseHostRecord(raw: string): Checked<FleetHostRecord> {
 export async function readFleet(link: RedisLink, prefix = 'toolhost:', onSkipped: SkippedRecord = () => undefined): Promise<FleetHostRecord[]> {
   const ids = (await link.command<unknown[]>(['ZRANGEBYSCORE', `${prefix}hosts`, String(Date.now()), '+inf'])).map(String);
   if (ids.length === 0) return [];
-  const records = await link.command<Array<string | null>>(['MGET', ...ids.map((id) => `${prefix}host:${id}`)]);
+  // On a cluster the records are in as many slots as hosts: one GET each (MGET is single-slot).
+  const records = link.mode === 'cluster'
+    ? await Promise.all(ids.map((id) => link.command<string | null>(['GET', `${prefix}host:${id}`])))
+    : await link.command<Array<string | null>>(['MGET', ...ids.map((id) => `${prefix}host:${id}`)]);
   const hosts: FleetHostRecord[] = [];
   records.forEach((raw, i) => {
     if (raw === null || raw === undefined) return;

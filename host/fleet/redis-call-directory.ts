@@ -24,6 +24,18 @@
  * published on that host's channel, which cancels that principal's call
  * locally and publishes the outcome back. No subscriber (the host is gone):
  * NOT_FOUND. A call record that does not parse is NOT_FOUND (logged).
+ *
+ * On a Redis Cluster (issue 40) the call record and the two slot sets are in
+ * three slots, so registering is three single-slot steps instead of one
+ * script: `SET call:<key> NX` (DUPLICATE), then take a place in the tool's set,
+ * then in the tenant's (each a check-and-add script on its one key, so a cap
+ * is never exceeded), giving back what was taken when a later step refuses.
+ * Between the steps another host may see a place taken by a call that is about
+ * to be refused (a spurious OVERLOADED under contention for the last place,
+ * never one call too many). A host that dies between steps leaves entries
+ * that lapse with their lease. Renewals and unregistering are independent
+ * commands (`link.batch`), each to its own slot; cancels and their answers go
+ * over sharded pub/sub (the channel `host:<id>` on its slot's master).
  */
 import { carrierOf, type TraceSpan } from '../core/tracing.js';
 import { randomUUID } from 'node:crypto';
@@ -34,7 +46,7 @@ import type { CallDirectory, FleetCall, FleetHostHooks, FleetStatus } from '../c
 import type { Logger } from '../base/logger.js';
 import { callKey, lookupKey } from '../core/principal-scope.js';
 import type { FleetHostCall, FleetHostRecord } from './host-record.js';
-import type { RedisLink } from './redis-link.js';
+import type { RedisLink } from './link.js';
 
 export interface FleetLimits {
   /** Most calls of one tool running at once across the fleet, by tool name (`*`: any other tool). */
@@ -85,6 +97,18 @@ redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
 redis.call('PEXPIRE', KEYS[2], lease * 2)
 redis.call('SET', KEYS[1], ARGV[2], 'PX', lease)
 return 'OK'
+`;
+
+/** Take a place in one slot set. KEYS: the set. ARGV: member, now, lease, cap. 1: taken; 0: full. */
+const TAKE_SCRIPT = `
+local now = tonumber(ARGV[2])
+local lease = tonumber(ARGV[3])
+local cap = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 0 end
+redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], lease * 2)
+return 1
 `;
 
 export class RedisCallDirectory implements CallDirectory {
@@ -185,9 +209,11 @@ export class RedisCallDirectory implements CallDirectory {
     const tenantSlots = this.#slots('tenant', call.tenant);
     let outcome: string;
     try {
-      outcome = String(await this.#link.script(ENTER_SCRIPT, [this.#key('call', key), toolSlots, tenantSlots], [
-        key, record, Date.now(), this.#leaseMs, this.#cap(this.#limits.perTool, call.tool), this.#cap(this.#limits.perTenant, call.tenant),
-      ]));
+      const toolCap = this.#cap(this.#limits.perTool, call.tool);
+      const tenantCap = this.#cap(this.#limits.perTenant, call.tenant);
+      outcome = this.#link.mode === 'cluster'
+        ? await this.#enterInSteps(key, record, toolSlots, tenantSlots, toolCap, tenantCap)
+        : String(await this.#link.script(ENTER_SCRIPT, [this.#key('call', key), toolSlots, tenantSlots], [key, record, Date.now(), this.#leaseMs, toolCap, tenantCap]));
     } catch (error) {
       if (!(error instanceof ToolhostError) || error.code !== 'FLEET_UNAVAILABLE') throw error;
       // Redis is away: the call runs, known to this host only (its caps cannot be checked).
@@ -205,6 +231,30 @@ export class RedisCallDirectory implements CallDirectory {
     this.#entered.set(key, { ...entered, record });
   }
 
+  /** ENTER_SCRIPT's outcome, in single-slot steps (a cluster): see the file's comment. */
+  async #enterInSteps(key: string, record: string, toolSlots: string, tenantSlots: string, toolCap: number, tenantCap: number): Promise<string> {
+    const callKey = this.#key('call', key);
+    const lease = this.#leaseMs;
+    if ((await this.#link.command(['SET', callKey, record, 'PX', String(lease), 'NX'])) === null) return 'DUPLICATE';
+    const giveBack = (commands: string[][]): void => {
+      this.#link.batch(commands).catch((error: unknown) => this.#logger.debug({ err: (error as Error).message }, 'fleet: could not give back a refused call\'s places (they lapse with the lease)'));
+    };
+    try {
+      if (Number(await this.#link.script(TAKE_SCRIPT, [toolSlots], [key, Date.now(), lease, toolCap])) !== 1) {
+        giveBack([['DEL', callKey]]);
+        return 'TOOL_FULL';
+      }
+      if (Number(await this.#link.script(TAKE_SCRIPT, [tenantSlots], [key, Date.now(), lease, tenantCap])) !== 1) {
+        giveBack([['ZREM', toolSlots, key], ['DEL', callKey]]);
+        return 'TENANT_FULL';
+      }
+    } catch (error) {
+      giveBack([['ZREM', toolSlots, key], ['DEL', callKey]]);
+      throw error;
+    }
+    return 'OK';
+  }
+
   leave(callId: string, principal?: string): void {
     const key = callKey(principal, callId);
     if (this.#unregistered.delete(key)) return;
@@ -217,7 +267,7 @@ export class RedisCallDirectory implements CallDirectory {
       ['ZREM', this.#slots('tool', entered.tool), key],
       ['ZREM', this.#slots('tenant', entered.tenant), key],
     ];
-    this.#link.transaction(commands).catch((error: unknown) => {
+    this.#link.batch(commands).catch((error: unknown) => {
       // Its lease runs out by itself (then cancel says NOT_FOUND rather than ALREADY_COMPLETED).
       this.#logger.debug({ callId, err: (error as Error).message }, 'fleet: could not unregister a finished call');
     });
@@ -326,7 +376,7 @@ export class RedisCallDirectory implements CallDirectory {
       commands.push(['PEXPIRE', this.#slots('tenant', call.tenant), String(this.#leaseMs * 2)]);
     }
     try {
-      await this.#link.transaction(commands);
+      await this.#link.batch(commands);
     } catch (error) {
       this.#logger.debug({ err: (error as Error).message }, 'fleet: heartbeat failed');
     }
@@ -344,7 +394,7 @@ export class RedisCallDirectory implements CallDirectory {
     if (!this.#link.up) return;
     const commands: string[][] = [['DEL', this.#key('host', this.#hostId)], ['ZREM', `${this.#prefix}hosts`, this.#hostId]];
     for (const [key] of this.#entered.entries()) commands.push(['DEL', this.#key('call', key)]);
-    await this.#link.transaction(commands).catch(() => undefined);
+    await this.#link.batch(commands).catch(() => undefined);
   }
 }
 

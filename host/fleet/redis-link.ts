@@ -1,15 +1,18 @@
 /**
- * The fleet's connections to Redis (node-redis): one for commands, one for
- * pub/sub. Neither is awaited at start: a host whose Redis is down starts and
- * serves local calls, and both connections reconnect by themselves (backoff up
- * to 2 s). Commands never queue while Redis is away (`disableOfflineQueue`)
- * and time out after `commandTimeoutMs`: they fail at once with
- * FLEET_UNAVAILABLE, so no call waits on a dead store.
+ * The fleet's connections to one Redis (node-redis): one for commands, one for
+ * pub/sub, and (opened on the first acknowledged write) one for writes that
+ * wait for replicas. None is awaited at start: a host whose Redis is down
+ * starts and serves local calls, and every connection reconnects by itself
+ * (backoff up to 2 s). Commands never queue while Redis is away
+ * (`disableOfflineQueue`) and time out after `commandTimeoutMs`: they fail at
+ * once with FLEET_UNAVAILABLE, so no call waits on a dead store. A Redis
+ * Cluster is `redis-cluster-link.ts`; both implement `link.ts`'s RedisLink.
  */
 import { createHash } from 'node:crypto';
-import { createClient, ErrorReply, type RedisArgument } from '@redis/client';
+import { createClient } from '@redis/client';
 import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
+import { fleetError, messageOf, reconnectDelay, withDeadline, type AcknowledgedReply, type RedisCommand, type RedisLink as Link } from './link.js';
 
 export interface RedisLinkOptions {
   /** `redis://[user:password@]host:port[/db]` (or `rediss://`). */
@@ -21,20 +24,38 @@ export interface RedisLinkOptions {
 }
 
 type Client = ReturnType<typeof createClient>;
-type Reply = unknown;
 
-/** Reconnect after 50, 100, 200... ms, at most 2 s, with jitter. */
-function reconnectDelay(retries: number): number {
-  const base = Math.min(50 * 2 ** Math.min(retries, 6), 2000);
-  return Math.round(base / 2 + Math.random() * (base / 2));
+/** EVALSHA through `send`, loading the script (EVAL) on NOSCRIPT. */
+export async function evalScript<T>(send: (args: RedisCommand) => Promise<T>, source: string, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+  const sha = scriptSha(source);
+  const tail = [String(keys.length), ...keys, ...args.map(String)];
+  try {
+    return await send(['EVALSHA', sha, ...tail]);
+  } catch (error) {
+    // The reply itself, or wrapped by the cluster link's error mapping.
+    if (!messageOf(error).includes('NOSCRIPT')) throw error;
+  }
+  return send(['EVAL', source, ...tail]);
 }
 
-export class RedisLink {
+const shas = new Map<string, string>();
+function scriptSha(source: string): string {
+  let sha = shas.get(source);
+  if (sha === undefined) {
+    sha = createHash('sha1').update(source).digest('hex');
+    shas.set(source, sha);
+  }
+  return sha;
+}
+
+export class SingleRedisLink implements Link {
+  readonly mode = 'single' as const;
+  readonly commandTimeoutMs: number;
+  readonly #config: Parameters<typeof createClient>[0];
   readonly #commands: Client;
   readonly #subscriber: Client;
+  #acked: Client | undefined;
   readonly #logger: Logger;
-  readonly #timeoutMs: number;
-  readonly #scripts = new Map<string, string>();
   readonly #upListeners = new Set<() => void>();
   #wasUp = false;
   #closed = false;
@@ -43,30 +64,34 @@ export class RedisLink {
     if (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url)) {
       throw new TypeError('options.url must be a redis:// or rediss:// URL');
     }
-    this.#timeoutMs = options.commandTimeoutMs ?? 1000;
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     this.#logger = logger.child({ component: 'fleet' });
-    const config = {
+    this.#config = {
       url: options.url,
       disableOfflineQueue: true,
       socket: { connectTimeout: options.connectTimeoutMs ?? 1000, reconnectStrategy: reconnectDelay },
     };
-    this.#commands = createClient(config);
-    this.#subscriber = createClient(config);
-    for (const [name, client] of [['commands', this.#commands], ['subscriber', this.#subscriber]] as const) {
-      client.on('error', (error: Error) => this.#onError(name, error));
-      client.on('ready', () => this.#onReady());
-      client.on('end', () => this.#onDown());
-      client.on('reconnecting', () => this.#onDown());
-    }
+    this.#commands = this.#client('commands');
+    this.#subscriber = this.#client('subscriber');
   }
 
-  /** Start connecting (in the background: this never waits for Redis). */
+  #client(name: string): Client {
+    const client = createClient(this.#config);
+    client.on('error', (error: Error) => this.#onError(name, error));
+    client.on('ready', () => this.#onReady());
+    client.on('end', () => this.#onDown());
+    client.on('reconnecting', () => this.#onDown());
+    return client;
+  }
+
   start(): void {
-    for (const client of [this.#commands, this.#subscriber]) {
-      client.connect().catch((error: unknown) => {
-        if (!this.#closed) this.#logger.warn({ err: messageOf(error) }, 'fleet: could not connect to Redis');
-      });
-    }
+    for (const client of [this.#commands, this.#subscriber]) this.#connect(client);
+  }
+
+  #connect(client: Client): void {
+    client.connect().catch((error: unknown) => {
+      if (!this.#closed) this.#logger.warn({ err: messageOf(error) }, 'fleet: could not connect to Redis');
+    });
   }
 
   /** Both connections are ready. */
@@ -74,12 +99,15 @@ export class RedisLink {
     return this.#commands.isReady && this.#subscriber.isReady;
   }
 
-  /** Be told each time Redis is reachable again (and the first time). */
+  /** Always false: `wait_replicas` defaults to 0 on a single Redis (set it to wait for the replicas of one). */
+  get replicated(): boolean {
+    return false;
+  }
+
   onUp(listener: () => void): void {
     this.#upListeners.add(listener);
   }
 
-  /** Wait until both connections are ready (tests, tools); rejects after `timeoutMs`. */
   async ready(timeoutMs = 5000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!this.up) {
@@ -88,52 +116,78 @@ export class RedisLink {
     }
   }
 
-  /** One command; rejects with FLEET_UNAVAILABLE when Redis is unreachable or slow. */
-  async command<T = Reply>(args: readonly RedisArgument[]): Promise<T> {
+  async command<T = unknown>(args: RedisCommand): Promise<T> {
     try {
-      return await this.#commands.sendCommand<T>([...args], { timeout: this.#timeoutMs });
+      return await this.#commands.sendCommand<T>([...args], { timeout: this.commandTimeoutMs });
     } catch (error) {
-      throw unavailable(error);
+      throw fleetError(error);
     }
   }
 
-  /** Commands in one MULTI/EXEC transaction; resolves with their replies. */
-  async transaction(commands: ReadonlyArray<readonly RedisArgument[]>): Promise<Reply[]> {
+  async transaction(commands: ReadonlyArray<RedisCommand>): Promise<unknown[]> {
     try {
       const multi = this.#commands.multi();
       for (const args of commands) multi.addCommand([...args]);
-      return (await multi.exec()) as Reply[];
+      return (await withDeadline(multi.exec(), this.commandTimeoutMs, 'a transaction')) as unknown[];
     } catch (error) {
-      throw unavailable(error);
+      throw fleetError(error);
     }
   }
 
-  /** Run a Lua script (EVALSHA, loading it on NOSCRIPT). */
-  async script<T = Reply>(source: string, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
-    let sha = this.#scripts.get(source);
-    if (sha === undefined) {
-      sha = createHash('sha1').update(source).digest('hex');
-      this.#scripts.set(source, sha);
-    }
-    const tail = [String(keys.length), ...keys, ...args.map(String)];
+  /** One MULTI/EXEC on a single Redis (one round trip; atomic as a bonus, which callers must not rely on). */
+  async batch(commands: ReadonlyArray<RedisCommand>): Promise<void> {
+    if (commands.length > 0) await this.transaction(commands);
+  }
+
+  slotTag(): string {
+    return '';
+  }
+
+  async script<T = unknown>(source: string, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
     try {
-      return await this.#commands.sendCommand<T>(['EVALSHA', sha, ...tail], { timeout: this.#timeoutMs });
+      return await evalScript((command) => this.#commands.sendCommand<T>([...command], { timeout: this.commandTimeoutMs }), source, keys, args);
     } catch (error) {
-      if (!messageOf(error).startsWith('NOSCRIPT')) throw unavailable(error);
+      throw fleetError(error);
     }
-    return this.command<T>(['EVAL', source, ...tail]);
   }
 
-  /** Listen on a channel (re-subscribed by the client after a reconnect). */
+  async acknowledgedScript<T = unknown>(source: string, keys: readonly string[], args: readonly (string | number)[], replicas: number): Promise<AcknowledgedReply<T>> {
+    if (replicas <= 0) return { reply: await this.script<T>(source, keys, args), acknowledged: 0 };
+    const client = await this.#ackedClient();
+    try {
+      const timeout = this.commandTimeoutMs;
+      const reply = await evalScript((command) => client.sendCommand<T>([...command], { timeout }), source, keys, args);
+      // WAIT blocks this connection until enough replicas answer or its timeout passes; the client's own timeout is a margin later.
+      const acknowledged = Number(await client.sendCommand(['WAIT', String(replicas), String(timeout)], { timeout: timeout + 500 }));
+      return { reply, acknowledged };
+    } catch (error) {
+      throw fleetError(error);
+    }
+  }
+
+  /** The connection kept for acknowledged writes (opened on first use, ready within the command timeout or FLEET_UNAVAILABLE). */
+  async #ackedClient(): Promise<Client> {
+    if (this.#acked === undefined) {
+      this.#acked = this.#client('acknowledged writes');
+      this.#connect(this.#acked);
+    }
+    const client = this.#acked;
+    const deadline = Date.now() + this.commandTimeoutMs;
+    while (!client.isReady) {
+      if (this.#closed || Date.now() > deadline) throw new ToolhostError('FLEET_UNAVAILABLE', 'Redis is unreachable: the connection for acknowledged writes is not ready');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return client;
+  }
+
   async subscribe(channel: string, listener: (message: string) => void): Promise<void> {
     try {
-      await this.#subscriber.subscribe(channel, listener);
+      await withDeadline(this.#subscriber.subscribe(channel, listener), this.commandTimeoutMs, 'SUBSCRIBE');
     } catch (error) {
-      throw unavailable(error);
+      throw fleetError(error);
     }
   }
 
-  /** Publish; resolves with how many subscribers got the message. */
   async publish(channel: string, message: string): Promise<number> {
     return Number(await this.command(['PUBLISH', channel, message]));
   }
@@ -141,7 +195,8 @@ export class RedisLink {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.allSettled([this.#commands, this.#subscriber].map(async (client) => {
+    const clients = [this.#commands, this.#subscriber, ...(this.#acked === undefined ? [] : [this.#acked])];
+    await Promise.allSettled(clients.map(async (client) => {
       if (client.isReady) await client.close();
       else client.destroy();
     }));
@@ -166,13 +221,6 @@ export class RedisLink {
   }
 }
 
-function unavailable(error: unknown): ToolhostError {
-  if (error instanceof ToolhostError) return error;
-  // Redis answered, with an error: a bug (a script, a wrong type), not an outage.
-  if (error instanceof ErrorReply) return new ToolhostError('INTERNAL', `Redis refused a command: ${error.message}`, { cause: error });
-  return new ToolhostError('FLEET_UNAVAILABLE', `Redis is unreachable: ${messageOf(error)}`, { cause: error });
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+/** The interface (a type) and, for `new RedisLink(options)`, the single-Redis link (a value). */
+export type RedisLink = Link;
+export const RedisLink = SingleRedisLink;

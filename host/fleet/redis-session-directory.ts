@@ -9,11 +9,21 @@
  * only. Creating checks both caps and writes in one Lua script, with Redis's
  * clock (hosts' clocks may differ). Relayed messages go on one channel,
  * `mcp:relay`.
+ *
+ * Every script gets its keys in KEYS. Renewing or ending a session first
+ * touches its own key (a script that answers its value, so its principal),
+ * then the two sets, as independent commands. On a Redis Cluster (issue 40)
+ * the session, the fleet's set and the principal's set are three slots, so
+ * creating is three single-slot steps (`SET NX` the session, then a place in
+ * the principal's set, then in the fleet's, each a check-and-add on its one
+ * key: a cap is never exceeded), giving back what was taken when a later step
+ * refuses; a spurious refusal under contention for the last place is possible,
+ * one session too many is not. The relay channel is sharded pub/sub there.
  */
 import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
 import type { SessionAdmission, SessionDirectory, SharedSession } from '../core/session-directory.js';
-import type { RedisLink } from './redis-link.js';
+import type { RedisLink } from './link.js';
 
 export interface SessionDirectoryLimits {
   /** Sessions in the fleet at once (default 100000). */
@@ -43,33 +53,30 @@ redis.call('ZADD', KEYS[3], expiry, ARGV[5])
 redis.call('PEXPIRE', KEYS[3], ARGV[1])
 return 'ok'`;
 
-/** KEYS: session, all; ARGV: ttl, id, principal-set prefix. Returns the value, its TTL renewed (and its scores). */
+/** A place in one of the session sets. KEYS: the set; ARGV: ttl, id, cap, '1' to expire the set with its last session. 1: taken; 0: full. */
+const TAKE = `${NOW}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+if ARGV[4] == '1' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1`;
+
+/** KEYS: session; ARGV: ttl. The value, its TTL renewed, and Redis's clock (ms); false when it ended or expired. */
 const TOUCH = `${NOW}
 local value = redis.call('GET', KEYS[1])
 if not value then return false end
-local principal = cjson.decode(value)['p']
-if principal == nil then return false end
+if cjson.decode(value)['p'] == nil then return false end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
-local expiry = now + tonumber(ARGV[1])
-redis.call('ZADD', KEYS[2], 'XX', expiry, ARGV[2])
-local set = ARGV[3] .. principal
-redis.call('ZADD', set, 'XX', expiry, ARGV[2])
-redis.call('PEXPIRE', set, ARGV[1])
-return value`;
+return {value, tostring(now)}`;
 
 /**
- * KEYS: session, all; ARGV: id, principal-set prefix, ttl. Leaves a tombstone for the TTL: a host
- * still holding the session must not create it again (it does when the record is merely gone, as
- * after a Redis restart).
+ * KEYS: session; ARGV: ttl. Leaves a tombstone for the TTL (a host still holding the session must
+ * not create it again, as it does when the record is merely gone after a Redis restart); answers the
+ * value it replaced (its principal names the set to leave).
  */
 const DELETE = `local value = redis.call('GET', KEYS[1])
-redis.call('SET', KEYS[1], '{"ended":true}', 'PX', ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[1])
-if value then
-  local principal = cjson.decode(value)['p']
-  if principal ~= nil then redis.call('ZREM', ARGV[2] .. principal, ARGV[1]) end
-end
-return 1`;
+redis.call('SET', KEYS[1], '{"ended":true}', 'PX', ARGV[1])
+return value`;
 
 /** KEYS: session; ARGV: the new value. Keeps the TTL. */
 const UPDATE = `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -107,18 +114,49 @@ export class RedisSessionDirectory implements SessionDirectory {
     if (Buffer.byteLength(session.state) > this.#maxStateBytes) {
       throw new ToolhostError('INVALID_INPUT', `a session's state is larger than ${this.#maxStateBytes} bytes`);
     }
-    const answer = await this.#link.script<string>(CREATE, [this.#key(session.id), this.#allKey(), this.#principalKey(session.principal)], [this.ttlMs, this.#maxSessions, this.#maxPerPrincipal, value, session.id]);
+    const keys = [this.#key(session.id), this.#allKey(), this.#principalKey(session.principal)] as const;
+    const answer = this.#link.mode === 'cluster'
+      ? await this.#createInSteps(session.id, value, ...keys)
+      : await this.#link.script<string>(CREATE, [...keys], [this.ttlMs, this.#maxSessions, this.#maxPerPrincipal, value, session.id]);
     if (answer === 'ok') return { ok: true };
     if (answer === 'principal') return { ok: false, reason: 'principal_sessions_full', message: `this principal holds ${this.#maxPerPrincipal} sessions in the fleet (at most ${this.#maxPerPrincipal}); end one or let one expire` };
     if (answer === 'fleet') return { ok: false, reason: 'fleet_sessions_full', message: `${this.#maxSessions} sessions are open in the fleet; try again later` };
     return { ok: false, reason: 'session_exists', message: `session ${session.id} exists, or ended` };
   }
 
+  /** CREATE's answer in single-slot steps (a cluster): see the file's comment. */
+  async #createInSteps(id: string, value: string, key: string, all: string, mine: string): Promise<string> {
+    if ((await this.#link.command(['SET', key, value, 'PX', String(this.ttlMs), 'NX'])) === null) return 'exists';
+    const giveBack = (commands: string[][]): void => {
+      this.#link.batch(commands).catch((error: unknown) => this.#logger.debug({ err: (error as Error).message }, 'fleet: could not give back a refused session\'s places (they lapse with its TTL)'));
+    };
+    try {
+      if (Number(await this.#link.script(TAKE, [mine], [this.ttlMs, id, this.#maxPerPrincipal, '1'])) !== 1) {
+        giveBack([['DEL', key]]);
+        return 'principal';
+      }
+      if (Number(await this.#link.script(TAKE, [all], [this.ttlMs, id, this.#maxSessions, '0'])) !== 1) {
+        giveBack([['ZREM', mine, id], ['DEL', key]]);
+        return 'fleet';
+      }
+    } catch (error) {
+      giveBack([['ZREM', mine, id], ['DEL', key]]);
+      throw error;
+    }
+    return 'ok';
+  }
+
   async get(id: string): Promise<SharedSession | undefined> {
-    const value = await this.#link.script<string | null>(TOUCH, [this.#key(id), this.#allKey()], [this.ttlMs, id, this.#principalKey('')]);
-    if (typeof value !== 'string') return undefined;
-    const parsed = JSON.parse(value) as { p?: unknown; s?: unknown };
+    const touched = await this.#link.script<[string, string] | null>(TOUCH, [this.#key(id)], [this.ttlMs]);
+    if (!Array.isArray(touched) || typeof touched[0] !== 'string') return undefined;
+    const parsed = JSON.parse(touched[0]) as { p?: unknown; s?: unknown };
     if (typeof parsed.p !== 'string' || typeof parsed.s !== 'string') return undefined;
+    // The sets' scores follow the session's expiry (by the clock of the session's Redis), so the caps count it while it lives.
+    const expiry = String(Number(touched[1]) + this.ttlMs);
+    const mine = this.#principalKey(parsed.p);
+    this.#link.batch([['ZADD', this.#allKey(), 'XX', expiry, id], ['ZADD', mine, 'XX', expiry, id], ['PEXPIRE', mine, String(this.ttlMs)]]).catch((error: unknown) => {
+      this.#logger.debug({ err: (error as Error).message }, 'fleet: could not renew a session\'s place in the caps');
+    });
     return { id, principal: parsed.p, state: parsed.s };
   }
 
@@ -129,7 +167,13 @@ export class RedisSessionDirectory implements SessionDirectory {
   }
 
   async delete(id: string): Promise<void> {
-    await this.#link.script(DELETE, [this.#key(id), this.#allKey()], [id, this.#principalKey(''), this.ttlMs]);
+    const value = await this.#link.script<string | null>(DELETE, [this.#key(id)], [this.ttlMs]);
+    const commands: string[][] = [['ZREM', this.#allKey(), id]];
+    if (typeof value === 'string') {
+      const principal = (JSON.parse(value) as { p?: unknown }).p;
+      if (typeof principal === 'string') commands.push(['ZREM', this.#principalKey(principal), id]);
+    }
+    await this.#link.batch(commands);
   }
 
   async relay(sessionId: string, message: string): Promise<void> {

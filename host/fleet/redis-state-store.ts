@@ -33,10 +33,27 @@
  * Redis down: `get` and `set` reject with FLEET_UNAVAILABLE; `ConversationState`
  * turns a failed get into the caller's fallback (logged) and reports a failed
  * set to the tool.
+ *
+ * On a Redis Cluster (issue 40) a script's keys must share a slot, so the
+ * accounting is split into {@link CLUSTER_STATE_BUCKETS} buckets: a
+ * conversation belongs to the bucket a hash of its key (without the component
+ * namespace: every namespace of one conversation in one bucket) picks, and its
+ * hashes and its bucket's `state-sizes`, `state-expiry` and `state-total` carry
+ * the bucket's hash tag (`<prefix>{st<n>}state:<id>`, ...), so one script still
+ * checks and writes them together. The total and per-principal caps hold per
+ * bucket (each bucket a 1/16 share of them, rounded up): their sum is the cap,
+ * and a principal whose conversations crowd into few buckets is refused
+ * somewhat before its whole share. On one Redis there is one bucket and the
+ * keys are the same as before.
+ *
+ * Acknowledged writes (`waitReplicas`): a `set` succeeds only once that many
+ * replicas acknowledged it (WAIT, bounded by the command timeout); fewer is
+ * FLEET_UNAVAILABLE (`details.reason: wait_replicas`: the value may or may not
+ * have been kept). Default: 1 on a cluster seen with replicas, else 0.
  */
 import { ToolhostError } from '../base/errors.js';
 import { STATE_CONVERSATION_OVERHEAD_BYTES, STATE_ENTRY_OVERHEAD_BYTES, stateLimitError, type StateStore } from '../core/state.js';
-import type { RedisLink } from './redis-link.js';
+import type { RedisLink } from './link.js';
 
 export interface RedisStateOptions {
   /** Key prefix shared by the fleet (default `toolhost:`). */
@@ -53,6 +70,28 @@ export interface RedisStateOptions {
   maxTotalBytes?: number;
   /** Most bytes one principal's conversations hold, counted as for the total (default: the total, i.e. no cap of its own). */
   maxBytesPerPrincipal?: number;
+  /** Replicas that must acknowledge a write before `set` resolves (default: 1 on a cluster with replicas, else 0). */
+  waitReplicas?: number;
+}
+
+/** Buckets of the state's accounting on a Redis Cluster (one slot each; see the file's comment). */
+export const CLUSTER_STATE_BUCKETS = 16;
+
+/** The conversation a state key belongs to, without its namespace (principal-scope.ts `stateScope`). */
+function conversationOf(scope: string): string {
+  const mark = '\u0000';
+  const from = scope.startsWith(`${mark}principal:`) ? scope.indexOf(mark, scope.indexOf(mark, 1) + 1) : scope.indexOf(mark);
+  return from < 0 ? scope : scope.slice(0, from);
+}
+
+/** FNV-1a of `text`'s UTF-16 units: the same bucket on every host. */
+function bucketOf(text: string, buckets: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % buckets;
 }
 
 export const DEFAULT_STATE_TTL_SECONDS = 86_400;
@@ -159,6 +198,8 @@ export class RedisStateStore implements StateStore {
   readonly #maxBytes: number;
   readonly #maxTotal: number;
   readonly #maxPerPrincipal: number;
+  readonly #buckets: number;
+  readonly #waitReplicas: number | undefined;
 
   constructor(link: RedisLink, options: RedisStateOptions = {}) {
     this.#link = link;
@@ -181,20 +222,46 @@ export class RedisStateStore implements StateStore {
     const perPrincipal = options.maxBytesPerPrincipal ?? maxTotal;
     if (!(Number.isInteger(perPrincipal) && perPrincipal > 0)) throw new TypeError('options.maxBytesPerPrincipal must be a positive integer');
     this.#maxPerPrincipal = perPrincipal;
+    const wait = options.waitReplicas;
+    if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0)) throw new TypeError('options.waitReplicas must be a non-negative integer');
+    this.#waitReplicas = wait;
+    this.#buckets = link.mode === 'cluster' ? CLUSTER_STATE_BUCKETS : 1;
   }
 
-  /** The keys a script reads and writes for `conversationId`: its hash, then the fleet's sizes, expiry and total. */
+  /** Replicas a write waits for: the option, else on a cluster 1 when it has replicas (or is not reached yet: never less safe), else 0. */
+  get waitReplicas(): number {
+    if (this.#waitReplicas !== undefined) return this.#waitReplicas;
+    return this.#link.mode === 'cluster' && (this.#link.replicated || !this.#link.up) ? 1 : 0;
+  }
+
+  /** The prefix of a bucket's keys: the fleet's prefix and the bucket's hash tag (none on one Redis). */
+  #bucketPrefix(bucket: number): string {
+    return this.#buckets === 1 ? this.#prefix : `${this.#prefix}${this.#link.slotTag(`st${bucket}`)}`;
+  }
+
+  /** The keys a script reads and writes for `conversationId`: its hash, then its bucket's sizes, expiry and total (one slot). */
   #keys(conversationId: string): string[] {
-    return [this.#key(conversationId), `${this.#prefix}state-sizes`, `${this.#prefix}state-expiry`, `${this.#prefix}state-total`];
+    const at = this.#bucketPrefix(this.#bucket(conversationId));
+    return [`${at}state:${conversationId}`, `${at}state-sizes`, `${at}state-expiry`, `${at}state-total`];
+  }
+
+  #bucket(conversationId: string): number {
+    return this.#buckets === 1 ? 0 : bucketOf(conversationOf(conversationId), this.#buckets);
+  }
+
+  /** A cap as each bucket holds it (the whole cap on one Redis). */
+  #share(cap: number): number {
+    return Math.ceil(cap / this.#buckets);
   }
 
   /** Bytes the fleet's state holds, as counted against `maxTotalBytes` (conversations whose TTL ran out may still count until a write forgets them). */
   async totalBytes(): Promise<number> {
-    return Number((await this.#link.command<string | null>(['GET', `${this.#prefix}state-total`])) ?? 0);
+    const totals = await Promise.all(Array.from({ length: this.#buckets }, (_, bucket) => this.#link.command<string | null>(['GET', `${this.#bucketPrefix(bucket)}state-total`])));
+    return totals.reduce((sum: number, total) => sum + Number(total ?? 0), 0);
   }
 
   #key(conversationId: string): string {
-    return `${this.#prefix}state:${conversationId}`;
+    return this.#keys(conversationId)[0]!;
   }
 
   async get(conversationId: string, key: string): Promise<string | undefined> {
@@ -206,8 +273,11 @@ export class RedisStateStore implements StateStore {
     if (Buffer.byteLength(value) > this.#maxValueBytes) {
       throw new ToolhostError('INVALID_INPUT', `state value for "${key}" is larger than the fleet's limit of ${this.#maxValueBytes} bytes`);
     }
-    const args = [key, value, this.#maxKeys, this.#ttlMs, this.#maxBytes, this.#maxTotal, conversationId, STATE_ENTRY_OVERHEAD_BYTES, STATE_CONVERSATION_OVERHEAD_BYTES, this.#maxPerPrincipal];
-    const [outcome, bytes] = await this.#link.script<[string, number?]>(SET_SCRIPT, this.#keys(conversationId), args);
+    const maxTotal = this.#share(this.#maxTotal);
+    const maxPerPrincipal = this.#share(this.#maxPerPrincipal);
+    const args = [key, value, this.#maxKeys, this.#ttlMs, this.#maxBytes, maxTotal, conversationId, STATE_ENTRY_OVERHEAD_BYTES, STATE_CONVERSATION_OVERHEAD_BYTES, maxPerPrincipal];
+    const replicas = this.waitReplicas;
+    const { reply: [outcome, bytes], acknowledged } = await this.#link.acknowledgedScript<[string, number?]>(SET_SCRIPT, this.#keys(conversationId), args, replicas);
     if (String(outcome) === 'FULL') {
       throw new ToolhostError('INVALID_INPUT', `the conversation already holds ${this.#maxKeys} state keys (the fleet's limit)`);
     }
@@ -215,10 +285,15 @@ export class RedisStateStore implements StateStore {
       throw stateLimitError('state_bytes_per_conversation', `the conversation's state would hold ${bytes} bytes, over the fleet's limit of ${this.#maxBytes}`, { bytes, max: this.#maxBytes, store: 'redis' });
     }
     if (String(outcome) === 'PRINCIPAL') {
-      throw stateLimitError('state_total_bytes', `the principal's state in the fleet would hold ${bytes} bytes, over its cap of ${this.#maxPerPrincipal}`, { bytes, max: this.#maxPerPrincipal, principalShare: true, store: 'redis' });
+      throw stateLimitError('state_total_bytes', `the principal's state in the fleet would hold ${bytes} bytes, over its cap of ${maxPerPrincipal}${this.#buckets === 1 ? '' : ` (its share in this conversation's bucket, 1/${this.#buckets} of ${this.#maxPerPrincipal})`}`, { bytes, max: maxPerPrincipal, principalShare: true, store: 'redis' });
     }
     if (String(outcome) === 'TOTAL') {
-      throw stateLimitError('state_total_bytes', `the fleet's state would hold ${bytes} bytes, over its total of ${this.#maxTotal}`, { bytes, max: this.#maxTotal, store: 'redis' });
+      throw stateLimitError('state_total_bytes', `the fleet's state would hold ${bytes} bytes, over its total of ${maxTotal}${this.#buckets === 1 ? '' : ` (this conversation's bucket's share, 1/${this.#buckets} of ${this.#maxTotal})`}`, { bytes, max: maxTotal, store: 'redis' });
+    }
+    if (acknowledged < replicas) {
+      throw new ToolhostError('FLEET_UNAVAILABLE', `the state write of "${key}" was acknowledged by ${acknowledged} of the ${replicas} replicas it must reach within ${this.#link.commandTimeoutMs} ms (cluster.state.wait_replicas); it may or may not have been kept`, {
+        details: { reason: 'wait_replicas', acknowledged, required: replicas },
+      });
     }
   }
 
