@@ -193,6 +193,9 @@ export async function serve(options: ServeOptions): Promise<number> {
         firstByteTimeoutMs: http.firstByteTimeoutMs,
         headersTimeoutMs: http.headersTimeoutMs,
         maxSubscriptions: http.maxSubscriptions,
+        maxParkedCalls: http.maxParkedCalls,
+        resumeEvents: http.resumeEvents,
+        resumeBytes: http.resumeBytes,
         // In a fleet, 2025-era sessions live in Redis: any host serves any session.
         ...(host.fleet === undefined ? {} : { sessionDirectory: host.fleet.sessions }),
         metrics,

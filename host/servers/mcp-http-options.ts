@@ -69,6 +69,12 @@ export interface McpHttpServerOptions extends McpServerOptions {
   headersTimeoutMs?: number;
   /** 2026-07-28 `subscriptions/listen` streams open at once (default 1024; the SDK refuses more in-band). */
   maxSubscriptions?: number;
+  /** 2026-07-28 calls one principal may have parked, waiting for its client's answer (default 16; past it the tool's request is OVERLOADED). */
+  maxParkedCalls?: number;
+  /** 2025-era events kept per session for replay after `Last-Event-ID` (default 1000; 0: no event ids, no resumption). */
+  resumeEvents?: number;
+  /** Bytes of those events per session (default 262144). */
+  resumeBytes?: number;
   /**
    * Where 2025-era sessions are shared by a fleet (a fleet's `sessions`), so that any host serves any
    * session: no sticky routing. Absent: sessions live in this host's memory.

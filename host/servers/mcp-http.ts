@@ -44,6 +44,7 @@ import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { definedLimits, gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { createModernMcp } from './mcp-modern.js';
+import { CallParking, DEFAULT_MAX_PARKED_CALLS } from './mcp-input-required.js';
 import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
 import { atExpiry, createLegacySessions } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
@@ -82,6 +83,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     firstByteTimeoutMs,
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
+    maxParkedCalls = DEFAULT_MAX_PARKED_CALLS,
     sessionDirectory,
     ...serverOptions
   } = options;
@@ -113,6 +115,9 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     limitMetrics,
     directory: sessionDirectory,
   });
+  // 2026-07-28 calls that asked their client something, waiting for its retry (mcp-input-required.ts).
+  const parking = new CallParking({ maxPerPrincipal: maxParkedCalls, onRefused: () => limitMetrics?.refused('mcp', 'parked_calls_full') });
+  limitMetrics?.trackParkedCalls?.('mcp', () => parking.size);
   // 2026-07-28 requests: the SDK v2's stateless handler over the same registry (mcp-modern.ts).
   const modern = createModernMcp(registry, {
     serverInfo: serverOptions.serverInfo ?? { name: 'toolhost', version: packageVersion() },
@@ -120,6 +125,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     ...(serverOptions.worktree === undefined ? {} : { worktree: serverOptions.worktree }),
     maxBodyBytes,
     maxSubscriptions,
+    parking,
     onerror: (error) => {
       // The SDK refuses a subscriptions/listen past the cap in-band (-32603) and tells only this callback.
       if (/subscription limit reached/i.test(error.message)) limitMetrics?.refused('mcp', 'subscriptions_full');
