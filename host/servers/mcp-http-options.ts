@@ -2,6 +2,7 @@
  * The MCP HTTP server's options and its handle (mcp-http.ts starts it): what a
  * user gives, with the defaults of the limits it adds.
  */
+import type { SharedEventLog } from './mcp-event-store.js';
 import type { SessionDirectory } from '../core/session-directory.js';
 import type { McpServerOptions } from './mcp-server.js';
 import type { ServerLimitMetrics } from './metrics.js';
@@ -75,6 +76,8 @@ export interface McpHttpServerOptions extends McpServerOptions {
   resumeEvents?: number;
   /** Bytes of those events per session (default 262144). */
   resumeBytes?: number;
+  /** A fleet's shared copy of sessions' events, so a session restored on another host replays them (with `sessionDirectory`). */
+  eventLog?: SharedEventLog;
   /**
    * Where 2025-era sessions are shared by a fleet (a fleet's `sessions`), so that any host serves any
    * session: no sticky routing. Absent: sessions live in this host's memory.

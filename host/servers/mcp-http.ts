@@ -45,6 +45,7 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { definedLimits, gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { createModernMcp } from './mcp-modern.js';
 import { CallParking, DEFAULT_MAX_PARKED_CALLS } from './mcp-input-required.js';
+import { DEFAULT_EVENT_STORE_LIMITS } from './mcp-event-store.js';
 import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
 import { atExpiry, createLegacySessions } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
@@ -84,6 +85,9 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
     maxParkedCalls = DEFAULT_MAX_PARKED_CALLS,
+    resumeEvents = DEFAULT_EVENT_STORE_LIMITS.maxEvents,
+    resumeBytes = DEFAULT_EVENT_STORE_LIMITS.maxBytes,
+    eventLog,
     sessionDirectory,
     ...serverOptions
   } = options;
@@ -98,6 +102,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
   if (!Number.isInteger(maxSubscriptions) || maxSubscriptions < 1) throw new TypeError('options.maxSubscriptions must be a positive integer');
+  if (!Number.isInteger(resumeEvents) || resumeEvents < 0) throw new TypeError('options.resumeEvents must be a non-negative integer');
+  if (!Number.isInteger(resumeBytes) || resumeBytes < 1) throw new TypeError('options.resumeBytes must be a positive integer');
   const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth, oauthVerifier });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
@@ -114,6 +120,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     logger: registry.logger,
     limitMetrics,
     directory: sessionDirectory,
+    resume: { maxEvents: resumeEvents, maxBytes: resumeBytes },
+    eventLog,
   });
   // 2026-07-28 calls that asked their client something, waiting for its retry (mcp-input-required.ts).
   const parking = new CallParking({ maxPerPrincipal: maxParkedCalls, onRefused: () => limitMetrics?.refused('mcp', 'parked_calls_full') });
