@@ -118,7 +118,7 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
     // Another principal with the same state: as if it did not exist.
     const stolen = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: state } }, 'bob-token');
     expect((stolen.structuredContent as Structured).error).toMatchObject({ code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } });
-    const forged = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: `local.${'A'.repeat(22)}` } }, 'alice-token');
+    const forged = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: `${state.split('.')[0]}.${'A'.repeat(22)}` } }, 'alice-token');
     expect((forged.structuredContent as Structured).error).toMatchObject({ code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } });
     // Its owner resumes it.
     const done = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: { [key!]: { action: 'accept', content: { name: 'Alice' } } }, requestState: state } }, 'alice-token');

@@ -35,6 +35,8 @@ export interface FleetOptions {
 
 export interface Fleet {
   readonly link: RedisLink;
+  /** The prefix of its keys and channels. */
+  readonly prefix: string;
   readonly stateStore: RedisStateStore;
   readonly directory: RedisCallDirectory;
   /** MCP (2025-era) sessions any host can serve. */
@@ -59,6 +61,7 @@ export function openFleet(options: FleetOptions, logger: Logger): Fleet {
   link.start();
   return {
     link,
+    prefix,
     stateStore,
     directory,
     sessions,

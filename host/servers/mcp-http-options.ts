@@ -3,6 +3,7 @@
  * user gives, with the defaults of the limits it adds.
  */
 import type { SharedEventLog } from './mcp-event-store.js';
+import type { RelayLink } from './mcp-resume-relay.js';
 import type { SessionDirectory } from '../core/session-directory.js';
 import type { McpServerOptions } from './mcp-server.js';
 import type { ServerLimitMetrics } from './metrics.js';
@@ -76,6 +77,8 @@ export interface McpHttpServerOptions extends McpServerOptions {
   resumeEvents?: number;
   /** Bytes of those events per session (default 262144). */
   resumeBytes?: number;
+  /** A fleet's Redis link and prefix: 2026-07-28 retries for a call parked on another host are relayed there (mcp-resume-relay.ts). */
+  fleetRelay?: { link: RelayLink; prefix: string };
   /** A fleet's shared copy of sessions' events, so a session restored on another host replays them (with `sessionDirectory`). */
   eventLog?: SharedEventLog;
   /**

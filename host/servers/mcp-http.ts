@@ -46,6 +46,7 @@ import { definedLimits, gateConnections, resolveConnectionLimits } from './conne
 import { createModernMcp } from './mcp-modern.js';
 import { CallParking, DEFAULT_MAX_PARKED_CALLS } from './mcp-input-required.js';
 import { DEFAULT_EVENT_STORE_LIMITS } from './mcp-event-store.js';
+import { ResumeRelay } from './mcp-resume-relay.js';
 import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
 import { atExpiry, createLegacySessions } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
@@ -88,6 +89,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     resumeEvents = DEFAULT_EVENT_STORE_LIMITS.maxEvents,
     resumeBytes = DEFAULT_EVENT_STORE_LIMITS.maxBytes,
     eventLog,
+    fleetRelay,
     sessionDirectory,
     ...serverOptions
   } = options;
@@ -126,6 +128,12 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   // 2026-07-28 calls that asked their client something, waiting for its retry (mcp-input-required.ts).
   const parking = new CallParking({ maxPerPrincipal: maxParkedCalls, onRefused: () => limitMetrics?.refused('mcp', 'parked_calls_full') });
   limitMetrics?.trackParkedCalls?.('mcp', () => parking.size);
+  if (fleetRelay !== undefined) {
+    const relay = new ResumeRelay(fleetRelay.link, fleetRelay.prefix, parking, registry.logger);
+    parking.useRelay(relay);
+    // Redis may be away now: the link subscribes again when it is back.
+    await relay.start().catch((error: unknown) => registry.logger.warn({ err: (error as Error).message }, 'mcp http: could not listen for relayed 2026-07-28 retries yet'));
+  }
   // 2026-07-28 requests: the SDK v2's stateless handler over the same registry (mcp-modern.ts).
   const modern = createModernMcp(registry, {
     serverInfo: serverOptions.serverInfo ?? { name: 'toolhost', version: packageVersion() },

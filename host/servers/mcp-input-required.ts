@@ -73,6 +73,11 @@ export interface Refusal {
   reason: 'request_state_unknown';
 }
 
+/** Relays a retry to the host holding its call (mcp-resume-relay.ts, in a fleet). */
+export interface RetryRelay {
+  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal): Leg;
+}
+
 /** The parked calls of one server (one per MCP endpoint, shared by its requests). */
 export class CallParking implements Parking {
   readonly #max: number;
@@ -83,11 +88,12 @@ export class CallParking implements Parking {
   /** Calls holding a place (asked and not yet answered), per principal. */
   readonly #held = new Map<string, number>();
   #total = 0;
+  #relay: RetryRelay | undefined;
 
   constructor(options: CallParkingOptions = {}) {
     const max = options.maxPerPrincipal ?? DEFAULT_MAX_PARKED_CALLS;
     if (!Number.isInteger(max) || max < 0) throw new TypeError('options.maxPerPrincipal must be a non-negative integer');
-    const hostId = options.hostId ?? 'local';
+    const hostId = options.hostId ?? randomBytes(9).toString('base64url');
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(hostId)) throw new TypeError('options.hostId must be 1 to 64 characters of [A-Za-z0-9_-]');
     this.#max = max;
     this.#hostId = hostId;
@@ -119,8 +125,20 @@ export class CallParking implements Parking {
     return call.attach(signal);
   }
 
-  /** A client's retry: the parked call it continues, now driven by this request; or a refusal. */
-  resume(state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal): { ok: true; leg: Leg } | Refusal {
+  /** In a fleet: retries naming another host go there (mcp-resume-relay.ts). */
+  useRelay(relay: RetryRelay): void {
+    this.#relay = relay;
+  }
+
+  /**
+   * A client's retry: the parked call it continues, now driven by this request; or a refusal. A
+   * state naming another host is relayed there when `relay` (and a fleet relay is set).
+   */
+  resume(state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, relay = true): { ok: true; leg: Leg } | Refusal {
+    const host = CallParking.hostOf(state);
+    if (relay && this.#relay !== undefined && host !== undefined && host !== this.#hostId) {
+      return { ok: true, leg: this.#relay.resume(host, state, principal, responses, signal) };
+    }
     const call = this.#parked.get(state);
     if (call === undefined || call.principal !== principal) {
       return { ok: false, code: 'INVALID_INPUT', reason: 'request_state_unknown', message: 'the requestState names no call waiting for an answer here (it ended, was answered already, or is not yours): call the tool again' };
