@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../base/logger.js';
 import { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
+import { RedisEventLog, type EventLogLimits } from './redis-event-log.js';
 import { RedisLink } from './redis-link.js';
 import { RedisSessionDirectory, type SessionDirectoryLimits } from './redis-session-directory.js';
 import { RedisStateStore } from './redis-state-store.js';
@@ -13,6 +14,7 @@ import { RedisStateStore } from './redis-state-store.js';
 export { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
 export { parseHostRecord, readFleet, type FleetHostCall, type FleetHostRecord, type SkippedRecord } from './host-record.js';
 export { RedisLink } from './redis-link.js';
+export { RedisEventLog, type EventLogLimits } from './redis-event-log.js';
 export { RedisStateStore } from './redis-state-store.js';
 export { DEFAULT_SESSION_DIRECTORY_LIMITS, RedisSessionDirectory, type SessionDirectoryLimits } from './redis-session-directory.js';
 
@@ -29,6 +31,8 @@ export interface FleetOptions {
   limits?: FleetLimits;
   /** MCP sessions shared by the fleet: caps in the fleet and per principal, their TTL. */
   sessions?: SessionDirectoryLimits;
+  /** Their streams' events kept for replay (servers.mcp.http.resume_events / resume_bytes; the sessions' TTL). */
+  events?: EventLogLimits;
   /** What this host adds to its record in the fleet view (servers, pool). */
   describe?: () => Record<string, unknown>;
 }
@@ -41,6 +45,8 @@ export interface Fleet {
   readonly directory: RedisCallDirectory;
   /** MCP (2025-era) sessions any host can serve. */
   readonly sessions: RedisSessionDirectory;
+  /** Their streams' events, for `Last-Event-ID` replay on any host. */
+  readonly events: RedisEventLog;
   /** Stop renewing, drop this host's record, close the connections. */
   close(): Promise<void>;
 }
@@ -57,6 +63,7 @@ export function openFleet(options: FleetOptions, logger: Logger): Fleet {
     ...(options.describe === undefined ? {} : { describe: options.describe }),
   });
   const sessions = new RedisSessionDirectory(link, logger, { prefix, ...options.sessions });
+  const events = new RedisEventLog(link, { prefix, ...(options.sessions?.ttlMs === undefined ? {} : { ttlMs: options.sessions.ttlMs }), ...options.events });
   directory.start();
   link.start();
   return {
@@ -65,6 +72,7 @@ export function openFleet(options: FleetOptions, logger: Logger): Fleet {
     stateStore,
     directory,
     sessions,
+    events,
     async close() {
       await directory.close();
       await link.close();

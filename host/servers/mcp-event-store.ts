@@ -29,6 +29,7 @@
  */
 import type { EventStore } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { SharedEventLog } from '../core/session-directory.js';
 
 export interface EventStoreLimits {
   /** Events kept (default 1000; 0: none, no resumption). */
@@ -39,12 +40,7 @@ export interface EventStoreLimits {
 
 export const DEFAULT_EVENT_STORE_LIMITS: EventStoreLimits = { maxEvents: 1000, maxBytes: 262_144 };
 
-/** A fleet's shared copy of a session's events (best effort: a failure loses only the shared copy). */
-export interface SharedEventLog {
-  append(sessionId: string, eventId: string, text: string): Promise<void>;
-  /** The events of `streamId` after `eventId`, oldest first; undefined when `eventId` is not held. */
-  after(sessionId: string, streamId: string, eventId: string): Promise<Array<{ id: string; text: string }> | undefined>;
-}
+export type { SharedEventLog } from '../core/session-directory.js';
 
 interface Kept {
   id: string;
@@ -106,7 +102,8 @@ export class SessionEventStore implements EventStore {
       this.#head = 0;
     }
     if (dropped > 0) this.#onDropped(dropped);
-    if (this.#shared !== undefined) await this.#shared.log.append(this.#shared.sessionId, id, text).catch(() => undefined);
+    // Not awaited (a slow or absent Redis must not hold the stream); one connection keeps the order.
+    if (this.#shared !== undefined) this.#shared.log.append(this.#shared.sessionId, id, text).catch(() => undefined);
     return id;
   }
 
