@@ -30,7 +30,7 @@ describe.skipIf(!hasCGuests)('approval through a 2026-07-28 client\'s elicitatio
   }
 
   beforeAll(async () => {
-    registry = makeRegistry({ audit: new MemoryAuditLog(), approve: askCallerApproval, defaults: { wallMs: 5000 } });
+    registry = makeRegistry({ audit: new MemoryAuditLog(), approve: askCallerApproval, defaults: { wallMs: 60_000 } });
     await registry.registerWasmTools(example('ctools'), { grant: { privilege: 'PRIVILEGED', worktree }, defaultPolicy: { privilege_level: 'PRIVILEGED' } });
     server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0 });
   });

@@ -44,7 +44,7 @@ describe.runIf(hasRedis && hasCGuests)('2026-07-28 input-required round trips ac
   beforeAll(async () => {
     await redis.start();
     for (let i = 0; i < 2; i += 1) {
-      const registry = makeRegistry({ defaults: { wallMs: 10_000 } });
+      const registry = makeRegistry({ defaults: { wallMs: 60_000 } });
       await registry.registerWasmTools(fixture('mcp_rich'), { grant: { sampling: { maxRequests: 3, maxTokens: 1000 }, elicitation: { maxRequests: 2 } } });
       const fleet = openFleet({ redis: redis.url, keyPrefix: prefix }, silentLogger);
       await fleet.link.ready();

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import type { TerminalEvent, ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
+import { createMetrics, type HostMetrics } from '../host/servers/metrics.js';
 import { fixture, hasCGuests, makeRegistry } from './helpers.js';
 
 type Structured = { replies?: string[]; model?: string; error?: { code: string; message: string; details?: Record<string, unknown> }; action?: string; content?: unknown };
@@ -63,19 +64,22 @@ async function rawCall(url: string, body: Record<string, unknown>, token?: strin
 describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients through input-required results', () => {
   let registry: ToolRegistry;
   let server: McpHttpServer;
+  let metrics: HostMetrics;
   const finished: TerminalEvent[] = [];
   const clients: Client[] = [];
 
   beforeAll(async () => {
     // Three workers: a parked guest keeps its worker.
-    registry = makeRegistry({ defaults: { wallMs: 10_000 }, sandbox: { threads: 3 } });
+    registry = makeRegistry({ defaults: { wallMs: 60_000 }, sandbox: { threads: 3 } });
     await registry.registerWasmTools(fixture('mcp_rich'), { grant: { sampling: { maxRequests: 3, maxTokens: 1000 }, elicitation: { maxRequests: 2 } } });
     registry.onCallFinished((_tool, event) => finished.push(event));
-    server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, tokens: [{ principal: 'alice', token: 'alice-token' }, { principal: 'bob', token: 'bob-token' }], maxParkedCalls: 1 });
+    metrics = createMetrics(registry);
+    server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, metrics, limitMetrics: metrics.limits, tokens: [{ principal: 'alice', token: 'alice-token' }, { principal: 'bob', token: 'bob-token' }], maxParkedCalls: 1 });
   });
   afterAll(async () => {
     for (const client of clients) await client.close().catch(() => {});
     await server?.close();
+    metrics?.close();
     await registry?.close();
   });
 
@@ -129,13 +133,16 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
   });
 
   it('parked calls are bounded per principal: past the cap the tool\'s request is refused OVERLOADED; another principal is not affected', async () => {
-    const parked = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, _meta: { 'toolhost/policy': { budget_wall_ms: 3000 } } } }, 'alice-token');
+    const parked = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, _meta: { 'toolhost/policy': { budget_wall_ms: 30_000 } } } }, 'alice-token');
     expect(parked.resultType).toBe('input_required');
     const refused = await rawCall(server.url, { params: { name: 'ask_user', arguments: {} } }, 'alice-token');
     expect(refused.resultType).toBe('complete');
     expect(JSON.stringify(refused.structuredContent)).toContain('OVERLOADED');
     const other = await rawCall(server.url, { params: { name: 'ask_user', arguments: {} } }, 'bob-token');
     expect(other.resultType).toBe('input_required');
+    const text = await metrics.metrics();
+    expect(text).toContain('toolhost_server_refused_total{server="mcp",reason="parked_calls_full"} 1');
+    expect(text).toContain('toolhost_server_parked_calls{server="mcp"} 2');
     // Answered, both places are free again.
     for (const [result, token] of [[parked, 'alice-token'], [other, 'bob-token']] as const) {
       const key = Object.keys(result.inputRequests as object)[0]!;
@@ -146,9 +153,9 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
 
   it('an answer that never comes ends the call with its wall budget: one terminal event, and the place is free again', async () => {
     const before = finished.length;
-    const parked = await rawCall(server.url, { params: { name: 'ask_model', arguments: {}, _meta: { 'toolhost/policy': { budget_wall_ms: 400 } } } }, 'bob-token');
+    const parked = await rawCall(server.url, { params: { name: 'ask_model', arguments: {}, _meta: { 'toolhost/policy': { budget_wall_ms: 3000 } } } }, 'bob-token');
     expect(parked.resultType).toBe('input_required');
-    await expect.poll(() => finished.slice(before).some((event) => event.type === 'error' && event.code === 'WALL_TIMEOUT'), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => finished.slice(before).some((event) => event.type === 'error' && event.code === 'WALL_TIMEOUT'), { timeout: 30_000 }).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 200));
     const ended = finished.slice(before).filter((event) => event.callId === finished.slice(before).find((e) => e.type === 'error' && e.code === 'WALL_TIMEOUT')!.callId);
     expect(ended).toHaveLength(1);
