@@ -163,4 +163,17 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
     const late = await rawCall(server.url, { params: { name: 'ask_model', arguments: {}, inputResponses: {}, requestState: parked.requestState } }, 'bob-token');
     expect((late.structuredContent as Structured).error).toMatchObject({ code: 'INVALID_INPUT' });
   });
+
+  it('closing the server ends its parked calls at once (the guest is told CANCELLED), rather than leaving them to their 60 s wall budget', async () => {
+    const own = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, tokens: [{ principal: 'alice', token: 'alice-token' }] });
+    const before = finished.length;
+    const parked = await rawCall(own.url, { params: { name: 'ask_user', arguments: {} } }, 'alice-token');
+    expect(parked.resultType).toBe('input_required');
+    const closedAt = Date.now();
+    await own.close();
+    await expect.poll(() => finished.length - before, { timeout: 30_000 }).toBe(1);
+    expect(Date.now() - closedAt).toBeLessThan(30_000);
+    // The guest's elicit failed CANCELLED; it reports that in its result.
+    expect(JSON.stringify(finished.at(-1))).toContain('CANCELLED');
+  });
 });

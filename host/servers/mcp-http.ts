@@ -282,6 +282,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
         }
         // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
         await Promise.allSettled([legacy.close(), modern.close()]);
+        parking.close();
         await new Promise<void>((resolve) => {
           http.close(() => resolve());
           http.closeAllConnections();

@@ -149,6 +149,12 @@ export class CallParking implements Parking {
 
   // --- for ParkedCall ---
 
+  /** Cancel every parked call (the server is closing: no retry can reach them any more). */
+  close(): void {
+    for (const call of this.#parked.values()) call.cancel();
+    this.#parked.clear();
+  }
+
   /** Hold a place for `principal` (false: at the cap, refused). */
   hold(principal: string): boolean {
     const held = this.#held.get(principal) ?? 0;

@@ -118,6 +118,11 @@ export class ParkedCall {
     });
   }
 
+  /** End the call (the server is closing): it ends CANCELLED, as a request's call does when its server closes. */
+  cancel(): void {
+    this.#abort.abort(new Error('the server is closing'));
+  }
+
   /** The client's answers: deliver the one asked for, and let `signal`'s request drive the call on. */
   answer(responses: Record<string, unknown> | undefined, signal: AbortSignal): Leg {
     this.#state = undefined;
