@@ -106,5 +106,8 @@ describe.runIf(hasRedis && hasCGuests)('2026-07-28 input-required round trips ac
     expect(JSON.stringify(stolen.structuredContent)).toContain('request_state_unknown');
     const owner = await call(hosts[1]!, TOKENS[0]!.token, { inputResponses: { [key]: { action: 'accept', content: { name: 'Alice' } } }, requestState: parked.requestState });
     expect(owner.structuredContent).toEqual({ action: 'accept', content: { name: 'Alice' } });
+    // A state naming a host nobody runs: refused at once, not waited on.
+    const nowhere = await call(hosts[1]!, TOKENS[0]!.token, { inputResponses: {}, requestState: `nohost.${'A'.repeat(22)}` });
+    expect(JSON.stringify(nowhere.structuredContent)).toContain('request_state_unknown');
   });
 });
