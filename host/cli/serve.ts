@@ -195,8 +195,11 @@ export async function serve(options: ServeOptions): Promise<number> {
         firstByteTimeoutMs: http.firstByteTimeoutMs,
         headersTimeoutMs: http.headersTimeoutMs,
         maxSubscriptions: http.maxSubscriptions,
+        maxParkedCalls: http.maxParkedCalls,
+        resumeEvents: http.resumeEvents,
+        resumeBytes: http.resumeBytes,
         // In a fleet, 2025-era sessions live in Redis: any host serves any session.
-        ...(host.fleet === undefined ? {} : { sessionDirectory: host.fleet.sessions }),
+        ...(host.fleet === undefined ? {} : { sessionDirectory: host.fleet.sessions, eventLog: host.fleet.events, fleetRelay: { link: host.fleet.link, prefix: host.fleet.prefix } }),
         metrics,
         limitMetrics: metrics.limits,
         health: () => ({ pool: registry.sandboxStats() ?? null, ...(host.fleet === undefined ? {} : { fleet: registry.fleetStatus() }) }),

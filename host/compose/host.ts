@@ -102,6 +102,7 @@ async function assembleHost(config: ResolvedConfig, options: CreateHostOptions, 
     ...config.cluster,
     // MCP sessions in Redis live as long as an idle session on one host.
     sessions: { ...config.cluster.sessions, ttlMs: config.servers.mcp.http.sessionIdleMs },
+    events: { maxEvents: config.servers.mcp.http.resumeEvents, maxBytes: config.servers.mcp.http.resumeBytes },
     ...(options.describeHost === undefined ? {} : { describe: options.describeHost }),
   }, base.logger ?? createDefaultLogger());
   // Tracing: the SDK loads only when `telemetry:` or the OTEL_* environment asks for it (an embedder's own tracer wins).

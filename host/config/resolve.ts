@@ -40,6 +40,9 @@ export const DEFAULT_MCP_HTTP = {
   ...DEFAULT_CONNECTION_FAIRNESS,
   headersTimeoutMs: 10_000,
   maxSubscriptions: 1024,
+  maxParkedCalls: 16,
+  resumeEvents: 1000,
+  resumeBytes: 262_144,
 } as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
 export const DEFAULT_GRPC = {
@@ -278,6 +281,9 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         ...connectionFairness(mcpHttp),
         headersTimeoutMs: mcpHttp.headers_timeout_ms ?? DEFAULT_MCP_HTTP.headersTimeoutMs,
         maxSubscriptions: mcpHttp.max_subscriptions ?? DEFAULT_MCP_HTTP.maxSubscriptions,
+        maxParkedCalls: mcpHttp.max_parked_calls ?? DEFAULT_MCP_HTTP.maxParkedCalls,
+        resumeEvents: mcpHttp.resume_events ?? DEFAULT_MCP_HTTP.resumeEvents,
+        resumeBytes: mcpHttp.resume_bytes ?? DEFAULT_MCP_HTTP.resumeBytes,
       },
     },
     grpc: {

@@ -144,6 +144,11 @@ export interface ServerSettings {
 
       /** 2026-07-28 `subscriptions/listen` streams open at once on this host. */
       maxSubscriptions: number;
+      /** 2026-07-28 calls one principal may have parked for its client's answers. */
+      maxParkedCalls: number;
+      /** 2025-era events kept per session for replay after Last-Event-ID (count, bytes). */
+      resumeEvents: number;
+      resumeBytes: number;
     };
   };
   grpc: {

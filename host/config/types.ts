@@ -267,6 +267,9 @@ export interface ServersSection {
       first_byte_timeout_ms?: number;
       headers_timeout_ms?: number;
       max_subscriptions?: number;
+      max_parked_calls?: number;
+      resume_events?: number;
+      resume_bytes?: number;
     };
   };
   grpc?: {

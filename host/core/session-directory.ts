@@ -44,3 +44,13 @@ export interface SessionDirectory {
   /** Be told of relayed messages (this host's own included). Returns a function that stops it. */
   onRelay(listener: (sessionId: string, message: string) => void): () => void;
 }
+
+/**
+ * A fleet's copy of sessions' stream events (2025-era resumability): a session restored on another
+ * host replays, after `Last-Event-ID`, what was sent before the client moved. Best effort.
+ */
+export interface SharedEventLog {
+  append(sessionId: string, eventId: string, text: string): Promise<void>;
+  /** The events of `streamId` after `eventId`, oldest first; undefined when `eventId` is not held. */
+  after(sessionId: string, streamId: string, eventId: string): Promise<Array<{ id: string; text: string }> | undefined>;
+}

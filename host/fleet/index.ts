@@ -11,6 +11,7 @@ import type { Logger } from '../base/logger.js';
 import { RedisCallDirectory, type FleetLimits } from './redis-call-directory.js';
 import type { RedisLink } from './link.js';
 import { ClusterRedisLink } from './redis-cluster-link.js';
+import { RedisEventLog, type EventLogLimits } from './redis-event-log.js';
 import { SingleRedisLink } from './redis-link.js';
 import { RedisSessionDirectory, type SessionDirectoryLimits } from './redis-session-directory.js';
 import { RedisStateStore } from './redis-state-store.js';
@@ -20,6 +21,7 @@ export { parseHostRecord, readFleet, type FleetHostCall, type FleetHostRecord, t
 export { RedisLink, SingleRedisLink, type RedisLinkOptions } from './redis-link.js';
 export { ClusterRedisLink, type ClusterLinkOptions } from './redis-cluster-link.js';
 export { fleetError, type AcknowledgedReply, type RedisCommand } from './link.js';
+export { RedisEventLog, type EventLogLimits } from './redis-event-log.js';
 export { CLUSTER_STATE_BUCKETS, RedisStateStore } from './redis-state-store.js';
 export { DEFAULT_SESSION_DIRECTORY_LIMITS, RedisSessionDirectory, type SessionDirectoryLimits } from './redis-session-directory.js';
 
@@ -39,16 +41,22 @@ export interface FleetSettings {
   limits?: FleetLimits;
   /** MCP sessions shared by the fleet: caps in the fleet and per principal, their TTL. */
   sessions?: SessionDirectoryLimits;
+  /** Their streams' events kept for replay (servers.mcp.http.resume_events / resume_bytes; the sessions' TTL). */
+  events?: EventLogLimits;
   /** What this host adds to its record in the fleet view (servers, pool). */
   describe?: () => Record<string, unknown>;
 }
 
 export interface Fleet {
   readonly link: RedisLink;
+  /** The prefix of its keys and channels. */
+  readonly prefix: string;
   readonly stateStore: RedisStateStore;
   readonly directory: RedisCallDirectory;
   /** MCP (2025-era) sessions any host can serve. */
   readonly sessions: RedisSessionDirectory;
+  /** Their streams' events, for `Last-Event-ID` replay on any host. */
+  readonly events: RedisEventLog;
   /** Stop renewing, drop this host's record, close the connections. */
   close(): Promise<void>;
 }
@@ -78,13 +86,16 @@ export function openFleet(options: FleetOptions, logger: Logger): Fleet {
     ...(options.describe === undefined ? {} : { describe: options.describe }),
   });
   const sessions = new RedisSessionDirectory(link, logger, { prefix, ...options.sessions });
+  const events = new RedisEventLog(link, { prefix, ...(options.sessions?.ttlMs === undefined ? {} : { ttlMs: options.sessions.ttlMs }), ...options.events });
   directory.start();
   link.start();
   return {
     link,
+    prefix,
     stateStore,
     directory,
     sessions,
+    events,
     async close() {
       await directory.close();
       await link.close();

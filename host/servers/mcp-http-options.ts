@@ -2,6 +2,8 @@
  * The MCP HTTP server's options and its handle (mcp-http.ts starts it): what a
  * user gives, with the defaults of the limits it adds.
  */
+import type { SharedEventLog } from './mcp-event-store.js';
+import type { RelayLink } from './mcp-resume-relay.js';
 import type { SessionDirectory } from '../core/session-directory.js';
 import type { McpServerOptions } from './mcp-server.js';
 import type { ServerLimitMetrics } from './metrics.js';
@@ -69,6 +71,16 @@ export interface McpHttpServerOptions extends McpServerOptions {
   headersTimeoutMs?: number;
   /** 2026-07-28 `subscriptions/listen` streams open at once (default 1024; the SDK refuses more in-band). */
   maxSubscriptions?: number;
+  /** 2026-07-28 calls one principal may have parked, waiting for its client's answer (default 16; past it the tool's request is OVERLOADED). */
+  maxParkedCalls?: number;
+  /** 2025-era events kept per session for replay after `Last-Event-ID` (default 1000; 0: no event ids, no resumption). */
+  resumeEvents?: number;
+  /** Bytes of those events per session (default 262144). */
+  resumeBytes?: number;
+  /** A fleet's Redis link and prefix: 2026-07-28 retries for a call parked on another host are relayed there (mcp-resume-relay.ts). */
+  fleetRelay?: { link: RelayLink; prefix: string };
+  /** A fleet's shared copy of sessions' events, so a session restored on another host replays them (with `sessionDirectory`). */
+  eventLog?: SharedEventLog;
   /**
    * Where 2025-era sessions are shared by a fleet (a fleet's `sessions`), so that any host serves any
    * session: no sticky routing. Absent: sessions live in this host's memory.

@@ -44,6 +44,9 @@ import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { definedLimits, gateConnections, resolveConnectionLimits } from './connection-gate.js';
 import { createModernMcp } from './mcp-modern.js';
+import { CallParking, DEFAULT_MAX_PARKED_CALLS } from './mcp-input-required.js';
+import { DEFAULT_EVENT_STORE_LIMITS } from './mcp-event-store.js';
+import { ResumeRelay } from './mcp-resume-relay.js';
 import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
 import { atExpiry, createLegacySessions } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
@@ -82,6 +85,11 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     firstByteTimeoutMs,
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
+    maxParkedCalls = DEFAULT_MAX_PARKED_CALLS,
+    resumeEvents = DEFAULT_EVENT_STORE_LIMITS.maxEvents,
+    resumeBytes = DEFAULT_EVENT_STORE_LIMITS.maxBytes,
+    eventLog,
+    fleetRelay,
     sessionDirectory,
     ...serverOptions
   } = options;
@@ -96,6 +104,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   }
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new TypeError('options.maxBodyBytes must be a positive integer');
   if (!Number.isInteger(maxSubscriptions) || maxSubscriptions < 1) throw new TypeError('options.maxSubscriptions must be a positive integer');
+  if (!Number.isInteger(resumeEvents) || resumeEvents < 0) throw new TypeError('options.resumeEvents must be a non-negative integer');
+  if (!Number.isInteger(resumeBytes) || resumeBytes < 1) throw new TypeError('options.resumeBytes must be a positive integer');
   const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth, oauthVerifier });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
@@ -112,7 +122,18 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     logger: registry.logger,
     limitMetrics,
     directory: sessionDirectory,
+    resume: { maxEvents: resumeEvents, maxBytes: resumeBytes },
+    eventLog,
   });
+  // 2026-07-28 calls that asked their client something, waiting for its retry (mcp-input-required.ts).
+  const parking = new CallParking({ maxPerPrincipal: maxParkedCalls, onRefused: () => limitMetrics?.refused('mcp', 'parked_calls_full') });
+  limitMetrics?.trackParkedCalls?.('mcp', () => parking.size);
+  if (fleetRelay !== undefined) {
+    const relay = new ResumeRelay(fleetRelay.link, fleetRelay.prefix, parking, registry.logger);
+    parking.useRelay(relay);
+    // Redis may be away now: the link subscribes again when it is back.
+    await relay.start().catch((error: unknown) => registry.logger.warn({ err: (error as Error).message }, 'mcp http: could not listen for relayed 2026-07-28 retries yet'));
+  }
   // 2026-07-28 requests: the SDK v2's stateless handler over the same registry (mcp-modern.ts).
   const modern = createModernMcp(registry, {
     serverInfo: serverOptions.serverInfo ?? { name: 'toolhost', version: packageVersion() },
@@ -120,6 +141,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     ...(serverOptions.worktree === undefined ? {} : { worktree: serverOptions.worktree }),
     maxBodyBytes,
     maxSubscriptions,
+    parking,
     onerror: (error) => {
       // The SDK refuses a subscriptions/listen past the cap in-band (-32603) and tells only this callback.
       if (/subscription limit reached/i.test(error.message)) limitMetrics?.refused('mcp', 'subscriptions_full');
@@ -260,6 +282,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
         }
         // Closing a session's server closes its transport, which aborts its requests: their calls end CANCELLED.
         await Promise.allSettled([legacy.close(), modern.close()]);
+        parking.close();
         await new Promise<void>((resolve) => {
           http.close(() => resolve());
           http.closeAllConnections();

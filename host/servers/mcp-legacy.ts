@@ -27,6 +27,7 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { Logger } from '../base/logger.js';
 import type { SessionDirectory } from '../core/session-directory.js';
 import { closeCancelledStreams } from './mcp-cancellations.js';
+import { DEFAULT_EVENT_STORE_LIMITS, SessionEventStore, type EventStoreLimits, type SharedEventLog } from './mcp-event-store.js';
 import { relayedKind, relayForeignMessages, type SessionRelay } from './mcp-relay.js';
 import { createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { SessionTable, type Admit, type SessionEndReason, type SessionLimits } from './mcp-sessions.js';
@@ -46,6 +47,8 @@ interface Session {
   /** What the directory keeps: the client's initialize params and its log level. */
   state: SessionState;
   relay?: SessionRelay;
+  /** Its events for `Last-Event-ID` replay (absent: resumption is off). */
+  events?: SessionEventStore;
 }
 
 interface SessionState {
@@ -61,6 +64,10 @@ export interface LegacyOptions {
   limitMetrics?: ServerLimitMetrics | undefined;
   /** Sessions shared by a fleet (absent: this host's memory only). */
   directory?: SessionDirectory | undefined;
+  /** Events kept per session for `Last-Event-ID` replay (mcp-event-store.ts; absent: the defaults; maxEvents 0: none). */
+  resume?: EventStoreLimits | undefined;
+  /** A fleet's shared copy of sessions' events (replay on another host). */
+  eventLog?: SharedEventLog | undefined;
 }
 
 export interface LegacySessions {
@@ -137,9 +144,12 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     await node(req as IncomingMessage & { auth?: never }, flushing, body);
   };
 
+  const resume = options.resume ?? DEFAULT_EVENT_STORE_LIMITS;
   const openSession = (id: string, client: string, principal: string | undefined, state: SessionState, shared: boolean): Session => {
+    const events = resume.maxEvents === 0 ? undefined : new SessionEventStore(resume, (count) => limitMetrics?.resumeEventsDropped?.('mcp', count), shared && options.eventLog !== undefined ? { log: options.eventLog, sessionId: id } : undefined);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
+      ...(events === undefined ? {} : { eventStore: events }),
       onsessioninitialized: (initialized) => {
         if (!closing) sessions.add(initialized, client, session);
       },
@@ -147,7 +157,7 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     transport.onclose = () => {
       if (sessions.get(id) === session && sessions.delete(id)) limitMetrics?.sessionEnded('mcp', 'closed');
     };
-    const session: Session = { id, transport, principal, shared, state, server: createMcpServer(registry, principal === undefined ? serverOptions : { ...serverOptions, principal }) };
+    const session: Session = { id, transport, principal, shared, state, ...(events === undefined ? {} : { events }), server: createMcpServer(registry, principal === undefined ? serverOptions : { ...serverOptions, principal }) };
     session.server.onerror = (error) => logger.debug({ err: error.message }, 'mcp http: session error');
     return session;
   };
@@ -262,6 +272,12 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
         if ('ok' in session) return refuse(res, session.reason, session.message, session.reason === 'sessions_full' ? 503 : 429);
         // Ended in the fleet before the client hears it is: its next request, on any host, gets 404.
         if (method === 'DELETE' && session.shared) await directory?.delete(sessionId).catch(() => undefined);
+        // A resume from an event this session no longer holds: say so, rather than replay a gap.
+        const lastEventId = method === 'GET' ? header(req, 'last-event-id') : undefined;
+        if (lastEventId !== undefined && session.events !== undefined && !(await session.events.resumable(lastEventId))) {
+          limitMetrics?.refused('mcp', 'resume_window');
+          return rpcError(res, 410, -32000, 'Gone: that event is no longer held for replay (servers.mcp.http.resume_events / resume_bytes); reconnect without Last-Event-ID', { code: 'OUTPUT_LIMIT_EXCEEDED', reason: 'resume_window' });
+        }
         const done = sessions.use(sessionId);
         // The session's event stream (GET) ends when the token that opened it expires: the client reconnects with a fresh one.
         const expiry = method === 'GET' ? atExpiry(req, () => {

@@ -21,9 +21,9 @@
  *   aborts the call's signal; `toolhost_cancel` by call id works as before;
  * - the log level is the request's (`io.modelcontextprotocol/logLevel`),
  *   `logging/setLevel` has no lasting effect;
- * - tools that ask their caller (sampling, elicitation) get CLIENT_UNSUPPORTED:
- *   the revision has no server-to-client requests, and its `input_required`
- *   round trips would need a call to be restarted, which a running tool cannot;
+ * - a tool that asks its caller (sampling, elicitation) is parked: the request
+ *   answers `input_required`, and the client's retry with the answer resumes
+ *   the guest where it asked (mcp-input-required.ts);
  * - `notifications/tools/list_changed` comes on `subscriptions/listen` streams.
  */
 import {
@@ -41,6 +41,7 @@ import type { CallOptions, CallStream } from '../core/call/options.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import { metaCallOptions } from './mcp-meta.js';
+import { CallParking, driveCall } from './mcp-input-required.js';
 import { listTools, MCP_META_KEYS, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { endMcpServerSpan, openMcpServerSpan } from './mcp-trace.js';
 import type { TraceSpan } from '../core/tracing.js';
@@ -57,6 +58,8 @@ export interface ModernMcpOptions extends Pick<McpServerOptions, 'serverInfo' | 
   maxSubscriptions: number;
   /** Reporting of the SDK's out-of-band errors. */
   onerror?: (error: Error) => void;
+  /** Calls parked for their client's answers (sampling, elicitation; default: this handler's own, 16 per principal). */
+  parking?: CallParking;
 }
 
 /** The modern leg: the SDK handler, and what a graceful stop needs. */
@@ -77,6 +80,7 @@ export function createModernMcp(registry: McpToolSource, options: ModernMcpOptio
   let inFlight = 0;
   let draining = false;
   const idle = new Set<() => void>();
+  const parking = options.parking ?? new CallParking();
 
   const factory = (): Server => {
     const server = new Server(options.serverInfo, {
@@ -122,7 +126,12 @@ export function createModernMcp(registry: McpToolSource, options: ModernMcpOptio
     if (span !== undefined) call.span = span;
     inFlight += 1;
     try {
-      const terminal = await forward(registry.stream(name, args, call), name, ctx);
+      // A tool that asks its caller parks until the client's retry answers (mcp-input-required.ts).
+      const leg = driveCall(parking, name, call, ctx, (client, signal) => registry.stream(name, args, { ...call, signal, client }));
+      if (!leg.ok) return toCallToolResult(rejection(leg.code, leg.message, { reason: leg.reason }), hasOutputSchema) as CallToolResult;
+      const terminal = await forward(leg.leg.events, name, ctx);
+      const asked = leg.leg.inputRequired();
+      if (asked !== undefined) return asked as unknown as CallToolResult;
       if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
         const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
@@ -175,8 +184,8 @@ export function createModernMcp(registry: McpToolSource, options: ModernMcpOptio
 }
 
 /** A call refused before it started, as a terminal event (for `toCallToolResult`). */
-function rejection(code: 'INVALID_INPUT' | 'OVERLOADED', message: string): TerminalEvent {
-  return { type: 'error', callId: '', code, message, stage: 'rejected', accounting: { wallMs: 0, queuedMs: 0, attempts: 0, events: 0 } };
+function rejection(code: 'INVALID_INPUT' | 'OVERLOADED', message: string, details?: Record<string, unknown>): TerminalEvent {
+  return { type: 'error', callId: '', code, message, ...(details === undefined ? {} : { details }), stage: 'rejected', accounting: { wallMs: 0, queuedMs: 0, attempts: 0, events: 0 } };
 }
 
 function outputSchemaOf(registry: McpToolSource, name: string): unknown {

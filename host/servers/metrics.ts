@@ -48,6 +48,10 @@ export interface ServerLimitMetrics {
   sessionRestored(server: 'mcp', outcome: 'restored' | 'failed'): void;
   /** A shared session's message relayed between hosts: `sent` to the fleet, or `delivered` here to the session's server. */
   relayed(server: 'mcp', direction: 'sent' | 'delivered', kind: 'response' | 'cancel'): void;
+  /** Report the 2026-07-28 calls parked for their client's answers (read when metrics are scraped). */
+  trackParkedCalls?(server: 'mcp', count: () => number): void;
+  /** Events a 2025 session's replay buffer dropped (past `resume_events` / `resume_bytes`). */
+  resumeEventsDropped?(server: 'mcp', count: number): void;
 }
 
 export interface HostMetrics {
@@ -261,6 +265,22 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
       for (const [server, count] of sessionCounts) this.set({ server }, count());
     },
   });
+  const parkedCounts = new Map<string, () => number>();
+  new Gauge({
+    name: 'toolhost_server_parked_calls',
+    help: 'MCP 2026-07-28 calls parked, each waiting for its client\'s answer to a sampling or elicitation request (input_required), by server.',
+    labelNames: ['server'] as const,
+    registers: [prometheus],
+    collect() {
+      for (const [server, count] of parkedCounts) this.set({ server }, count());
+    },
+  });
+  const resumeDropped = new Counter({
+    name: 'toolhost_server_resume_events_dropped_total',
+    help: 'Events of MCP 2025-11-25 sessions dropped from their replay buffer (past servers.mcp.http.resume_events or resume_bytes): a client resuming from before them is refused.',
+    labelNames: ['server'] as const,
+    registers: [prometheus],
+  });
   const limits: ServerLimitMetrics = {
     refused: (server, reason) => refused.inc({ server, reason: reasons.of(reason) }),
     connectionClosed: (server, reason) => connectionsClosed.inc({ server, reason }),
@@ -270,6 +290,10 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
     },
     sessionRestored: (server, outcome) => sessionsRestored.inc({ server, outcome }),
     relayed: (server, direction, kind) => relayed.inc({ server, direction, kind }),
+    trackParkedCalls: (server, count) => {
+      parkedCounts.set(server, count);
+    },
+    resumeEventsDropped: (server, count) => resumeDropped.inc({ server }, count),
   };
 
   let introspection: () => IntrospectionStats | undefined = () => undefined;

@@ -1,0 +1,158 @@
+/**
+ * Resumable streams on the 2025-11-25 leg (host/servers/mcp-event-store.ts): SSE event ids, and
+ * a client that drops its stream mid-call and reconnects with Last-Event-ID receives the events it
+ * missed and the call's result. Bounded per session (resume_events / resume_bytes): a resume from
+ * an event no longer held is refused 410 (OUTPUT_LIMIT_EXCEEDED, reason resume_window), and one
+ * session's event ids replay nothing of another's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineNativeTool, type ToolRegistry } from '../host/index.js';
+import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
+import { makeRegistry } from './helpers.js';
+
+interface SseEvent {
+  id?: string;
+  data: string;
+}
+
+/** Read SSE events from a response body, handing each to `onEvent` until it returns true or the stream ends. */
+async function readEvents(response: Response, onEvent: (event: SseEvent) => boolean): Promise<void> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event: SseEvent = { data: '' };
+      for (const line of block.split('\n')) {
+        if (line.startsWith('id: ')) event.id = line.slice(4);
+        else if (line.startsWith('data: ')) event.data += line.slice(6);
+      }
+      if (onEvent(event)) {
+        await reader.cancel().catch(() => undefined);
+        return;
+      }
+    }
+  }
+}
+
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+
+/** A 2025-11-25 session opened by hand; returns its id. */
+async function openSession(url: string): Promise<string> {
+  const init = await fetch(url, {
+    method: 'POST',
+    headers: HEADERS,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'resume-test', version: '1.0.0' } } }),
+  });
+  const sessionId = init.headers.get('mcp-session-id')!;
+  await init.text();
+  await (await fetch(url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': sessionId }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  return sessionId;
+}
+
+describe('a 2025 client that loses its stream mid-call resumes it with Last-Event-ID', () => {
+  let registry: ToolRegistry;
+  let server: McpHttpServer;
+  let release: () => void = () => undefined;
+
+  beforeAll(async () => {
+    registry = makeRegistry();
+    registry.register(defineNativeTool({
+      name: 'three_steps',
+      description: 'Two steps, waits to be released, a third, then its result.',
+      inputSchema: { type: 'object' },
+      streaming: true,
+      run: async (_args, _ctx, events) => {
+        events.progress(10, 'one');
+        events.progress(20, 'two');
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        events.progress(30, 'three');
+        return { steps: 3 };
+      },
+    }));
+    registry.register(defineNativeTool({
+      name: 'chatty',
+      description: 'Many progress notifications.',
+      inputSchema: { type: 'object' },
+      streaming: true,
+      run: async (_args, _ctx, events) => {
+        for (let i = 1; i <= 40; i += 1) events.progress(i * 2, `step ${i} ${'x'.repeat(100)}`);
+        return { steps: 40 };
+      },
+    }));
+    server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, progressFlushMs: 0, resumeEvents: 10, resumeBytes: 1_000_000 });
+  });
+  afterAll(async () => {
+    release();
+    await server?.close();
+    await registry?.close();
+  });
+
+  it('receives the events it missed and the result after reconnecting', async () => {
+    const sessionId = await openSession(server.url);
+    const dropped = new AbortController();
+    const post = await fetch(server.url, {
+      method: 'POST',
+      headers: { ...HEADERS, 'mcp-session-id': sessionId },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'three_steps', arguments: {}, _meta: { progressToken: 'p' } } }),
+      signal: dropped.signal,
+    });
+    expect(post.headers.get('content-type')).toContain('text/event-stream');
+    let lastId: string | undefined;
+    const before: string[] = [];
+    await readEvents(post, (event) => {
+      if (event.id !== undefined) lastId = event.id;
+      if (event.data !== '') before.push((JSON.parse(event.data) as { params?: { message?: string } }).params?.message ?? '');
+      return before.includes('two');
+    });
+    // The stream drops mid-call; the call goes on and ends while the client is away.
+    dropped.abort();
+    expect(lastId).toBeDefined();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const resumed = await fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId, 'last-event-id': lastId! } });
+    expect(resumed.status).toBe(200);
+    const after: Array<{ id?: unknown; method?: string; params?: { message?: string }; result?: { structuredContent?: unknown } }> = [];
+    await readEvents(resumed, (event) => {
+      if (event.data === '') return false;
+      const message = JSON.parse(event.data) as (typeof after)[number];
+      after.push(message);
+      return message.id === 7;
+    });
+    expect(after.filter((message) => message.method === 'notifications/progress').map((message) => message.params?.message)).toEqual(['three']);
+    expect(after.at(-1)?.result?.structuredContent).toEqual({ steps: 3 });
+  });
+
+  it('refuses a resume from an event past the session\'s window (410, resume_window), and another session\'s ids replay nothing', async () => {
+    const sessionId = await openSession(server.url);
+    const post = await fetch(server.url, {
+      method: 'POST',
+      headers: { ...HEADERS, 'mcp-session-id': sessionId },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'chatty', arguments: {}, _meta: { progressToken: 'q' } } }),
+    });
+    const ids: string[] = [];
+    await readEvents(post, (event) => {
+      if (event.id !== undefined) ids.push(event.id);
+      return event.data !== '' && (JSON.parse(event.data) as { id?: unknown }).id === 8;
+    });
+    expect(ids.length).toBeGreaterThan(10);
+    const resume = (id: string, session = sessionId): Promise<Response> =>
+      fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': session, 'last-event-id': id } });
+    const gone = await resume(ids[0]!);
+    expect(gone.status).toBe(410);
+    expect(((await gone.json()) as { error: { data: unknown } }).error.data).toMatchObject({ code: 'OUTPUT_LIMIT_EXCEEDED', reason: 'resume_window' });
+    // Another session presenting this session's event id: nothing of it is replayed.
+    const other = await openSession(server.url);
+    const foreign = await resume(ids.at(-2)!, other);
+    expect(foreign.status).toBe(410);
+    await foreign.text();
+  });
+});
