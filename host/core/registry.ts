@@ -116,6 +116,8 @@ export class ToolRegistry {
       onLimit: (tool, limit) => this.#deps.onLimit(tool, limit),
     });
     this.#tracer = options.tracer;
+    // A span dropped at the export queue's cap (telemetry.max_queue_spans) is a limit hit like any other.
+    options.tracer?.onDropped?.(() => this.#deps.onLimit('(tracing)', 'max_queue_spans'));
     this.#loader = options.wasmLoader;
     this.#sandbox = options.pool;
     this.hostOwnedPaths.addAll(this.#loader?.ownedPaths?.() ?? []);

@@ -59,6 +59,8 @@ export interface CallTracer {
   readonly recording: TraceRecording;
   /** The principal as `recording.principal` allows it (undefined: leave it out). */
   principalAttribute(principal: string | undefined): string | undefined;
+  /** Be told of each span dropped because `max_queue_spans` were waiting for export; returns the unsubscribe. */
+  onDropped?(listener: () => void): () => void;
   /** Export what is buffered (tests, a shutdown). */
   forceFlush(): Promise<void>;
   shutdown(): Promise<void>;

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { CallTracer, SpanAttributes, TraceCarrier, TraceRecording, TraceSpan, TraceSpanKind, TraceSpanOptions } from '../core/tracing.js';
 import { isTraceSpan } from '../core/tracing.js';
@@ -27,13 +27,59 @@ const KINDS: Record<TraceSpanKind, SpanKind> = { server: SpanKind.SERVER, client
 
 /** The tracer the settings describe, with its exporter and batch processor started. */
 export async function createTracer(settings: TelemetrySettings, version: string): Promise<CallTracer> {
-  const exporter = await exporterFor(settings);
+  const queue = new QueueWatch(settings.maxQueueSpans);
+  const exporter = queue.watchExporter(await exporterFor(settings));
+  const batch = new BatchSpanProcessor(exporter, { maxQueueSize: settings.maxQueueSpans, maxExportBatchSize: Math.min(512, settings.maxQueueSpans) });
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: version }),
     sampler: samplerFor(settings.sampler, settings.samplerArg),
-    spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: settings.maxQueueSpans, maxExportBatchSize: Math.min(512, settings.maxQueueSpans) })],
+    spanProcessors: [queue.watchProcessor(batch)],
   });
-  return new OtelTracer(provider, provider.getTracer('toolhost', version), settings.recording);
+  return new OtlpTracer(provider, provider.getTracer('toolhost', version), settings.recording, queue);
+}
+
+/**
+ * Counts the spans waiting for export, to tell when the batch processor drops one (`max_queue_spans` full: it
+ * says so to nobody). A span that ends while the count is at the cap is a drop; each drop goes to the
+ * listeners (the registry counts it as a `max_queue_spans` limit hit: `toolhost_limit_hits_total`).
+ */
+class QueueWatch {
+  readonly #max: number;
+  #waiting = 0;
+  readonly listeners = new Set<() => void>();
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  watchProcessor(processor: SpanProcessor): SpanProcessor {
+    return {
+      onStart: (span, context) => processor.onStart(span, context),
+      onEnd: (span) => {
+        if ((span.spanContext().traceFlags & 1) === 1) {
+          if (this.#waiting >= this.#max) {
+            for (const listener of this.listeners) listener();
+          } else {
+            this.#waiting += 1;
+          }
+        }
+        processor.onEnd(span);
+      },
+      forceFlush: () => processor.forceFlush(),
+      shutdown: () => processor.shutdown(),
+    };
+  }
+
+  watchExporter(exporter: SpanExporter): SpanExporter {
+    return {
+      export: (spans, done) => {
+        this.#waiting = Math.max(0, this.#waiting - spans.length);
+        exporter.export(spans, done);
+      },
+      shutdown: () => exporter.shutdown(),
+      ...(exporter.forceFlush === undefined ? {} : { forceFlush: () => exporter.forceFlush!() }),
+    };
+  }
 }
 
 async function exporterFor(settings: TelemetrySettings): Promise<SpanExporter> {
@@ -53,15 +99,22 @@ function samplerFor(name: SamplerName, ratio: number): Sampler {
   }
 }
 
-class OtelTracer implements CallTracer {
+class OtlpTracer implements CallTracer {
   readonly recording: TraceRecording;
   readonly #provider: BasicTracerProvider;
   readonly #tracer: Tracer;
+  readonly #queue: QueueWatch;
 
-  constructor(provider: BasicTracerProvider, tracer: Tracer, recording: TraceRecording) {
+  constructor(provider: BasicTracerProvider, tracer: Tracer, recording: TraceRecording, queue: QueueWatch) {
     this.#provider = provider;
     this.#tracer = tracer;
     this.recording = recording;
+    this.#queue = queue;
+  }
+
+  onDropped(listener: () => void): () => void {
+    this.#queue.listeners.add(listener);
+    return () => this.#queue.listeners.delete(listener);
   }
 
   startSpan(name: string, options: TraceSpanOptions = {}): TraceSpan {
@@ -102,10 +155,10 @@ class OtelSpan implements TraceSpan {
   readonly spanId: string;
   readonly sampled: boolean;
   readonly context: Context;
-  readonly #tracer: OtelTracer;
+  readonly #tracer: OtlpTracer;
   readonly #span: Span;
 
-  constructor(tracer: OtelTracer, span: Span, context: Context) {
+  constructor(tracer: OtlpTracer, span: Span, context: Context) {
     const spanContext = span.spanContext();
     this.traceId = spanContext.traceId;
     this.spanId = spanContext.spanId;
