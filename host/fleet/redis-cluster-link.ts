@@ -89,8 +89,38 @@ export class ClusterRedisLink implements RedisLink {
     cluster.on('node-error', (error: Error, node: { host?: string; port?: number }) => this.#logger.debug({ connection: name, node: `${node?.host}:${node?.port}`, err: error?.message }, 'fleet: Redis Cluster node error'));
     cluster.on('node-reconnecting', (node: { host?: string; port?: number }) => this.#logger.debug({ connection: name, node: `${node?.host}:${node?.port}` }, 'fleet: Redis Cluster node reconnecting'));
     cluster.on('sharded-channel-moved-error', (error: Error, channel: string) => this.#logger.warn({ channel, err: error?.message }, 'fleet: could not follow a channel to its new master'));
+    const subscribe = this.#guardResubscribe(cluster);
+    if (name === 'commands' && subscribe !== undefined) this.#sSubscribe = subscribe;
     return cluster;
   }
+
+  /**
+   * node-redis subscribes its sharded listeners again after a topology change
+   * by calling the instance's `sSubscribe` without awaiting it: a failure there
+   * (the new master not reachable yet) would be an unhandled rejection, which
+   * ends a Node process. The instance's `sSubscribe` is wrapped so such a call
+   * is retried every second until it succeeds or the link closes; the link's
+   * own subscriptions call the original (their callers see their failures).
+   */
+  #guardResubscribe(cluster: Cluster): ((channel: string, listener: (message: string) => void) => Promise<unknown>) | undefined {
+    const instance = Object.getPrototypeOf(cluster) as { sSubscribe?: (...args: unknown[]) => Promise<unknown> };
+    const original = instance.sSubscribe;
+    if (typeof original !== 'function') return undefined;
+    const retry = (args: unknown[]): void => {
+      original.apply(instance, args).catch((error: unknown) => {
+        this.#logger.warn({ channel: String(args[0]), err: messageOf(error) }, 'fleet: could not subscribe again after a topology change; retrying');
+        if (!this.#closed) setTimeout(() => retry(args), 1000).unref();
+      });
+    };
+    instance.sSubscribe = (...args: unknown[]): Promise<unknown> => {
+      retry(args);
+      return Promise.resolve();
+    };
+    return (channel, listener) => original.call(instance, channel, listener);
+  }
+
+  /** SSUBSCRIBE as node-redis does it (before the guard above wrapped it). */
+  #sSubscribe: (channel: string, listener: (message: string) => void) => Promise<unknown> = (channel, listener) => this.#cluster.sSubscribe(channel, listener);
 
   start(): void {
     void this.#connectLoop();
@@ -237,7 +267,7 @@ export class ClusterRedisLink implements RedisLink {
       return new Promise<void>((resolve, reject) => this.#pending.push({ channel, listener, done: (error) => (error === undefined ? resolve() : reject(error)) }));
     }
     try {
-      await withDeadline(this.#cluster.sSubscribe(channel, listener), this.commandTimeoutMs * 2, 'SSUBSCRIBE');
+      await withDeadline(this.#sSubscribe(channel, listener), this.commandTimeoutMs * 2, 'SSUBSCRIBE');
     } catch (error) {
       throw fleetError(error);
     }
