@@ -43,7 +43,6 @@ function checkWorktree(dir: string): void {
   if (!isDirectory) throw new UsageError(`--worktree must name an existing directory: ${dir}`);
 }
 
-
 function parsePort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');

@@ -36,6 +36,9 @@
  * that lapse with their lease. Renewals and unregistering are independent
  * commands (`link.batch`), each to its own slot; cancels and their answers go
  * over sharded pub/sub (the channel `host:<id>` on its slot's master).
+ *
+ * (Over 400 lines: the single-Redis script, its cluster steps and the cancel
+ * relay read and write the same records; split, each half would restate them.)
  */
 import { carrierOf, type TraceSpan } from '../core/tracing.js';
 import { randomUUID } from 'node:crypto';
