@@ -41,6 +41,7 @@ import { ToolhostError } from '../base/errors.js';
 import type { CallOptions } from '../core/call/options.js';
 import type { ComponentSurfaces } from '../core/surfaces.js';
 import type { Logger } from '../base/logger.js';
+import { McpWireError } from './mcp-wire-error.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -141,5 +142,5 @@ function toMcpError(error: unknown): McpError {
   const data = { code: failure.code, message: failure.message, ...(failure.details === undefined ? {} : { details: failure.details }) };
   const reason = (failure.details as { reason?: unknown } | undefined)?.reason;
   const rpcCode = reason === 'unknown-resource' ? RESOURCE_NOT_FOUND : failure.code === 'INVALID_INPUT' ? McpErrorCode.InvalidParams : McpErrorCode.InternalError;
-  return new McpError(rpcCode, `${failure.code}: ${failure.message}`, data);
+  return new McpWireError(rpcCode, `${failure.code}: ${failure.message}`, data);
 }
