@@ -17,6 +17,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { createMetrics, type HostMetrics } from '../host/servers/metrics.js';
+import { registerAdminTools } from '../host/tools/admin-tools.js';
 import { makeRegistry } from './helpers.js';
 import { makeKey, startAuthorizationServer, type TestAuthorizationServer } from './oauth-server.js';
 
@@ -86,6 +87,7 @@ describe('step-up authorization on MCP over HTTP', () => {
     registry.onLimitHit((tool, limit) => hits.push(`${tool}:${limit}`));
     registry.register(defineNativeTool({ name: 'reader', description: 'Runs at DEFAULT.', inputSchema: { type: 'object' }, grant: { privilege: 'DEFAULT' }, defaultPolicy: { privilege_level: 'DEFAULT' }, run: async () => ({ read: true }) }));
     registry.register(defineNativeTool({ name: 'writer', description: 'Runs at ELEVATED.', inputSchema: { type: 'object' }, grant: { privilege: 'ELEVATED' }, defaultPolicy: { privilege_level: 'ELEVATED' }, run: async () => ({ wrote: true }) }));
+    registerAdminTools(registry, {});
     metrics = createMetrics(registry);
     server = await startMcpHttpServer(registry, { port, oauth: { issuer: as.issuer, audience, scopeLabels: SCOPE_LABELS, jwksCooldownMs: 0 }, metrics, limitMetrics: metrics.limits, progressFlushMs: 0 });
   });
@@ -141,6 +143,16 @@ describe('step-up authorization on MCP over HTTP', () => {
     const allowed = await fetch(server.url.replace('/mcp', '/metrics'), { headers: { Authorization: `Bearer ${await as.token({ scope: 'toolhost:metrics' })}` } });
     expect(allowed.status).toBe(200);
     expect(await allowed.text()).toContain('toolhost_');
+  });
+
+  it('the admin tools need the admin scope from an access token: 403 insufficient_scope naming it; with it the request passes', async () => {
+    const reader = await as.token({ scope: 'tools:read' });
+    const refused = await post(reader, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'toolhost_unload', arguments: { name: 'nothing' } } });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toMatch(/error="insufficient_scope", scope="tools:read toolhost:admin"/);
+    const admin = await post(await as.token({ scope: 'toolhost:admin' }), { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'toolhost_unload', arguments: { name: 'nothing' } } });
+    // Past the scope check (this raw request then lacks a session: 400, the session layer's answer).
+    expect(admin.status).not.toBe(403);
   });
 
   it('the SDK client\'s authorization-code flow asks for the entry scope, then steps up to the scope a call needs', async () => {
