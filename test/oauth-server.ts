@@ -3,6 +3,7 @@
  * 8414 metadata and JWKS served on 127.0.0.1 (an ephemeral port), and tokens
  * minted for any claims. `rotate` changes the published key set.
  */
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
@@ -38,6 +39,8 @@ export interface TestAuthorizationServer {
   unsigned(claims: Record<string, unknown>): string;
   /** An opaque token whose introspection answers these claims (default ones overridden; `active: false` makes it inactive). */
   opaque(claims: Record<string, unknown>): string;
+  /** The scopes asked for at the authorization endpoint, in order (the authorization-code flow, any client, auto-approved). */
+  readonly authorizations: readonly string[];
   /** Introspection requests answered so far (with the right client credentials). */
   readonly introspections: number;
   /** The most introspection requests it held at once. */
@@ -58,6 +61,9 @@ export async function startAuthorizationServer(options: { audience: string; keys
   let peakIntrospections = 0;
   let issuer = '';
   const opaqueTokens = new Map<string, Record<string, unknown>>();
+  // The authorization-code flow (PKCE S256, auto-approved): codes -> what the token gets.
+  const authorizations: string[] = [];
+  const codes = new Map<string, { scope: string; challenge: string; redirectUri: string }>();
   const server: Server = createServer((req, res) => {
     const send = (body: unknown): void => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -84,9 +90,49 @@ export async function startAuthorizationServer(options: { audience: string; keys
       });
       return;
     }
+    if (req.url?.startsWith('/authorize?')) {
+      const query = new URL(req.url, issuer).searchParams;
+      const scope = query.get('scope') ?? '';
+      const redirectUri = query.get('redirect_uri') ?? '';
+      authorizations.push(scope);
+      const code = randomUUID();
+      codes.set(code, { scope, challenge: query.get('code_challenge') ?? '', redirectUri });
+      const back = new URL(redirectUri);
+      back.searchParams.set('code', code);
+      if (query.get('state') !== null) back.searchParams.set('state', query.get('state')!);
+      res.writeHead(302, { location: back.href }).end();
+      return;
+    }
+    if (req.url === '/token' && req.method === 'POST') {
+      let body = '';
+      req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        const form = new URLSearchParams(body);
+        const grant = codes.get(form.get('code') ?? '');
+        const verifier = form.get('code_verifier') ?? '';
+        if (grant === undefined || form.get('grant_type') !== 'authorization_code' || createHash('sha256').update(verifier).digest('base64url') !== grant.challenge) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"invalid_grant"}');
+          return;
+        }
+        codes.delete(form.get('code')!);
+        const key = keys[0]!;
+        void new SignJWT(claimsOf({ scope: grant.scope })).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey)
+          .then((accessToken) => send({ access_token: accessToken, token_type: 'Bearer', expires_in: 300, scope: grant.scope }));
+      });
+      return;
+    }
     if (req.url === '/.well-known/oauth-authorization-server') {
       metadataFetches += 1;
-      return send({ issuer, jwks_uri: `${issuer}/jwks`, token_endpoint: `${issuer}/token`, response_types_supported: ['code'] });
+      return send({
+        issuer,
+        jwks_uri: `${issuer}/jwks`,
+        token_endpoint: `${issuer}/token`,
+        authorization_endpoint: `${issuer}/authorize`,
+        response_types_supported: ['code'],
+        grant_types_supported: ['authorization_code'],
+        code_challenge_methods_supported: ['S256'],
+        token_endpoint_auth_methods_supported: ['none'],
+      });
     }
     if (req.url === '/jwks') {
       jwksFetches += 1;
@@ -109,6 +155,9 @@ export async function startAuthorizationServer(options: { audience: string; keys
     },
     get metadataFetches() {
       return metadataFetches;
+    },
+    get authorizations() {
+      return authorizations;
     },
     get introspections() {
       return introspections;

@@ -143,7 +143,8 @@ describe('OAuth access tokens on MCP HTTP and gRPC', () => {
     }
     const none = await postInitialize(undefined);
     expect(none.status).toBe(401);
-    expect(none.headers.get('www-authenticate')).toBe('Bearer resource_metadata="https://tools.example.test/.well-known/oauth-protected-resource/mcp"');
+    // The entry scope of scope_labels (step-up: oauth-step-up.test.ts).
+    expect(none.headers.get('www-authenticate')).toBe('Bearer resource_metadata="https://tools.example.test/.well-known/oauth-protected-resource/mcp", scope="tools:read"');
   });
 
   it('maps a subject outside the principal alphabet one-to-one (Auth0\'s auth0|id), and refuses an empty or huge one', async () => {
@@ -209,6 +210,9 @@ describe('OAuth access tokens on MCP HTTP and gRPC', () => {
       try {
         const result = (await client.callTool({ name: tool, arguments: {}, _meta: { 'toolhost/policy': policy } })) as CallToolResult;
         return result.isError ? (result._meta?.['toolhost/error'] as { code: string }).code : 'ok';
+      } catch (error) {
+        // Above the token's ceiling: HTTP 403 insufficient_scope (step-up), toolhost's code in the JSON-RPC error's data.
+        return /"data":\{"code":"([A-Z_]+)"/.exec((error as Error).message)?.[1] ?? String(error);
       } finally {
         await client.close();
       }

@@ -58,6 +58,13 @@ const TOOLS = {
     description: 'Returns text, an image and a resource.',
     run: () => output([text('Multiple content types test:'), image(PNG, 'image/png'), embedded('test://mixed-content-resource', 'application/json', '{"test":"data","value":123}')]),
   },
+  test_logging_tool: {
+    description: 'Logs one message: a client that sent no log level must not receive it (2026-07-28).',
+    run: () => {
+      log('info', 'test_logging_tool ran');
+      return output([text('Logging tool executed')]);
+    },
+  },
   test_tool_with_logging: {
     description: 'Logs three messages while it runs.',
     run: () => {
@@ -149,9 +156,14 @@ const TOOLS = {
     inputSchema: {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',
-      $defs: { address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+      $defs: { address: { $anchor: 'address', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
       properties: { name: { type: 'string' }, address: { $ref: '#/$defs/address' } },
       additionalProperties: false,
+      // The suite's 2020-12 keywords (SEP-2106): composition, conditionals, an anchor; none narrows what is accepted.
+      allOf: [{ anyOf: [{ required: ['name'] }, { type: 'object' }] }],
+      if: { properties: { name: { const: 'anonymous' } }, required: ['name'] },
+      then: { type: 'object' },
+      else: { type: 'object' },
     },
     run: (args) => output([text(`JSON Schema 2020-12 tool called with ${JSON.stringify(args)}`)]),
   },

@@ -376,6 +376,8 @@ function resolveOAuth(section: OAuthSection): NonNullable<ServerSettings['oauth'
     ...(section.tenant_claim === undefined ? {} : { tenantClaim: section.tenant_claim }),
     ...(section.scope_labels === undefined ? {} : { scopeLabels: Object.fromEntries(Object.entries(section.scope_labels).map(([scope, labels]) => [scope, { ...labels }])) }),
     ...(section.resource_name === undefined ? {} : { resourceName: section.resource_name }),
+    ...(section.metrics_scope === undefined ? {} : { metricsScope: section.metrics_scope }),
+    ...(section.admin_scope === undefined ? {} : { adminScope: section.admin_scope }),
     ...(section.max_jwks_bytes === undefined ? {} : { maxJwksBytes: section.max_jwks_bytes }),
     ...(section.accept_plain_jwt === undefined ? {} : { acceptPlainJwt: section.accept_plain_jwt }),
     ...(section.introspection === undefined ? {} : {

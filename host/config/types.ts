@@ -227,6 +227,8 @@ export interface OAuthSection {
   tenant_claim?: string;
   scope_labels?: Record<string, { network?: string; privilege?: string }>;
   resource_name?: string;
+  metrics_scope?: string;
+  admin_scope?: string;
   max_jwks_bytes?: number;
   accept_plain_jwt?: boolean;
   introspection?: {

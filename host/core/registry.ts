@@ -358,6 +358,25 @@ export class ToolRegistry {
     return this.#start(name, args, options);
   }
 
+  /**
+   * Whether `name` called with `options` would be refused for its caller's own label ceiling (an OAuth token's
+   * scopes), decided by admission's policy step as `stream` decides it, without starting the call or checking its
+   * args: the refusal (audited and counted as a `scope_labels` limit hit, as `stream` would), else undefined. A
+   * server answers it before the call is made (MCP over HTTP: 403 insufficient_scope, step-up authorization).
+   */
+  ceilingRefusal(name: string, options: CallOptions): ToolhostError | undefined {
+    if (options.labelCeiling === undefined || this.#closed) return undefined;
+    const lookup = (tool: string): RegisteredTool | undefined => {
+      const registered = this.#deps.lookup(tool);
+      return registered === undefined ? undefined : { tool: registered.tool };
+    };
+    const admission = admit({ ...this.#deps, lookup }, options.callId ?? callIds.next(), name, undefined, options);
+    if (admission.admitted || (admission.error.details as { reason?: unknown } | undefined)?.reason !== 'caller-ceiling') return undefined;
+    this.#deps.onLimit(name, 'scope_labels');
+    if (admission.audit) this.#deps.audit.record(admission.audit);
+    return admission.error;
+  }
+
   /** `stream`, as the events type that can also give the terminal event alone (`execute`). */
   #start(name: string, args: unknown, options: CallOptions, surface?: RegisteredTool): CallEvents {
     const callId = options.callId ?? callIds.next();

@@ -52,6 +52,8 @@ import { atExpiry, createLegacySessions } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { authenticateRequest, serveProtectedResource } from './auth/http-guard.js';
+import type { Caller } from './auth/caller.js';
+import { callScopeRefusal, metricsScopeRefusal, sendScopeRefusal } from './mcp-step-up.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_SUBSCRIPTIONS, type McpHttpServer, type McpHttpServerOptions } from './mcp-http-options.js';
 import { defaultAllowedHosts, defaultAllowedOrigins, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
 
@@ -159,7 +161,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   let activePosts = 0;
   const postsDone = new Set<() => void>();
 
-  const handleMcp = async (req: IncomingMessage, res: ServerResponse, principal: string | undefined): Promise<void> => {
+  const handleMcp = async (req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> => {
+    const principal = caller?.principal;
     const method = req.method ?? 'GET';
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       res.setHeader('Allow', 'GET, POST, DELETE');
@@ -168,21 +171,28 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     if (method === 'POST') {
       activePosts += 1;
       try {
-        return await handleMcpRequest(req, res, method, principal);
+        return await handleMcpRequest(req, res, method, caller);
       } finally {
         activePosts -= 1;
         if (activePosts === 0) for (const done of [...postsDone]) done();
       }
     }
-    return handleMcpRequest(req, res, method, principal);
+    return handleMcpRequest(req, res, method, caller);
   };
 
-  const handleMcpRequest = async (req: IncomingMessage, res: ServerResponse, method: string, principal: string | undefined): Promise<void> => {
+  const handleMcpRequest = async (req: IncomingMessage, res: ServerResponse, method: string, caller: Caller | undefined): Promise<void> => {
+    const principal = caller?.principal;
     let body: unknown;
     if (method === 'POST') {
       const read = await readJson(req, maxBodyBytes);
       if (!read.ok) return rpcError(res, read.status, read.status === 413 ? -32000 : -32700, read.message);
       body = read.value;
+      // Step-up authorization: a call the token's scopes do not cover is 403 insufficient_scope, naming the scopes that would.
+      const scopeRefusal = auth !== undefined && caller !== undefined ? callScopeRefusal(registry, auth, caller, body, serverOptions.worktree) : undefined;
+      if (scopeRefusal !== undefined && auth !== undefined) {
+        limitMetrics?.refused('mcp', 'insufficient_scope');
+        return sendScopeRefusal(res, auth, scopeRefusal);
+      }
       // The SDK's own classification: a request with the 2026-07-28 envelope is the modern leg's.
       if (!(await isLegacyRequest(new Request('http://mcp.invalid/mcp', { method: 'POST', headers: webHeaders(req) }), body, { maxRequestBodySize: maxBodyBytes }))) {
         if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
@@ -191,10 +201,13 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
           limitMetrics?.refused('mcp', 'token_expired');
           res.destroy();
         }) : undefined;
+        // The resource URIs a listen stream asks about get notifications/resources/updated while it is open.
+        const forget = isListen(body) ? modern.listen(body) : undefined;
         try {
           return await serveModern(req, res, body);
         } finally {
           clearTimeout(expiry);
+          forget?.();
         }
       }
     }
@@ -218,24 +231,30 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       return sendJson(res, 200, { status: closing ? 'closing' : 'ok', tools: registry.names().length, inFlight: registry.inFlight, sessions: legacy.size, ...extra });
     }
     if (path !== MCP_PATH && path !== '/metrics') return sendJson(res, 404, { error: 'not found' });
-    let principal: string | undefined;
+    let caller: Caller | undefined;
     if (auth !== undefined) {
-      const caller = await authenticateRequest(auth, req, res, (reason, detail) => {
+      const authenticated = await authenticateRequest(auth, req, res, (reason, detail) => {
         limitMetrics?.refused('mcp', reason);
         registry.logger.debug({ reason: detail }, 'mcp http: request not authenticated');
       });
-      if (caller === null) return;
-      principal = caller.principal;
+      if (authenticated === null) return;
+      caller = authenticated;
     }
     if (path === '/metrics') {
       if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
+      // With OAuth, an access token reads the metrics only with their own scope.
+      const scopeRefusal = auth !== undefined && caller !== undefined ? metricsScopeRefusal(auth, caller) : undefined;
+      if (scopeRefusal !== undefined && auth !== undefined) {
+        limitMetrics?.refused('mcp', 'insufficient_scope');
+        return sendScopeRefusal(res, auth, scopeRefusal);
+      }
       if (!metrics) return sendJson(res, 404, { error: 'metrics are not enabled' });
       const text = await metrics.metrics();
       res.writeHead(200, { 'Content-Type': metrics.contentType });
       res.end(text);
       return;
     }
-    await handleMcp(req, res, principal);
+    await handleMcp(req, res, caller);
   };
 
   const http: HttpServer = createServer({

@@ -24,7 +24,14 @@
  * - a tool that asks its caller (sampling, elicitation) is parked: the request
  *   answers `input_required`, and the client's retry with the answer resumes
  *   the guest where it asked (mcp-input-required.ts);
- * - `notifications/tools/list_changed` comes on `subscriptions/listen` streams.
+ * - `notifications/tools/list_changed` comes on `subscriptions/listen` streams,
+ *   and so do the components' prompt and resource changes (mcp-modern-surfaces.ts:
+ *   prompts, resources, templates, completion, as 2025 sessions get them).
+ *
+ * The same server serves stdio (mcp-stdio.ts, the SDK's `serveStdio`): there
+ * one instance is pinned to the connection and sends its change notifications
+ * itself (`modernServerFactory` with a `connection`), which the SDK's stdio
+ * listen router puts on the client's listen subscriptions.
  */
 import {
   createMcpHandler,
@@ -45,6 +52,7 @@ import { CallParking, driveCall } from './mcp-input-required.js';
 import { listTools, MCP_META_KEYS, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { endMcpServerSpan, openMcpServerSpan } from './mcp-trace.js';
 import type { TraceSpan } from '../core/tracing.js';
+import { ListenedUris, MODERN_SURFACE_CAPABILITIES, serveModernSurfaces } from './mcp-modern-surfaces.js';
 
 /** The revision this file serves. */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -65,6 +73,8 @@ export interface ModernMcpOptions extends Pick<McpServerOptions, 'serverInfo' | 
 /** The modern leg: the SDK handler, and what a graceful stop needs. */
 export interface ModernMcp {
   readonly handler: McpHttpHandler;
+  /** Note a `subscriptions/listen` request's resource URIs while its stream is open; returns the function that forgets them. */
+  listen(body: unknown): () => void;
   /** `tools/call` requests running. */
   readonly inFlight: number;
   /** Take no new calls (they get an OVERLOADED result); resolves when those running end or `ms` passes. */
@@ -75,22 +85,42 @@ export interface ModernMcp {
 const TO_MCP_LEVEL: Record<LogLevel, LoggingLevel> = { trace: 'debug', debug: 'debug', info: 'info', warn: 'warning', error: 'error' };
 const PROGRESS_STEP = 0.001;
 
-/** The 2026-07-28 handler over `registry`. */
-export function createModernMcp(registry: McpToolSource, options: ModernMcpOptions): ModernMcp {
-  let inFlight = 0;
-  let draining = false;
-  const idle = new Set<() => void>();
-  const parking = options.parking ?? new CallParking();
+/** Calls in flight on the modern leg, for a graceful stop (one per handler, or per stdio connection), and those parked for their client's answers. */
+export interface ModernCallState {
+  inFlight: number;
+  draining: boolean;
+  idle: Set<() => void>;
+  parking: CallParking;
+}
 
-  const factory = (): Server => {
+/** A connection-pinned instance (stdio): it sends its change notifications itself; `listened` names the URIs to announce. */
+export interface ModernConnection {
+  listened: ListenedUris;
+  debounceMs: number;
+}
+
+/**
+ * A 2026-07-28 `Server` over `registry`: tools, logging, and the components' prompts and resources when the
+ * registry has surfaces. With `connection`, the instance sends list changes and resource updates on its own
+ * connection until it closes.
+ */
+export function modernServerFactory(
+  registry: McpToolSource,
+  options: Pick<ModernMcpOptions, 'serverInfo' | 'instructions' | 'worktree'>,
+  state: ModernCallState,
+  connection?: ModernConnection,
+): () => Server {
+  return () => {
     const server = new Server(options.serverInfo, {
-      capabilities: { tools: { listChanged: true }, logging: {} },
+      capabilities: { tools: { listChanged: true }, logging: {}, ...(registry.surfaces === undefined ? {} : MODERN_SURFACE_CAPABILITIES) },
       ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
     });
+    if (registry.surfaces !== undefined) serveModernSurfaces(server, registry.surfaces, (ctx) => callerOptionsOf(ctx));
+    if (connection !== undefined) pushChanges(server, registry, connection);
     server.setRequestHandler('tools/list', () => ({ tools: listTools(registry) as Tool[] }));
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const tracer = registry.tracer;
-      if (tracer === undefined) return callTool(request, ctx, undefined);
+      if (tracer === undefined) return callTool(registry, options, state, request, ctx, undefined);
       const req = ctx.http?.req;
       const span = openMcpServerSpan(tracer, {
         method: 'tools/call',
@@ -102,7 +132,7 @@ export function createModernMcp(registry: McpToolSource, options: ModernMcpOptio
         transport: 'tcp',
       });
       try {
-        const result = await callTool(request, ctx, span);
+        const result = await callTool(registry, options, state, request, ctx, span);
         endMcpServerSpan(span, result as { isError?: boolean; _meta?: Record<string, unknown> });
         return result;
       } catch (error) {
@@ -112,36 +142,13 @@ export function createModernMcp(registry: McpToolSource, options: ModernMcpOptio
     });
     return server;
   };
+}
 
-  const callTool = async (request: { params: { name: string; arguments?: Record<string, unknown> } }, ctx: ServerContext, span: TraceSpan | undefined): Promise<CallToolResult> => {
-    const { name, arguments: args = {} } = request.params;
-    const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
-    if (draining) return overloaded(hasOutputSchema);
-    let call: CallOptions;
-    try {
-      call = callOptionsOf(name, ctx, options);
-    } catch (error) {
-      return toCallToolResult(rejection('INVALID_INPUT', (error as Error).message), hasOutputSchema) as CallToolResult;
-    }
-    if (span !== undefined) call.span = span;
-    inFlight += 1;
-    try {
-      // A tool that asks its caller parks until the client's retry answers (mcp-input-required.ts).
-      const leg = driveCall(parking, name, call, ctx, (client, signal) => registry.stream(name, args, { ...call, signal, client }));
-      if (!leg.ok) return toCallToolResult(rejection(leg.code, leg.message, { reason: leg.reason }), hasOutputSchema) as CallToolResult;
-      const terminal = await forward(leg.leg.events, name, ctx);
-      const asked = leg.leg.inputRequired();
-      if (asked !== undefined) return asked as unknown as CallToolResult;
-      if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
-        const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
-      }
-      return toCallToolResult(terminal, hasOutputSchema) as CallToolResult;
-    } finally {
-      inFlight -= 1;
-      if (inFlight === 0) for (const done of [...idle]) done();
-    }
-  };
+/** The 2026-07-28 handler over `registry`. */
+export function createModernMcp(registry: McpToolSource, options: ModernMcpOptions): ModernMcp {
+  const state: ModernCallState = { inFlight: 0, draining: false, idle: new Set(), parking: options.parking ?? new CallParking() };
+  const listened = new ListenedUris();
+  const factory = modernServerFactory(registry, options, state);
 
   const handler = createMcpHandler(factory, {
     legacy: 'reject',
@@ -151,36 +158,127 @@ export function createModernMcp(registry: McpToolSource, options: ModernMcpOptio
     ...(options.onerror === undefined ? {} : { onerror: options.onerror }),
   });
   const unsubscribe = registry.onToolsChanged(() => handler.notify.toolsChanged());
+  const unsubscribeSurfaces = registry.surfaces?.onChanged((kinds) => {
+    if (kinds.prompts) handler.notify.promptsChanged();
+    if (kinds.resources) {
+      handler.notify.resourcesChanged();
+      for (const uri of listened.uris()) handler.notify.resourceUpdated(uri);
+    }
+  });
 
   return {
     handler,
+    listen: (body) => listened.listen(body),
     get inFlight() {
-      return inFlight;
+      return state.inFlight;
     },
     async drain(ms) {
-      draining = true;
-      if (inFlight === 0 || ms <= 0) return;
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer);
-          idle.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, ms);
-        timer.unref?.();
-        idle.add(done);
-      });
+      await drainModern(state, ms);
     },
     async close() {
-      draining = true;
+      state.draining = true;
       unsubscribe();
+      unsubscribeSurfaces?.();
       await handler.close();
     },
   };
+}
 
-  function overloaded(hasOutputSchema: boolean): CallToolResult {
-    return toCallToolResult(rejection('OVERLOADED', 'the server is shutting down and takes no new calls'), hasOutputSchema) as CallToolResult;
+/** One `tools/call`: the registry's call path, parked while its tool waits for the client's answers (mcp-input-required.ts). */
+async function callTool(
+registry: McpToolSource,
+options: Pick<ModernMcpOptions, 'worktree'>,
+state: ModernCallState,
+request: { params: { name: string; arguments?: Record<string, unknown> } },
+ctx: ServerContext,
+span: TraceSpan | undefined,
+): Promise<CallToolResult> {
+  const { name, arguments: args = {} } = request.params;
+  const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
+  if (state.draining) return overloaded(hasOutputSchema);
+  let call: CallOptions;
+  try {
+    call = callOptionsOf(name, ctx, options);
+  } catch (error) {
+    return toCallToolResult(rejection('INVALID_INPUT', (error as Error).message), hasOutputSchema) as CallToolResult;
   }
+  if (span !== undefined) call.span = span;
+  state.inFlight += 1;
+  try {
+    // A tool that asks its caller parks until the client's retry answers (mcp-input-required.ts).
+    const leg = driveCall(state.parking, name, call, ctx, (client, signal) => registry.stream(name, args, { ...call, signal, client }));
+    if (!leg.ok) return toCallToolResult(rejection(leg.code, leg.message, { reason: leg.reason }), hasOutputSchema) as CallToolResult;
+    const terminal = await forward(leg.leg.events, name, ctx);
+    const asked = leg.leg.inputRequired();
+    if (asked !== undefined) return asked as unknown as CallToolResult;
+    if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
+      const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
+    }
+    return toCallToolResult(terminal, hasOutputSchema) as CallToolResult;
+  } finally {
+    state.inFlight -= 1;
+    if (state.inFlight === 0) for (const done of [...state.idle]) done();
+  }
+}
+
+/** Take no new calls; resolve when those running end or `ms` passes. */
+export async function drainModern(state: ModernCallState, ms: number): Promise<void> {
+  state.draining = true;
+  if (state.inFlight === 0 || ms <= 0) return;
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      state.idle.delete(done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    timer.unref?.();
+    state.idle.add(done);
+  });
+}
+
+/** Send the registry's list changes on a pinned instance's own connection (stdio), until it closes. */
+function pushChanges(server: Server, registry: McpToolSource, connection: ModernConnection): void {
+  const pending = { tools: false, prompts: false, resources: false };
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = (): void => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      const { tools, prompts, resources } = pending;
+      pending.tools = pending.prompts = pending.resources = false;
+      if (!server.transport) return;
+      const failed = (): void => undefined;
+      if (tools) server.sendToolListChanged().catch(failed);
+      if (prompts) server.sendPromptListChanged().catch(failed);
+      if (resources) {
+        server.sendResourceListChanged().catch(failed);
+        for (const uri of connection.listened.uris()) server.sendResourceUpdated({ uri }).catch(failed);
+      }
+    }, connection.debounceMs);
+    timer.unref?.();
+  };
+  const stopTools = registry.onToolsChanged(() => {
+    pending.tools = true;
+    schedule();
+  });
+  const stopSurfaces = registry.surfaces?.onChanged((kinds) => {
+    pending.prompts ||= kinds.prompts;
+    pending.resources ||= kinds.resources;
+    schedule();
+  });
+  const previous = server.onclose;
+  server.onclose = () => {
+    stopTools();
+    stopSurfaces?.();
+    clearTimeout(timer);
+    previous?.();
+  };
+}
+
+function overloaded(hasOutputSchema: boolean): CallToolResult {
+  return toCallToolResult(rejection('OVERLOADED', 'the server is shutting down and takes no new calls'), hasOutputSchema) as CallToolResult;
 }
 
 /** A call refused before it started, as a terminal event (for `toCallToolResult`). */
@@ -193,13 +291,19 @@ function outputSchemaOf(registry: McpToolSource, name: string): unknown {
   return typeof schema === 'object' && schema !== null && (schema as { type?: unknown }).type === 'object' ? schema : undefined;
 }
 
-/** The call's options from the request: its credentials (principal, tenant, ceiling) and its `_meta`. */
-function callOptionsOf(name: string, ctx: ServerContext, options: ModernMcpOptions): CallOptions {
+/** Who is calling (its credentials: principal, tenant, ceiling; never `_meta`), and the request's signal. */
+function callerOptionsOf(ctx: ServerContext): CallOptions {
   const call: CallOptions = { signal: ctx.mcpReq.signal };
   const caller = ctx.http?.authInfo?.extra?.[CALLER_AUTH_KEY] as Pick<CallOptions, 'principal' | 'tenant' | 'labelCeiling'> | undefined;
   if (caller?.principal !== undefined) call.principal = caller.principal;
   if (caller?.tenant !== undefined) call.tenant = caller.tenant;
   if (caller?.labelCeiling !== undefined) call.labelCeiling = caller.labelCeiling;
+  return call;
+}
+
+/** The call's options from the request: its credentials (principal, tenant, ceiling) and its `_meta`. */
+function callOptionsOf(name: string, ctx: ServerContext, options: Pick<ModernMcpOptions, 'worktree'>): CallOptions {
+  const call = callerOptionsOf(ctx);
   Object.assign(call, metaCallOptions(ctx.mcpReq._meta ?? {}));
   const worktree = options.worktree?.(name);
   if (worktree !== undefined) call.workingDir = worktree;
@@ -213,7 +317,8 @@ async function forward(stream: CallStream, tool: string, ctx: ServerContext): Pr
   let progress = -1;
   const next = (pct: number | undefined): { progress: number; total: number } => {
     progress = pct !== undefined && pct > progress ? pct : Math.round((Math.max(progress, 0) + PROGRESS_STEP) * 1e6) / 1e6;
-    return { progress, total: 100 };
+    // Never past its total (a delta after 100% reads 100.001 of 100.001).
+    return { progress, total: Math.max(100, progress) };
   };
   const quietly = async (send: () => Promise<void>): Promise<void> => {
     try {

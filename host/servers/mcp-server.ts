@@ -20,10 +20,13 @@
  *   delta's JSON text as `message` and `_meta['toolhost/delta'] = true`.
  *   Progress values strictly increase, as the spec requires: a notification
  *   whose pct would not pass the previous value (every delta, a repeated or
- *   lower pct) gets the previous value plus 0.001 (`total` stays 100, so a delta
- *   after 100% reads 100.001).
+ *   lower pct) gets the previous value plus 0.001 (`total` is 100, or the
+ *   progress when it passed 100: a delta after 100% reads 100.001 of 100.001,
+ *   never more than its total).
  * - After the last progress notification and before the response, the server
- *   pings the client and waits for its answer (at most `progressFlushMs`): the
+ *   pings the client and waits for its answer (at most `progressFlushMs`, and
+ *   not at all once the session's client let one time out without ever
+ *   answering one): the
  *   SDK's 1.x client drops a progress notification read in the same chunk as
  *   the response (typescript-sdk #2580), and once the pong is back every
  *   notification has been handled.
@@ -67,11 +70,12 @@ import { serveSurfaces } from './mcp-surfaces.js';
 import { MCP_META_KEYS, metaCallOptions } from './mcp-meta.js';
 import { endMcpServerSpan, openMcpServerSpan, recordHeader } from './mcp-trace.js';
 import type { TraceSpan } from '../core/tracing.js';
+import { McpWireError } from './mcp-wire-error.js';
 
 export { MCP_META_KEYS } from './mcp-meta.js';
 
 /** What the MCP adapters need from a registry (the package's `ToolRegistry` has it all; without `surfaces`, no prompts or resources). */
-export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'> & Partial<Pick<ToolRegistry, 'surfaces' | 'tracer'>>;
+export type McpToolSource = Pick<ToolRegistry, 'definitions' | 'get' | 'stream' | 'onToolsChanged' | 'names' | 'inFlight' | 'logger'> & Partial<Pick<ToolRegistry, 'surfaces' | 'tracer' | 'ceilingRefusal'>>;
 
 /** MCP's log levels, least severe first. */
 const MCP_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
@@ -212,6 +216,9 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
 
   const state: ServerState = { inFlight: 0, draining: false, idle: new Set() };
   states.set(server, state);
+  // Whether this session's client answers pings: one that let a flush ping time out without ever answering one
+  // is not pinged again (one that answered before and was only slow once still is).
+  const flush = { answered: false, silent: false };
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(registry) }));
   // Traced: the protocol version the session negotiated (mcp.protocol.version on every span; over HTTP the
   // client repeats it in a header, over stdio only `initialize` says it).
@@ -246,11 +253,11 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
     state.inFlight += 1;
     try {
       const stream = registry.stream(name, args, callOptions);
-      const terminal = await forwardEvents(stream, name, meta.progressToken, extra, () => logLevel, resolved.progressFlushMs);
+      const terminal = await forwardEvents(stream, name, meta.progressToken, extra, () => logLevel, resolved.progressFlushMs, flush);
       if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
         // Not a call: the spec's answer to an unknown tool is a protocol error (-32602), with toolhost's code in data.
         const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
-        throw new McpError(McpErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
+        throw new McpWireError(McpErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
       }
       return toCallToolResult(terminal, hasOutputSchema);
     } finally {
@@ -381,6 +388,7 @@ async function forwardEvents(
   extra: Extra,
   level: () => LoggingLevel | 'off',
   flushMs: number,
+  flush: { answered: boolean; silent: boolean },
 ): Promise<TerminalEvent> {
   const token = typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined;
   let progress = -1;
@@ -388,7 +396,8 @@ async function forwardEvents(
   /** The next progress value: `pct` when it passes the previous one, else the previous one plus a step. */
   const nextProgress = (pct: number | undefined): { progress: number; total: number } => {
     progress = pct !== undefined && pct > progress ? pct : Math.round((Math.max(progress, 0) + PROGRESS_STEP) * 1e6) / 1e6;
-    return { progress, total: 100 };
+    // Never past its total: a delta after 100% reads 100.001 of 100.001.
+    return { progress, total: Math.max(100, progress) };
   };
   const send = async (notification: ServerNotification): Promise<void> => {
     if (notification.method === 'notifications/progress') progressSent = true;
@@ -429,8 +438,14 @@ async function forwardEvents(
         // SDK clients (1.x) drop a progress notification read in the same chunk as the response
         // (typescript-sdk issue #2580). A client answers a ping only after the messages before it:
         // once the pong is back, the response can no longer share a read with a notification.
-        if (progressSent && flushMs > 0 && !extra.signal.aborted) {
-          await extra.sendRequest({ method: 'ping' }, EmptyResultSchema, { timeout: flushMs, signal: extra.signal }).catch(() => undefined);
+        // A client that let one such ping time out and never answered one (it does not answer pings) is not
+        // pinged again: each of its calls would wait `flushMs` for nothing.
+        if (progressSent && flushMs > 0 && !flush.silent && !extra.signal.aborted) {
+          await extra.sendRequest({ method: 'ping' }, EmptyResultSchema, { timeout: flushMs, signal: extra.signal }).then(() => {
+            flush.answered = true;
+          }, (error: unknown) => {
+            if (!flush.answered && (error as { code?: unknown }).code === McpErrorCode.RequestTimeout) flush.silent = true;
+          });
         }
         return event;
       default:

@@ -41,6 +41,7 @@ import { ToolhostError } from '../base/errors.js';
 import type { CallOptions } from '../core/call/options.js';
 import type { ComponentSurfaces } from '../core/surfaces.js';
 import type { Logger } from '../base/logger.js';
+import { McpWireError } from './mcp-wire-error.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -139,7 +140,9 @@ function toMcpError(error: unknown): McpError {
   if (error instanceof McpError) return error;
   const failure = error instanceof ToolhostError ? error : new ToolhostError('INTERNAL', String((error as Error)?.message ?? error));
   const data = { code: failure.code, message: failure.message, ...(failure.details === undefined ? {} : { details: failure.details }) };
-  const reason = (failure.details as { reason?: unknown } | undefined)?.reason;
+  const { reason, uri } = (failure.details ?? {}) as { reason?: unknown; uri?: unknown };
+  // Resource not found names its URI in data (SEP-2164).
+  if (reason === 'unknown-resource' && typeof uri === 'string') Object.assign(data, { uri });
   const rpcCode = reason === 'unknown-resource' ? RESOURCE_NOT_FOUND : failure.code === 'INVALID_INPUT' ? McpErrorCode.InvalidParams : McpErrorCode.InternalError;
-  return new McpError(rpcCode, `${failure.code}: ${failure.message}`, data);
+  return new McpWireError(rpcCode, `${failure.code}: ${failure.message}`, data);
 }

@@ -19,6 +19,7 @@ import type { IntrospectionStats } from './introspection.js';
 import { JwtAccessTokens } from './jwt-access-tokens.js';
 import { resolveOAuthOptions, type OAuthOptions, type ResolvedOAuth } from './oauth-options.js';
 import { bearerChallenge, protectedResourceOf } from './protected-resource.js';
+import { stepUpOf } from './step-up.js';
 
 export interface AuthOptions extends TokenOptions {
   /** OAuth 2.1 access tokens (JWTs) beside or instead of static tokens. */
@@ -61,8 +62,10 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
   const oauth = verifier?.options;
   const resource: ProtectedResource | undefined = oauth === undefined ? undefined : protectedResourceOf(oauth);
   const missing: AuthRefusal = { ok: false, status: 401, reason: 'missing', message: 'a valid bearer token is required' };
+  const stepUp = oauth === undefined ? undefined : stepUpOf(oauth);
   return {
     ...(resource === undefined ? {} : { protectedResource: resource }),
+    ...(stepUp === undefined ? {} : { stepUp }),
     async authenticate(authorization: string | undefined, from?: { address?: string | undefined }): Promise<Authentication> {
       const token = bearerOf(authorization);
       const principal = tokens?.principalOf(authorization);
@@ -71,6 +74,6 @@ export function createAuthenticator(options: AuthOptions): Authenticator | undef
       if (verifier === undefined) return { ok: false, status: 401, error: 'invalid_token', reason: 'unknown', message: 'the bearer token is not valid' };
       return verifier.verify(token, from?.address);
     },
-    challenge: (refusal) => bearerChallenge(refusal, resource),
+    challenge: (refusal) => bearerChallenge(refusal, resource, stepUp?.entryScopes),
   };
 }

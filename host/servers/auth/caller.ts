@@ -89,6 +89,20 @@ export interface ProtectedResource {
   readonly url: string;
 }
 
+/** What an OAuth configuration says about scopes a request needs (step-up.ts). */
+export interface StepUp {
+  /** The scopes a 401 names: those mapped to the lowest labels (empty without `scope_labels`). */
+  readonly entryScopes: readonly string[];
+  /** The scope an access token needs for `/metrics`. */
+  readonly metricsScope: string;
+  /** The scope an access token needs for the admin tools. */
+  readonly adminScope: string;
+  /** The scopes a token holding `held` needs for a call with these labels; undefined when no configured scope covers them. */
+  scopesFor(needs: { network?: string; privilege?: string }, held: readonly string[]): string[] | undefined;
+  /** `needed` after the header-safe scopes of `held`. */
+  withHeld(needed: readonly string[], held: readonly string[]): string[];
+}
+
 /** The one question servers ask about a request's credentials. */
 export interface Authenticator {
   /**
@@ -100,6 +114,8 @@ export interface Authenticator {
   challenge(refusal: AuthRefusal): string;
   /** Set when OAuth is configured. */
   readonly protectedResource?: ProtectedResource;
+  /** Set when OAuth is configured: the scopes requests need, for 401 and 403 challenges. */
+  readonly stepUp?: StepUp;
 }
 
 /**

@@ -79,6 +79,10 @@ export interface OAuthOptions {
   scopeLabels?: Record<string, ScopeLabels>;
   /** A human-readable name for the protected-resource metadata (`resource_name`). */
   resourceName?: string;
+  /** The scope an access token needs to read `/metrics` (default `toolhost:metrics`); static tokens read it as before. */
+  metricsScope?: string;
+  /** The scope an access token needs to call the admin tools (`toolhost_load`, `toolhost_unload`; default `toolhost:admin`). */
+  adminScope?: string;
   /** Allowed clock skew for `exp` and `nbf`, in seconds (default 5). */
   clockToleranceSec?: number;
   /** How long a key set is used before it is fetched again, in ms (default 600000). */
@@ -107,6 +111,8 @@ export interface ResolvedOAuth {
   tenantClaim: string | undefined;
   scopeLabels: Map<string, { network?: NetworkLabel; privilege?: PrivilegeLabel }> | undefined;
   resourceName: string | undefined;
+  metricsScope: string;
+  adminScope: string;
   clockToleranceSec: number;
   jwksCacheMs: number;
   jwksCooldownMs: number;
@@ -116,7 +122,7 @@ export interface ResolvedOAuth {
   acceptPlainJwt: boolean;
 }
 
-export const OAUTH_DEFAULTS = { principalClaim: 'sub', clockToleranceSec: 5, jwksCacheMs: 600_000, jwksCooldownMs: 30_000, fetchTimeoutMs: 5_000, maxJwksBytes: 262_144 } as const;
+export const OAUTH_DEFAULTS = { metricsScope: 'toolhost:metrics', adminScope: 'toolhost:admin', principalClaim: 'sub', clockToleranceSec: 5, jwksCacheMs: 600_000, jwksCooldownMs: 30_000, fetchTimeoutMs: 5_000, maxJwksBytes: 262_144 } as const;
 
 /** Check `options.oauth`; throws a TypeError naming the bad option. */
 export function resolveOAuthOptions(options: OAuthOptions, where = 'options.oauth'): ResolvedOAuth {
@@ -151,6 +157,8 @@ export function resolveOAuthOptions(options: OAuthOptions, where = 'options.oaut
     tenantClaim: claim(options.tenantClaim, 'tenantClaim'),
     scopeLabels: options.scopeLabels === undefined ? undefined : resolveScopeLabels(options.scopeLabels, `${where}.scopeLabels`),
     resourceName: options.resourceName,
+    metricsScope: scopeToken(options.metricsScope, `${where}.metricsScope`) ?? OAUTH_DEFAULTS.metricsScope,
+    adminScope: scopeToken(options.adminScope, `${where}.adminScope`) ?? OAUTH_DEFAULTS.adminScope,
     clockToleranceSec: number(options.clockToleranceSec, 'clockToleranceSec', OAUTH_DEFAULTS.clockToleranceSec, 0),
     jwksCacheMs: number(options.jwksCacheMs, 'jwksCacheMs', OAUTH_DEFAULTS.jwksCacheMs, 0),
     jwksCooldownMs: number(options.jwksCooldownMs, 'jwksCooldownMs', OAUTH_DEFAULTS.jwksCooldownMs, 0),
@@ -189,6 +197,13 @@ function resolveIntrospection(options: IntrospectionOptions, where: string, numb
 function flag(value: unknown, where: string): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') throw new TypeError(`${where} must be true or false`);
+  return value;
+}
+
+/** An RFC 6749 scope token (no space, quote or backslash: it goes in a WWW-Authenticate header), or undefined. */
+function scopeToken(value: unknown, where: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^[\x21\x23-\x5b\x5d-\x7e]{1,128}$/.test(value)) throw new TypeError(`${where} must be a scope (1-128 visible ASCII characters, no quote or backslash)`);
   return value;
 }
 

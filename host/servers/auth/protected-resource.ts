@@ -34,10 +34,14 @@ export function protectedResourceOf(oauth: ResolvedOAuth): ProtectedResource {
   };
 }
 
-/** `Bearer [resource_metadata="..."][, error="invalid_token", error_description="..."]`. */
-export function bearerChallenge(refusal: AuthRefusal, resource: ProtectedResource | undefined): string {
+/**
+ * `Bearer [resource_metadata="..."][, scope="..."][, error="invalid_token", error_description="..."]`: `scope` names
+ * the entry scopes (step-up.ts), so a client's authorization-code flow asks for those, not for every scope listed.
+ */
+export function bearerChallenge(refusal: AuthRefusal, resource: ProtectedResource | undefined, scopes: readonly string[] = []): string {
   const parts: string[] = [];
   if (resource !== undefined) parts.push(`resource_metadata="${quoted(resource.url)}"`);
+  if (scopes.length > 0) parts.push(`scope="${quoted(scopes.join(' '))}"`);
   if (refusal.error !== undefined) parts.push(`error="${refusal.error}"`, `error_description="${quoted(refusal.message)}"`);
   return parts.length === 0 ? 'Bearer' : `Bearer ${parts.join(', ')}`;
 }

@@ -3,7 +3,8 @@
  * same {@link Authenticator} as MCP HTTP (static tokens, OAuth access tokens).
  *
  * Guarantees: a request without valid credentials (when any are configured)
- * gets UNAUTHENTICATED (`toolhost-error-code: PERMISSION_DENIED`), or
+ * gets UNAUTHENTICATED (`toolhost-error-code: PERMISSION_DENIED`, with why in
+ * `toolhost-error-details-bin`: `{ reason, error }`, e.g. `expired`, `invalid_token`), or
  * UNAVAILABLE when an access token cannot be checked now (the authorization
  * server is away, or too many checks wait: retry), or RESOURCE_EXHAUSTED when
  * the peer's address asked for too many token checks; each refusal is counted once. What the credentials
@@ -54,7 +55,12 @@ export async function authenticateGrpc(
   const overloaded = checked.reason === 'rate_limited' || checked.reason === 'busy';
   const error = toServiceError(overloaded
     ? { code: 'OVERLOADED', message: checked.message, details: { reason: checked.reason, retry_after_s: checked.retryAfterSec ?? 1 } }
-    : { code: 'PERMISSION_DENIED', message: retry ? checked.message : `a valid bearer token is required: send "authorization: Bearer <token>" metadata (${checked.message})` });
+    : {
+      code: 'PERMISSION_DENIED',
+      message: retry ? checked.message : `a valid bearer token is required: send "authorization: Bearer <token>" metadata (${checked.message})`,
+      // Why, as MCP HTTP's WWW-Authenticate says it: missing, expired, audience, issuer, signature, token_type... (issue 38).
+      details: { reason: checked.reason, ...(checked.error === undefined ? {} : { error: checked.error }) },
+    });
   const code = checked.status === 503 ? GrpcStatus.UNAVAILABLE : checked.status === 429 ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.UNAUTHENTICATED;
   return { refused: Object.assign(error, { code }) };
 }
