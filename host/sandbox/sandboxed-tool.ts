@@ -197,7 +197,7 @@ export class SandboxedTool implements Tool {
         } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes);
       },
-      rpc: (request) => this.#answer(request, ctx, guestNetwork, hostCalls, limits),
+      rpc: (request) => this.#answer(request, ctx, guestNetwork, hostCalls, limits, (error) => events.refused?.(error.toData())),
     };
     if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
     else handlers.cancelSignal = ctx.signal;
@@ -262,7 +262,7 @@ export class SandboxedTool implements Tool {
     return (this.#withClient = { ...this.#limits, clientRequests: allowed });
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits): Promise<unknown> {
+  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, refused: (error: ToolhostError) => void): Promise<unknown> {
     if (request.op === 'modules') {
       if (request.componentId !== this.#component.id) throw new Error('unknown component');
       return this.#component.modulesFor(request.memoryMb);
@@ -278,7 +278,9 @@ export class SandboxedTool implements Tool {
           await ctx.state.setRaw(request.key, request.value);
         } catch (error) {
           // The guest gets a string: lead with the stable code so it can tell a limit from a failure.
-          throw error instanceof ToolhostError ? new Error(`${error.code}: ${error.message}`) : error;
+          if (!(error instanceof ToolhostError)) throw error;
+          refused(error);
+          throw new Error(`${error.code}: ${error.message}`);
         }
         return null;
       case 'http':

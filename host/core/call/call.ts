@@ -29,6 +29,7 @@ import { accountingOf } from './accounting.js';
 import { CallContext, CallSink } from './call-views.js';
 import type { CallStream } from './options.js';
 import { failureOf } from './precedence.js';
+import { HostRefusals } from './refusals.js';
 
 /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
 export const DEFAULT_CANCEL_GRACE_MS = 500;
@@ -93,6 +94,7 @@ export class Call {
   #deltas = 0;
   #attempts = 0;
   #measured: ReportedAccounting = {};
+  readonly refusals = new HostRefusals(); // what the host refused the tool: a tool that ends with one ends the call with it
   readonly #onCallerAbort = (): void => this.requestCancel();
 
   constructor(deps: CallDeps, plan: CallPlan) {
@@ -116,7 +118,7 @@ export class Call {
       account: (partial) => {
         Object.assign(this.#measured, partial);
       },
-      limit: (limit) => deps.onLimit(tool.name, limit),
+      limit: (limit) => deps.onLimit(tool.name, limit), refused: (error) => this.refusals.note(error),
       watch: (watcher) => this.watch(watcher),
     });
     // A call without a conversation gets a scratch store of its own.
@@ -295,7 +297,7 @@ export class Call {
       networkDenied: accounting.networkDenied ?? [],
       network: this.plan.capabilities.network,
       deltas: this.#deltas,
-      waitingForWorker: accounting.waitingForWorker === true,
+      waitingForWorker: accounting.waitingForWorker === true, refusals: this.refusals,
     });
     this.#finish(errorEvent(this.id, data, 'run', accounting));
   }
@@ -380,9 +382,7 @@ function errorEvent(callId: string, data: ToolErrorData, stage: ErrorEvent['stag
   return event;
 }
 
-function elapsed(since: number): number {
-  return Math.round((performance.now() - since) * 1000) / 1000;
-}
+const elapsed = (since: number): number => Math.round((performance.now() - since) * 1000) / 1000;
 
 /**
  * The reason the soft signal ends with once a call is over. Made for every
