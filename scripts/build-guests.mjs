@@ -54,7 +54,7 @@ const examples = {
 const fixtures = {
   outDir: join(root, 'test', 'fixtures', 'dist'),
   guests: [
-    // A JS fixture may carry a build.json with build options ({"disableFeatures": [...], "guardExceptions": false}).
+    // A JS fixture may carry a build.json with build options ({"disableFeatures": [...], "guardExceptions": false, "world": "0.2.0"}).
     ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js`, ...buildOptions(`test/fixtures/guests/js/${name}/build.json`) })),
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
     // Guests of the 0.2.0 world, their canonical ABI written by hand (the C SDK speaks 0.1.0).
@@ -69,8 +69,8 @@ const fixtures = {
 function buildOptions(file) {
   const path = join(root, file);
   if (!existsSync(path)) return {};
-  const { disableFeatures, guardExceptions } = JSON.parse(readFileSync(path, 'utf8'));
-  return { ...(Array.isArray(disableFeatures) ? { disableFeatures } : {}), ...(typeof guardExceptions === 'boolean' ? { guardExceptions } : {}) };
+  const { disableFeatures, guardExceptions, world } = JSON.parse(readFileSync(path, 'utf8'));
+  return { ...(Array.isArray(disableFeatures) ? { disableFeatures } : {}), ...(typeof guardExceptions === 'boolean' ? { guardExceptions } : {}), ...(world === '0.2.0' ? { witPath: witV2Path } : {}) };
 }
 
 function listDirs(dir) {

@@ -5,6 +5,8 @@
 //   → the README's library example, verbatim → toolhost --version / doctor
 //   → for each language: toolhost init → npm install → npm run build → npm test → toolhost call
 //   → a TypeScript tool that reads its worktree (granted by a toolhost.yaml), refused `..` and absolute paths
+//   → `toolhost dev` serving a TypeScript tool under its toolhost.yaml to an MCP client: a worktree read, an
+//     elicitation, a refused sample() as PERMISSION_DENIED, a type error refused with tsc's message
 //
 //   node scripts/test-package.mjs                 every language (ts, c, js)
 //   node scripts/test-package.mjs --lang c        one
@@ -165,6 +167,68 @@ console.log(JSON.stringify({ text: read.structuredContent?.text, outside: outsid
         return seen.text === 'a note\n' && seen.outside && seen.absolute ? undefined : `unexpected ${run.stdout}`;
       });
     }
+  }
+}
+// `toolhost dev` in the world the tool runs in (issue 41): the project's toolhost.yaml grants a read-only worktree
+// and elicitation; an MCP client (the SDK the package depends on) reads a worktree file through the tool, answers
+// its elicitation, sees a refused sample() as PERMISSION_DENIED, and sees a type error refused.
+if (langs.includes('ts')) {
+  const name = 'dev-ts';
+  const dir = join(app, name);
+  if (step('ts dev: toolhost init', npx, ['toolhost', 'init', name, '--lang', 'ts'], app) && step('ts dev: npm install', npm, ['install', '--no-audit', '--no-fund'], dir)) {
+    writeFileSync(join(dir, 'src', 'index.ts'), `import { elicit, sample } from 'toolhost:tool/host@0.2.0';
+import { parseArgs, readText } from 'toolhost/guest';
+import { defineMcpComponent } from 'toolhost/guest/mcp';
+
+export const tool = defineMcpComponent('${name}', [
+  {
+    name: 'read_note',
+    description: 'Reads a note from the worktree and asks the user who reads it.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    run(argsText: string) {
+      const { path } = parseArgs<{ path: string }>(argsText);
+      const asked = elicit('Who reads it?', JSON.stringify({ type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }));
+      return { text: readText(path), reader: asked.action === 'accept' ? String(JSON.parse(asked.content ?? '{}').name) : asked.action };
+    },
+  },
+  {
+    name: 'ask_model',
+    description: 'Asks the model without a sampling grant, and does not catch the refusal.',
+    inputSchema: { type: 'object' },
+    run() {
+      return { model: sample({ messages: [{ role: 'user', content: { tag: 'text', val: 'hi' } }], systemPrompt: undefined, maxTokens: 10, temperature: undefined, stopSequences: [], modelPreferences: undefined }).model };
+    },
+  },
+]);
+`);
+    rmSync(join(dir, 'test'), { recursive: true, force: true });
+    execFileSync('mkdir', ['-p', join(dir, 'work')]);
+    writeFileSync(join(dir, 'work', 'note.txt'), 'a note\n');
+    writeFileSync(join(dir, 'toolhost.yaml'), `tools:\n  - path: dist/${name}.wasm\n    grant: { privilege: DEFAULT, elicitation: { max_requests: 2 } }\n    default_policy: { privilege_level: DEFAULT }\n`);
+    writeFileSync(join(dir, 'dev-check.mjs'), `import { readFileSync, writeFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+const transport = new StdioClientTransport({ command: process.execPath, args: ['node_modules/toolhost/dist/host/cli/main.js', 'dev', '.', '--mcp', 'stdio', '--worktree', 'work'], stderr: 'pipe' });
+let stderr = '';
+transport.stderr.on('data', (chunk) => (stderr += chunk));
+const client = new Client({ name: 'package-dev', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
+await client.connect(transport, { timeout: 300000 });
+const read = await client.callTool({ name: 'read_note', arguments: { path: 'note.txt' } });
+const sampled = await client.callTool({ name: 'ask_model', arguments: {} });
+writeFileSync('src/index.ts', readFileSync('src/index.ts', 'utf8') + "\\nexport const answer: number = 'forty-two';\\n");
+const deadline = Date.now() + 120000;
+while (!/rebuild failed/.test(stderr) && Date.now() < deadline) await new Promise((done) => setTimeout(done, 100));
+const still = await client.callTool({ name: 'read_note', arguments: { path: 'note.txt' } });
+await client.close();
+console.log(JSON.stringify({ read: read.structuredContent, denied: sampled.isError === true && JSON.stringify(sampled).includes('PERMISSION_DENIED'), typeError: /error TS2322/.test(stderr), still: still.structuredContent }));
+`);
+    step('ts dev: an MCP client on toolhost dev: worktree, elicitation, PERMISSION_DENIED, a type error refused', 'node', ['dev-check.mjs'], dir, (run) => {
+      const seen = JSON.parse(run.stdout.trim().split('\n').at(-1));
+      const ok = seen.read?.text === 'a note\n' && seen.read?.reader === 'Ada' && seen.denied && seen.typeError && seen.still?.reader === 'Ada';
+      return ok ? undefined : `unexpected ${run.stdout}`;
+    });
   }
 }
 console.log(`${failures === 0 ? 'package test passed' : `package test: ${failures} step(s) failed`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -120,8 +120,9 @@ describe.skipIf(!hasCGuests)('a 0.2.0 tool written with the C SDK', () => {
     const result = (await client.callTool({ name: 'must_sample', arguments: {} })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(JSON.stringify(result.content)).toContain('did not declare the sampling capability');
-    // The library without a sampling hook: the host's code reaches the guest and comes back as the tool's.
-    expect((await registry.execute('must_sample', {})).error).toMatchObject({ code: 'TOOL_ERROR', details: { code: 'CLIENT_UNSUPPORTED' } });
+    // The library without a sampling hook: the host's code reaches the guest, and the tool that fails with it ends
+    // the call with the host's refusal (its code, message and details), not TOOL_ERROR (issue 41).
+    expect((await registry.execute('must_sample', {})).error).toMatchObject({ code: 'CLIENT_UNSUPPORTED', message: expect.stringContaining('cannot answer sampling requests'), details: { reason: 'sampling', relayedBy: 'must_sample' } });
     expect(structured((await client.callTool({ name: 'ask_user', arguments: {} })) as CallToolResult).error).toMatchObject({ code: 'CLIENT_UNSUPPORTED' });
   });
 

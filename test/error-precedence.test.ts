@@ -5,16 +5,18 @@
 import { describe, expect, it } from 'vitest';
 import { ToolRegistry, ToolhostError, defineNativeTool, silentLogger, toolError, type Tool } from '../host/index.js';
 import { ERROR_PRECEDENCE, failureOf, type FailureFacts } from '../host/core/call/precedence.js';
+import { HostRefusals } from '../host/core/call/refusals.js';
 
 const base: FailureFacts = { callId: 'c', tool: 't', hardStop: undefined, cancelRequested: false, error: new Error('boom'), networkDenied: [], network: 'DENY_ALL', deltas: 0 };
 const denied = [{ url: 'http://10.0.0.1/', reason: 'private address' }];
 
 describe('the error precedence table', () => {
-  it('reads, highest first: hard stop, cancel, network refusal, coded error, anything else', () => {
+  it('reads, highest first: hard stop, cancel, network refusal, a host refusal the tool ended with, coded error, anything else', () => {
     expect(ERROR_PRECEDENCE.map((rule) => rule.rule.split(':')[0])).toEqual([
       'the host stopped the call (wall clock, or a cancel past its grace)',
       'the caller cancelled',
       'the tool failed (TOOL_ERROR, TOOL_CRASHED) after the network policy refused one of its requests',
+      'the tool failed with a refusal the host gave it during the call (its TOOL_ERROR carries the refusal\'s code, e.g. an uncaught refused sample())',
       'a coded error from the runner (the tool\'s TOOL_ERROR; the sandbox\'s CPU, memory, output limits, crash, overload)',
       'anything else thrown',
     ]);
@@ -66,5 +68,19 @@ describe('the error precedence table', () => {
     } finally {
       await registry.close();
     }
+  });
+
+  it('a TOOL_ERROR carrying a refusal the host gave the tool ends with the host\'s refusal; a code it never gave stays the tool\'s', () => {
+    const refusals = new HostRefusals();
+    refusals.note({ code: 'PERMISSION_DENIED', message: 'the tool\'s grant does not allow sampling (grant.sampling)', details: { reason: 'sampling' } });
+    const relayed = new ToolhostError('TOOL_ERROR', 'anything the guest says', { details: { code: 'PERMISSION_DENIED' } });
+    expect(failureOf({ ...base, refusals, error: relayed })).toEqual({
+      code: 'PERMISSION_DENIED',
+      message: 'the tool\'s grant does not allow sampling (grant.sampling) (the tool ended with this refusal)',
+      callId: 'c',
+      details: { reason: 'sampling', relayedBy: 't' },
+    });
+    expect(failureOf({ ...base, refusals, error: new ToolhostError('TOOL_ERROR', 'x', { details: { code: 'CLIENT_UNSUPPORTED' } }) })).toMatchObject({ code: 'TOOL_ERROR', details: { code: 'CLIENT_UNSUPPORTED' } });
+    expect(failureOf({ ...base, error: relayed })).toMatchObject({ code: 'TOOL_ERROR' });
   });
 });

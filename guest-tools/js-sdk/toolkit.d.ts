@@ -53,6 +53,15 @@ export declare function toolError(code: string, message: string, details?: unkno
 /** A plain `{ code, message }` object (not an Error instance): what `call` may throw as a tool-error. */
 export declare function isToolError(value: unknown): value is ToolError;
 
+/**
+ * The host's tool-error a host call's refusal stands for (what componentize-js throws for an import's error:
+ * an Error whose `payload` is a `tool-error`, or `set-state`'s "CODE: message" string), or undefined.
+ */
+export declare function hostRefusal(error: unknown): ToolError | undefined;
+
+/** Run one host call (`() => sample(request)`), throwing its refusal as the host's tool-error. */
+export declare function hostCall<T>(run: () => T): T;
+
 /** The tool-error UNCAUGHT_EXCEPTION for `error`, thrown by `tool`: its message, name and stack. */
 export declare function uncaughtError(tool: string, error: unknown): ToolError;
 

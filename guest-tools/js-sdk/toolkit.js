@@ -9,10 +9,14 @@
 //   export const tool = defineComponent('my-component', TOOLS);
 //
 // Tool failures are thrown as plain `{ code, message, details }` objects,
-// which the bindings lift into the WIT `tool-error`. Anything else a tool
-// throws becomes the tool-error `UNCAUGHT_EXCEPTION` with its message and
-// stack (what `toolhost build`'s guard gives a raw `tool` export too): an
-// Error escaping `call` would trap the whole instance.
+// which the bindings lift into the WIT `tool-error`. A host call's refusal
+// (`sample`, `elicit`, `setState`, as `toolhost build` binds them) is thrown
+// as the host's tool-error of that shape too (code PERMISSION_DENIED,
+// CLIENT_UNSUPPORTED, OUTPUT_LIMIT_EXCEEDED, ...); left uncaught it reaches
+// the caller with its code. Anything else a tool throws becomes the
+// tool-error `UNCAUGHT_EXCEPTION` with its message and stack (what
+// `toolhost build`'s guard gives a raw `tool` export too): an Error escaping
+// `call` would trap the whole instance.
 
 /** A tool-error value; `details` is any JSON value (or undefined). */
 export function toolError(code, message, details) {
@@ -25,6 +29,34 @@ export function toolError(code, message, details) {
 
 export function isToolError(e) {
   return e !== null && typeof e === 'object' && typeof e.code === 'string' && typeof e.message === 'string' && !(e instanceof Error);
+}
+
+/**
+ * The tool-error a host call's refusal stands for, or undefined when `e` is not one. componentize-js throws an
+ * import's `result` error as an Error whose `payload` is the error value: a `tool-error` record (`sample`,
+ * `elicit`) or a string (`set-state`: "CODE: message", e.g. `OUTPUT_LIMIT_EXCEEDED: ...`).
+ */
+export function hostRefusal(e) {
+  if (isToolError(e)) return e;
+  if (e === null || typeof e !== 'object' || !Object.prototype.hasOwnProperty.call(e, 'payload')) return undefined;
+  const payload = e.payload;
+  if (payload !== null && typeof payload === 'object' && typeof payload.code === 'string' && typeof payload.message === 'string') {
+    return { code: payload.code, message: payload.message, details: typeof payload.details === 'string' ? payload.details : undefined };
+  }
+  if (typeof payload === 'string') {
+    const coded = /^([A-Z][A-Z0-9_]*): ([\s\S]*)$/.exec(payload);
+    return coded ? { code: coded[1], message: coded[2], details: undefined } : { code: 'HOST_ERROR', message: payload, details: undefined };
+  }
+  return undefined;
+}
+
+/** Run one host call (`() => sample(request)`), throwing its refusal as the host's tool-error `{ code, message, details }`. */
+export function hostCall(run) {
+  try {
+    return run();
+  } catch (e) {
+    throw hostRefusal(e) ?? e;
+  }
 }
 
 /** The tool-error UNCAUGHT_EXCEPTION for something `tool` threw: its message (`TypeError: boom`) and stack. */
@@ -80,7 +112,9 @@ export function requireString(args, key) {
  */
 export function runTool(name, t, args, output) {
   const fail = (e) => {
-    if (isToolError(e)) throw e;
+    // A host call's refusal the tool did not catch reaches the caller with the host's code, not as UNCAUGHT_EXCEPTION.
+    const refusal = hostRefusal(e);
+    if (refusal !== undefined) throw refusal;
     // JSON.stringify recurses natively, and the engine's stack allows only
     // a few hundred levels of nesting (parsing has no such limit).
     if (e instanceof Error && e.name === 'InternalError' && /too much recursion/.test(e.message)) {

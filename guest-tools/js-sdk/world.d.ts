@@ -28,7 +28,10 @@ declare module 'toolhost:tool/host@0.1.0' {
   export function getState(key: string): string | undefined;
   /**
    * Save a conversation-scoped value (JSON text). Throws when the host refuses
-   * it (the thrown value's `payload` is the host's reason).
+   * it: built by `toolhost build`, the host's tool-error `{ code, message, details }`
+   * (code OUTPUT_LIMIT_EXCEEDED past a state limit, PERMISSION_DENIED under
+   * `grant.state.access: read`, INVALID_INPUT for a bad key); left uncaught, the
+   * call ends with the host's error.
    */
   export function setState(key: string, value: string): void;
   /** Whether the caller asked this call to stop; check it in long loops. */
@@ -75,9 +78,12 @@ declare module 'toolhost:tool/types@0.1.0' {
 /**
  * The 0.2.0 world's host interface (wit/v0.2/tool.wit): 0.1.0's calls plus
  * `sample` and `elicit`. Both block until the calling client answers and throw
- * the host's tool-error (its `payload`: `{ code, message, details }`, code
- * PERMISSION_DENIED, CLIENT_UNSUPPORTED, OUTPUT_LIMIT_EXCEEDED or TOOL_ERROR)
- * when it cannot.
+ * the host's tool-error when it cannot: a plain `{ code, message, details }`
+ * object (`details` JSON text; code PERMISSION_DENIED without the grant or past
+ * its caps, CLIENT_UNSUPPORTED when the caller cannot answer,
+ * OUTPUT_LIMIT_EXCEEDED, CANCELLED, or TOOL_ERROR when the client failed), as
+ * `toolhost build` binds them. Left uncaught, it ends the call with the host's
+ * error (the caller sees PERMISSION_DENIED, say), not UNCAUGHT_EXCEPTION.
  */
 declare module 'toolhost:tool/host@0.2.0' {
   export type { CallContext, LogLevel } from 'toolhost:tool/host@0.1.0';

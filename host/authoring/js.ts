@@ -64,7 +64,8 @@ const RENDERED_IMPORT = /^(?:import|export)\b[^;'"]*?\bfrom\s*["']((?:wasi|toolh
 
 /**
  * The module componentize-js sees: the author's `tool`, with `call` guarded so
- * that anything thrown that is not a tool-error ({ code, message, details })
+ * that a host call's refusal becomes the host's tool-error (its code kept), and
+ * anything else thrown that is not a tool-error ({ code, message, details })
  * becomes the tool-error UNCAUGHT_EXCEPTION carrying its message and stack,
  * instead of trapping the instance ("wasm 'unreachable' instruction executed").
  */
@@ -81,6 +82,14 @@ function isToolError(e) {
 }
 function uncaught(name, e) {
   if (isToolError(e)) return { code: e.code, message: e.message, details: typeof e.details === 'string' ? e.details : e.details === undefined ? undefined : JSON.stringify(e.details) };
+  // A host call's refusal (componentize-js throws an import's error as an Error with its value in \`payload\`):
+  // the host's tool-error, so the caller gets its code.
+  if (e !== null && typeof e === 'object' && Object.prototype.hasOwnProperty.call(e, 'payload')) {
+    const p = e.payload;
+    if (isToolError(p)) return { code: p.code, message: p.message, details: typeof p.details === 'string' ? p.details : undefined };
+    const coded = typeof p === 'string' ? /^([A-Z][A-Z0-9_]*): ([\\s\\S]*)$/.exec(p) : null;
+    if (coded) return { code: coded[1], message: coded[2], details: undefined };
+  }
   const message = e instanceof Error ? (e.name && e.name !== 'Error' ? e.name + ': ' + e.message : e.message) : String(e);
   const details = { tool: name };
   if (e instanceof Error) {
@@ -107,6 +116,48 @@ export const tool = {
   },
 };
 `;
+}
+
+/** The host interfaces whose calls can be refused, by world version: `toolhost build` binds them through a wrapper. */
+const REFUSABLE_HOST_CALLS: Record<string, { all: readonly string[]; refusable: readonly string[] }> = {
+  '0.1.0': { all: ['context', 'progress', 'delta', 'log', 'getState', 'setState', 'cancelled'], refusable: ['setState'] },
+  '0.2.0': { all: ['context', 'progress', 'delta', 'log', 'getState', 'setState', 'cancelled', 'sample', 'elicit'], refusable: ['setState', 'sample', 'elicit'] },
+};
+
+const HOST_MODULE = /^toolhost:tool\/host@(\d+\.\d+\.\d+)$/;
+const HOST_WRAPPER = '\0toolhost-host@';
+
+/**
+ * What a guest's `import { sample } from 'toolhost:tool/host@0.2.0'` binds to: the host's functions, those that
+ * can be refused (`sample`, `elicit`, `setState`) wrapped so a refusal is thrown as the host's tool-error
+ * `{ code, message, details }` (the toolkit's `hostCall`), not as componentize-js's Error with the error in `payload`.
+ */
+function hostWrapperModule(version: string, toolkit: string): string {
+  const { all, refusable } = REFUSABLE_HOST_CALLS[version]!;
+  const host = JSON.stringify(`toolhost:tool/host@${version}`);
+  const plain = all.filter((name) => !refusable.includes(name));
+  return `import { ${refusable.map((name) => `${name} as host_${name}`).join(', ')} } from ${host};
+import { hostCall } from ${JSON.stringify(toolkit)};
+export { ${plain.join(', ')} } from ${host};
+${refusable.map((name) => `export function ${name}(...args) { return hostCall(() => host_${name}(...args)); }`).join('\n')}
+`;
+}
+
+/**
+ * Refuse a bundle that imports the tool world in another version than the one it is built against (a 0.1.0
+ * example in a project `toolhost init` made for 0.2.0, say), before componentize-js fails on it with a bare
+ * ReferenceError from its snapshot.
+ */
+export function checkWorldVersion(imports: readonly string[], witText: string, source: string): void {
+  const world = /^package toolhost:tool@(\S+);/m.exec(witText)?.[1];
+  if (world === undefined) return;
+  const other = imports.find((id) => id.startsWith('toolhost:tool/') && !id.endsWith(`@${world}`));
+  if (other === undefined) return;
+  const version = other.slice(other.lastIndexOf('@') + 1);
+  const fix = world === '0.2.0'
+    ? `import the host from 'toolhost:tool/host@0.2.0' and define the tools with defineMcpComponent from 'toolhost/guest/mcp'; or, to build a ${version} tool, say "world": "${version}" in package.json's "toolhost" section`
+    : `import the host from 'toolhost:tool/host@${world}' and define the tools with defineComponent from 'toolhost/guest'; or, to build a ${version} tool, say "world": "${version}" in package.json's "toolhost" section`;
+  throw new BuildError('COMPILE_FAILED', `${source} imports ${other}, but the project builds for the ${world} tool world (package.json "toolhost": { "world": ... }, default 0.1.0): ${fix}`);
 }
 
 /** The interfaces `world` exports besides `tool` (e.g. 0.2.0's `prompts` and `resources` in world mcp-provider). */
@@ -158,6 +209,12 @@ export interface GuestBundle {
  * Bundle `source` and what it imports into one ES module. Host and WASI imports stay imports; a WASI import is
  * mapped to the version the engine imports (wasi-world.ts), and one the build cannot bind is refused here.
  */
+/** Whether `id` is a host module `toolhost build` binds through its wrapper. */
+function wrapsHost(id: string): boolean {
+  const version = HOST_MODULE.exec(id)?.[1];
+  return version !== undefined && REFUSABLE_HOST_CALLS[version] !== undefined;
+}
+
 export async function bundleGuest(source: string, cwd: string, guardExceptions = true, alsoExports: readonly string[] = []): Promise<GuestBundle> {
   const { rolldown } = await loadRolldown();
   const entry = resolve(source);
@@ -169,7 +226,8 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
       input: guardExceptions ? ENTRY : entry,
       cwd,
       platform: 'neutral',
-      external: [/^toolhost:/],
+      // Host interfaces stay imports; the host module itself is bound through the wrapper (hostWrapperModule).
+      external: (id: string, importer: string | undefined) => id.startsWith('toolhost:') && (!wrapsHost(id) || (importer?.startsWith(HOST_WRAPPER) ?? false)),
       // A host interface has no side effects to keep: an import nothing uses is dropped, so the world only
       // gains the WASI interfaces the tool's code really calls (e.g. the toolkit's filesystem helpers).
       treeshake: { moduleSideEffects: 'no-external' },
@@ -182,14 +240,19 @@ export async function bundleGuest(source: string, cwd: string, guardExceptions =
       plugins: [
         {
           name: 'toolhost-guest-entry',
-          resolveId(id: string) {
+          resolveId(id: string, importer: string | undefined) {
             if (id.startsWith('wasi:')) return { id: engineWasiSpecifier(id), external: true, moduleSideEffects: false };
+            if (wrapsHost(id)) {
+              if (importer?.startsWith(HOST_WRAPPER)) return { id, external: true, moduleSideEffects: false };
+              return `${HOST_WRAPPER}${HOST_MODULE.exec(id)![1]}`;
+            }
             // The 0.2.0 toolkit (before the `toolhost/guest` alias, which would read it as a path under toolkit.js).
             if (id === 'toolhost/guest/mcp') return jsMcpToolkitPath();
             return id === ENTRY ? ENTRY : null;
           },
           load(id: string) {
             if (id === ENTRY) return entryModule(entry, alsoExports);
+            if (id.startsWith(HOST_WRAPPER)) return { code: hostWrapperModule(id.slice(HOST_WRAPPER.length), toolkit), moduleSideEffects: false };
             if (id.startsWith('\0') || readableModule(roots, id)) return null;
             throw new BuildError('PROJECT_INVALID', `the module ${JSON.stringify(id)} resolves outside the project (after symlinks); a build reads only the project, its node_modules and the guest toolkit`);
           },
@@ -219,6 +282,7 @@ export async function buildJsComponent(options: JsBuildOptions): Promise<JsBuild
   const started = performance.now();
   const witText = await readFile(witPath, 'utf8');
   const { code, imports } = await bundleGuest(source, options.cwd ?? dirname(resolve(source)), options.guardExceptions ?? true, otherWorldExports(witText, world));
+  checkWorldVersion(imports, witText, source);
   const { componentize } = await loadComponentize();
   // componentize-js reads a witPath through its own WASI shim, which has no preopens: pass the WIT as text,
   // with the WASI interfaces the bundle imports (e.g. wasi:filesystem for the worktree) added to the world.

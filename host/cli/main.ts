@@ -348,12 +348,14 @@ Examples:
 
   root
     .command('dev')
-    .description('build the tool project in DIR, serve it over MCP and rebuild and reload it on every change')
+    .description('build the tool project in DIR (type-checking TypeScript first), serve it over MCP under its toolhost.yaml and rebuild and reload it on every change')
     .argument('[dir]', 'the project directory', '.')
     .addOption(new Option('--mcp <transport>', 'MCP transport').choices(['stdio', 'http']).default('stdio'))
     .option('--port <port>', 'MCP HTTP port (default 3000; 0: any free port)', parsePort)
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
-    .action(async (dir: string, options: { mcp: 'stdio' | 'http'; port?: number; host?: string }) => {
+    .option('--config <file>', 'the host config the tool runs under: its tools entry for the built component gives the grant (default: DIR/toolhost.yaml when present)')
+    .option('--worktree <dir>', 'the worktree of every call (over the grant\'s own)')
+    .action(async (dir: string, options: { mcp: 'stdio' | 'http'; port?: number; host?: string; config?: string; worktree?: string }) => {
       const { dev } = await import('./dev.js');
       process.exitCode = await dev(dir, options);
     });

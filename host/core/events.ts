@@ -7,7 +7,7 @@
  * (`Tool.checksOwnArgs`: sandboxed and imported MCP tools), whose `error`
  * (`INVALID_INPUT`, `stage: 'rejected'`: the tool never ran) follows `start`.
  */
-import type { ErrorCode } from '../base/errors.js';
+import type { ErrorCode, ToolErrorData } from '../base/errors.js';
 import type { CallAccounting, ReportedAccounting, ToolResult } from './result.js';
 import type { TraceSpan } from './tracing.js';
 
@@ -90,6 +90,11 @@ export interface RunnerSink extends ToolEventSink {
   account(accounting: ReportedAccounting): void;
   /** The tool hit one of the host's limits (`limit`: the limit's config key); for metrics. */
   limit?(limit: string): void;
+  /**
+   * The host refused one of the tool's requests (a state write, say) with this error: a tool that then fails with
+   * its code ends the call with it (core/call/refusals.ts).
+   */
+  refused?(error: ToolErrorData): void;
   /**
    * Aborts when the call is over regardless of the tool (a budget was hit, or
    * a cancel's grace ran out). Runners stop the tool at once; `ctx.signal` is

@@ -182,6 +182,8 @@ export class SandboxedTool implements Tool {
     const span = events.span;
     const runStart = span === undefined ? 0 : epochNow();
     let stoppedQueuedMs: number | undefined;
+    // What the host refuses the guest is kept by the call: a tool that ends with one ends the call with it (core/call/refusals.ts).
+    const refused = (error: ToolhostError): void => events.refused?.(error.toData());
     const handlers: TaskHandlers = {
       signal: stop,
       onStopped: (measured) => {
@@ -204,7 +206,7 @@ export class SandboxedTool implements Tool {
         } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes);
       },
-      rpc: (request) => span === undefined ? this.#answer(request, ctx, guestNetwork, hostCalls, limits) : this.#traced(span, request, ctx, guestNetwork, hostCalls, limits),
+      rpc: (request) => span === undefined ? this.#answer(request, ctx, guestNetwork, hostCalls, limits, refused) : this.#traced(span, request, ctx, guestNetwork, hostCalls, limits, refused),
     };
     if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
     else handlers.cancelSignal = ctx.signal;
@@ -298,11 +300,11 @@ export class SandboxedTool implements Tool {
   }
 
   /** `#answer` inside a span of its own (the guest's host calls of a traced call). */
-  async #traced(parent: TraceSpan, request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits): Promise<unknown> {
-    if (request.op === 'modules') return this.#answer(request, ctx, network, hostCalls, limits);
+  async #traced(parent: TraceSpan, request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, refused: (error: ToolhostError) => void): Promise<unknown> {
+    if (request.op === 'modules') return this.#answer(request, ctx, network, hostCalls, limits, refused);
     const span = parent.child(HOST_CALL_SPANS[request.op], { attributes: hostCallAttributes(request) });
     try {
-      const answer = await this.#answer(request, ctx, network, hostCalls, limits, span);
+      const answer = await this.#answer(request, ctx, network, hostCalls, limits, refused, span);
       if (request.op === 'get-state') span.setAttributes({ 'toolhost.state.found': answer !== undefined && answer !== null });
       return answer;
     } catch (error) {
@@ -313,7 +315,7 @@ export class SandboxedTool implements Tool {
     }
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, span?: TraceSpan): Promise<unknown> {
+  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, refused: (error: ToolhostError) => void, span?: TraceSpan): Promise<unknown> {
     if (request.op === 'modules') {
       if (request.componentId !== this.#component.id) throw new Error('unknown component');
       return this.#component.modulesFor(request.memoryMb);
@@ -329,7 +331,9 @@ export class SandboxedTool implements Tool {
           await ctx.state.setRaw(request.key, request.value);
         } catch (error) {
           // The guest gets a string: lead with the stable code so it can tell a limit from a failure.
-          throw error instanceof ToolhostError ? new Error(`${error.code}: ${error.message}`) : error;
+          if (!(error instanceof ToolhostError)) throw error;
+          refused(error);
+          throw new Error(`${error.code}: ${error.message}`);
         }
         return null;
       case 'http':

@@ -2,16 +2,24 @@
  * The docs cannot drift from the code (issue 29): what README.md and docs/authoring.md claim, checked against the
  * host. The error shape of a JS exception (through `defineComponent`, as the templates write tools), the budgets
  * the README says are enforced, the error codes the limits tables name, and the docs' TypeScript examples:
- * every block that exports `tool` bundles, and the worktree example is built and run (it reads a granted
- * worktree and is refused `../` and absolute paths).
+ * every block that exports `tool` bundles; authoring.md's examples are type-checked (the project's tsc and
+ * tsconfig), built and run in projects `toolhost init` made, one per world (issue 41): the first example (0.2.0,
+ * as init writes) streams and keeps state as the testing section says, the worktree example (0.1.0, the world
+ * set as the guide says) reads a granted worktree and is refused `../` and absolute paths; a 0.1.0 import in a
+ * 0.2.0 project is refused with a hint, not wizer's ReferenceError; the sampling/elicitation grant the guide shows
+ * is a valid config.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildJsComponent, bundleGuest } from '../../host/authoring/js.js';
+import { bundleGuest } from '../../host/authoring/js.js';
+import { buildProject } from '../../host/authoring/project.js';
+import { typeCheckProject } from '../../host/authoring/typecheck.js';
+import { loadConfig } from '../../host/config/load.js';
 import { ERROR_CODES } from '../../host/index.js';
-import { example, fixture, hasCGuests, makeRegistry, root } from '../helpers.js';
+import { collect, example, fixture, hasCGuests, makeRegistry, root } from '../helpers.js';
+import { initLinkedProject } from '../init-project.js';
 
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const authoring = readFileSync(join(root, 'docs', 'authoring.md'), 'utf8');
@@ -92,14 +100,69 @@ describe('the docs’ TypeScript examples', () => {
     }
   });
 
-  it('the worktree example reads its granted worktree and is refused ../ and absolute paths', async () => {
+  /** A TypeScript project `toolhost init` made, holding `source` as src/index.ts, for `world`; type-checked and built. */
+  async function builtInInitProject(name: string, source: string, world: '0.1.0' | '0.2.0'): Promise<string> {
+    const dir = await initLinkedProject(join(scratch, name), 'ts');
+    writeFileSync(join(dir, 'src', 'index.ts'), source);
+    rmSync(join(dir, 'test'), { recursive: true, force: true }); // the template's test is for the template's tool
+    const manifestPath = join(dir, 'package.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { toolhost: { world: string } };
+    expect(manifest.toolhost.world, 'toolhost init writes the 0.2.0 world').toBe('0.2.0');
+    if (world !== '0.2.0') writeFileSync(manifestPath, JSON.stringify({ ...manifest, toolhost: { ...manifest.toolhost, world } }, null, 2));
+    await expect(typeCheckProject(dir), 'the example type-checks under the project\'s tsconfig').resolves.toMatchObject({ checked: true });
+    return (await buildProject(dir)).outFile;
+  }
+
+  it('the first example, in a project toolhost init made (0.2.0), streams and keeps state as the testing section says', async () => {
+    const block = blocks.find((candidate) => candidate.includes("name: 'shout'"));
+    expect(block, 'docs/authoring.md starts with the shout example').toBeDefined();
+    expect(authoring.indexOf(block!.slice(0, 80)), 'it is the guide\'s first TypeScript example').toBe(authoring.indexOf('```ts\n') + 6);
+    const outFile = await builtInInitProject('first-example', block!, '0.2.0');
+    const registry = makeRegistry();
+    try {
+      await registry.registerWasmTools(outFile);
+      const events = await collect(registry.stream('shout', { text: 'a\nb' }, { conversationId: 'c1' }));
+      // The testing section's expectations, verbatim.
+      expect(events.filter((e) => e.type === 'delta').map((e) => (e as { data: unknown }).data)).toEqual([{ line: 'A' }, { line: 'B' }]);
+      expect(events.at(-1)).toMatchObject({ type: 'result', data: { text: 'A\nB', shouted: 1 } });
+      expect((await registry.execute('shout', { text: 'x' }, { conversationId: 'c1' })).structuredContent).toEqual({ text: 'X', shouted: 2 });
+      expect((await registry.execute('shout', { text: ' ' })).error).toMatchObject({ code: 'TOOL_ERROR', details: { code: 'EMPTY' } });
+    } finally {
+      await registry.close();
+    }
+  }, 300_000);
+
+  it('a 0.1.0 tool in a project init made for 0.2.0 is refused with what to change, not a wizer ReferenceError', async () => {
+    const dir = await initLinkedProject(join(scratch, 'old-world'), 'ts');
+    writeFileSync(join(dir, 'src', 'index.ts'), `import { progress } from 'toolhost:tool/host@0.1.0';
+import { defineComponent } from 'toolhost/guest';
+export const tool = defineComponent('old', [{ name: 'old', description: 'x', inputSchema: { type: 'object' }, streaming: false, idempotent: true, run() { progress(100, undefined); return {}; } }]);
+`);
+    const failure = await buildProject(dir).then(() => undefined, (error: unknown) => error as Error);
+    expect(failure?.message).toMatch(/imports toolhost:tool\/host@0\.1\.0, but the project builds for the 0\.2\.0 tool world/);
+    expect(failure?.message).toContain("import the host from 'toolhost:tool/host@0.2.0' and define the tools with defineMcpComponent");
+    expect(failure?.message).toContain('"world": "0.1.0"');
+    expect(failure?.message).not.toMatch(/ReferenceError/);
+  }, 120_000);
+
+  it('the sampling and elicitation grant the guide shows is a valid config that grants both', async () => {
+    const section = authoring.slice(authoring.indexOf('### Asking the client'));
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(yaml, 'the section shows a toolhost.yaml grant').toBeDefined();
+    // As a project's toolhost.yaml, next to the built component it names.
+    const dir = join(scratch, 'grant-example');
+    mkdirSync(join(dir, 'dist'), { recursive: true });
+    copyFileSync(example('ctools'), join(dir, 'dist', 'helper.wasm'));
+    writeFileSync(join(dir, 'toolhost.yaml'), yaml!.split('\n').map((line) => line.replace(/^ {2}/, '')).join('\n'));
+    const { resolved } = await loadConfig(join(dir, 'toolhost.yaml'));
+    expect(resolved.tools[0]!.options.grant).toMatchObject({ sampling: { maxRequests: 2, maxTokens: 500 }, elicitation: { maxRequests: 1 } });
+  });
+
+  it('the worktree example, in a project init made with the world set to 0.1.0, reads its granted worktree and is refused ../ and absolute paths', async () => {
     const block = blocks.find((candidate) => candidate.includes('readText'));
     expect(block, 'docs/authoring.md shows reading the worktree').toBeDefined();
+    const outFile = await builtInInitProject('worktree-example', block!, '0.1.0');
     const dir = join(scratch, 'worktree-example');
-    mkdirSync(join(dir, 'src'), { recursive: true });
-    writeFileSync(join(dir, 'src', 'index.ts'), block!);
-    const outFile = join(dir, 'dist', 'notes.wasm');
-    await buildJsComponent({ source: join(dir, 'src', 'index.ts'), outFile, cwd: dir });
     const worktree = join(dir, 'wt');
     mkdirSync(worktree);
     writeFileSync(join(worktree, 'README.md'), 'hello from the worktree');
@@ -118,5 +181,5 @@ describe('the docs’ TypeScript examples', () => {
     } finally {
       await registry.close();
     }
-  }, 120_000);
+  }, 300_000);
 });

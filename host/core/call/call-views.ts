@@ -17,6 +17,7 @@ import type { ToolContext } from '../context.js';
 import type { CallWatcher, RunnerSink } from '../events.js';
 import { Extensions } from '../extensions.js';
 import type { ReportedAccounting } from '../result.js';
+import type { ToolErrorData } from '../../base/errors.js';
 import type { ConversationState } from '../state.js';
 import type { GatedClient } from '../client-requests.js';
 import type { CallPlan } from './admission.js';
@@ -97,6 +98,7 @@ export interface SinkMethods {
   log: RunnerSink['log'];
   account(accounting: ReportedAccounting): void;
   limit(limit: string): void;
+  refused(error: ToolErrorData): void;
   watch(watcher: CallWatcher): () => void;
 }
 
@@ -106,6 +108,7 @@ export class CallSink implements RunnerSink {
   readonly log: RunnerSink['log'];
   readonly account: SinkMethods['account'];
   readonly limit: SinkMethods['limit'];
+  readonly refused: SinkMethods['refused'];
   readonly watch: SinkMethods['watch'];
   readonly #call: ViewedCall;
 
@@ -115,6 +118,7 @@ export class CallSink implements RunnerSink {
     this.log = methods.log;
     this.account = methods.account;
     this.limit = methods.limit;
+    this.refused = methods.refused;
     this.watch = methods.watch;
     this.#call = call;
   }

@@ -32,6 +32,7 @@ import type { CallStream } from './options.js';
 import { failureOf } from './precedence.js';
 import { traceFields, type TraceSpan } from '../tracing.js';
 import { endCallSpan } from './call-span.js';
+import { HostRefusals } from './refusals.js';
 
 /** How long a cancelled call may wind down cooperatively before it is stopped hard (ms). */
 export const DEFAULT_CANCEL_GRACE_MS = 500;
@@ -96,6 +97,7 @@ export class Call {
   #deltas = 0;
   #attempts = 0;
   #measured: ReportedAccounting = {};
+  readonly refusals = new HostRefusals(); // what the host refused the tool: a tool that ends with one ends the call with it
   readonly #onCallerAbort = (): void => this.requestCancel();
   /** The call's span when the host traces: an entry point's server span, or the call's own `execute_tool` span. */
   readonly span: TraceSpan | undefined;
@@ -129,7 +131,7 @@ export class Call {
       account: (partial) => {
         Object.assign(this.#measured, partial);
       },
-      limit: (limit) => deps.onLimit(tool.name, limit),
+      limit: (limit) => deps.onLimit(tool.name, limit), refused: (error) => this.refusals.note(error),
       watch: (watcher) => this.watch(watcher),
     });
     // A call without a conversation gets a scratch store of its own.
@@ -319,7 +321,7 @@ export class Call {
       networkDenied: accounting.networkDenied ?? [],
       network: this.plan.capabilities.network,
       deltas: this.#deltas,
-      waitingForWorker: accounting.waitingForWorker === true,
+      waitingForWorker: accounting.waitingForWorker === true, refusals: this.refusals,
     });
     this.#finish(errorEvent(this.id, data, 'run', accounting));
   }
@@ -405,9 +407,7 @@ function errorEvent(callId: string, data: ToolErrorData, stage: ErrorEvent['stag
   return event;
 }
 
-function elapsed(since: number): number {
-  return Math.round((performance.now() - since) * 1000) / 1000;
-}
+const elapsed = (since: number): number => Math.round((performance.now() - since) * 1000) / 1000;
 
 /**
  * The reason the soft signal ends with once a call is over. Made for every

@@ -44,6 +44,7 @@ import {
 } from '../client-requests.js';
 import type { AuditLog } from '../../policy/audit.js';
 import type { CallPlan } from './admission.js';
+import type { HostRefusals } from './refusals.js';
 
 /** What the gate reads of its call (a `Call` is one). */
 export interface GatedCall {
@@ -51,6 +52,8 @@ export interface GatedCall {
   readonly softSignal: AbortSignal;
   readonly plan: Pick<CallPlan, 'tool' | 'capabilities'>;
   readonly deps: { readonly clientRequestBytes: number; readonly audit: AuditLog; onLimit(tool: string, limit: string): void };
+  /** Where each refusal is noted (a tool that ends with one ends the call with it). */
+  readonly refusals?: HostRefusals;
 }
 
 type Kind = 'sampling' | 'elicitation';
@@ -230,7 +233,9 @@ export class ClientGate implements GatedClient {
     const call = this.#call;
     if (limit !== undefined) call.deps.onLimit(call.plan.tool.name, limit);
     this.#audit(kind, 'denied', code, message);
-    throw new ToolhostError(code, message, { callId: call.id, details: { reason: kind, ...(limit === undefined ? {} : { limit }), ...facts } });
+    const error = new ToolhostError(code, message, { callId: call.id, details: { reason: kind, ...(limit === undefined ? {} : { limit }), ...facts } });
+    call.refusals?.note(error.toData());
+    throw error;
   }
 
   #audit(kind: Kind, decision: 'allowed' | 'denied', code: string | undefined, reason: string | undefined, bytes?: number): void {

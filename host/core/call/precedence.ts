@@ -7,6 +7,7 @@
  */
 import type { NetworkLabel } from '../../policy/labels.js';
 import { ToolhostError, toErrorData, type ToolErrorData } from '../../base/errors.js';
+import type { HostRefusals } from './refusals.js';
 
 /** What was known when the run failed. */
 export interface FailureFacts {
@@ -25,6 +26,15 @@ export interface FailureFacts {
   deltas: number;
   /** The call never left the sandbox's queue (a timeout then says so: the cause is load, not the tool). */
   waitingForWorker?: boolean;
+  /** What the host refused the tool during the call (sampling, elicitation, state writes). */
+  refusals?: HostRefusals;
+}
+
+/** The host's refusal a tool's TOOL_ERROR relays (its `details.code` is the refusal's code), if any. */
+function relayedRefusal(facts: FailureFacts): ToolErrorData | undefined {
+  const { error, refusals } = facts;
+  if (refusals === undefined || !(error instanceof ToolhostError) || error.code !== 'TOOL_ERROR') return undefined;
+  return refusals.match((error.details as { code?: unknown } | undefined)?.code, error.message);
 }
 
 interface PrecedenceRule {
@@ -64,6 +74,15 @@ export const ERROR_PRECEDENCE: readonly PrecedenceRule[] = [
         callId: facts.callId,
         details: { denied: facts.networkDenied, cause: (facts.error as ToolhostError).toData() },
       };
+    },
+  },
+  {
+    rule: 'the tool failed with a refusal the host gave it during the call (its TOOL_ERROR carries the refusal\'s code, e.g. an uncaught refused sample()): the host\'s refusal, as the host made it',
+    applies: (facts) => relayedRefusal(facts) !== undefined,
+    error: (facts) => {
+      const refusal = relayedRefusal(facts)!;
+      const details = refusal.details !== null && typeof refusal.details === 'object' ? refusal.details : {};
+      return { code: refusal.code, message: `${refusal.message} (the tool ended with this refusal)`, callId: facts.callId, details: { ...details, relayedBy: facts.tool } };
     },
   },
   {
