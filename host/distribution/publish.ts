@@ -15,6 +15,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { listedRealms, type TokenRealms } from './auth-scope.js';
 import { SIGSTORE_BUNDLE, signBundle } from './bundle.js';
+import { targetWorld } from './component-config.js';
 import { keyFingerprint, signPayload, simpleSigningPayload } from './cosign.js';
 import type { Credential } from './credentials.js';
 import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, OCI_EMPTY, OCI_EMPTY_CONFIG, OCI_INDEX, OCI_MANIFEST, WASM_CONFIG, WASM_LAYER, cosignSignatureTag, type Descriptor } from './layout.js';
@@ -23,9 +24,11 @@ import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES } from './optio
 import type { OciSource } from './source.js';
 
 export interface PublishOptions {
-  /** What the component exports and imports (interface names), for the config. */
+  /** What the component exports and imports (versioned interface names: component-config.ts), for the config. */
   exports: readonly string[];
   imports: readonly string[];
+  /** The world it targets (default: told by its tool export's version, component-config.ts `targetWorld`). */
+  target?: string;
   /** Sign the manifest with this key (ECDSA P-256). */
   signingKey?: KeyObject;
   insecureRegistries?: readonly string[];
@@ -71,7 +74,7 @@ export async function publishComponent(bytes: Uint8Array, target: OciSource, opt
     architecture: 'wasm',
     os: 'wasip2',
     layerDigests: [layer.digest],
-    component: { exports: [...options.exports], imports: [...options.imports], target: 'toolhost:tool/tool-provider@0.1.0' },
+    component: { exports: [...options.exports], imports: [...options.imports], target: options.target ?? targetWorld(options.exports) ?? 'toolhost:tool/tool-provider@0.1.0' },
   }), WASM_CONFIG);
   const reference = target.tag ?? target.digest!;
   const manifest = componentManifest(config, layer);
