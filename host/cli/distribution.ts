@@ -125,6 +125,7 @@ export function addPublishCommand(root: Command): void {
     .option('--sign-key <key.pem>', 'sign the pushed manifest with this ECDSA P-256 key (PKCS#8 PEM, or cosign\'s encrypted cosign.key: password from COSIGN_PASSWORD or a prompt)')
     .option('--insecure-registry <host:port>', 'reach this registry over plain http (repeatable; loopback always may be)', collect)
     .option('--config <path>', 'the config file (distribution.auth, insecure_registries, the cache)')
+    .option('--json', 'the JSON report, as always, without the progress display a terminal gets')
     .action(async (file: string, target: string, flags: PublishFlags) => {
       process.exitCode = await publish(file, target, flags);
     });

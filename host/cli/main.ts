@@ -18,7 +18,7 @@ import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
 import { addPublishCommand, addTrustOptions, interruptible, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
 import { addPullCommands } from './pull.js';
-
+import { progressHook, stopProgress } from './progress-hook.js';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -265,6 +265,7 @@ function program(): Command {
 
   addPublishCommand(root);
   addPullCommands(root);
+  progressHook(root);
 
   root
     .command('fleet')
@@ -370,7 +371,7 @@ Examples:
 
 async function main(argv: string[]): Promise<void> {
   try {
-    await program().parseAsync(argv);
+    await program().parseAsync(argv).finally(stopProgress);
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version exit 0; every other parse problem is a usage error.

@@ -13,6 +13,7 @@
  * read, extended and written back (other referrers kept).
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { reportProgress } from '../base/progress.js';
 import { listedRealms, type TokenRealms } from './auth-scope.js';
 import { SIGSTORE_BUNDLE, signBundle } from './bundle.js';
 import { targetWorld } from './component-config.js';
@@ -58,8 +59,20 @@ export function componentManifest(config: Descriptor, layer: Descriptor, annotat
   return json({ schemaVersion: 2, mediaType: OCI_MANIFEST, artifactType: WASM_CONFIG, config, layers: [layer], ...(Object.keys(annotations).length === 0 ? {} : { annotations }) });
 }
 
-/** Push `bytes` to `target` (a tag reference) and sign it when a key is given. */
+/** Push `bytes` to `target` (a tag reference) and sign it when a key is given (its stages reported: base/progress.ts). */
 export async function publishComponent(bytes: Uint8Array, target: OciSource, options: PublishOptions): Promise<PublishReport> {
+  let ok = false;
+  try {
+    const report = await push(bytes, target, options);
+    ok = true;
+    return report;
+  } finally {
+    reportProgress({ kind: 'end', task: target.text, ok });
+  }
+}
+
+async function push(bytes: Uint8Array, target: OciSource, options: PublishOptions): Promise<PublishReport> {
+  const stage = (text: string): void => reportProgress({ kind: 'stage', task: target.text, stage: text });
   const client = new RegistryClient(target.registry, target.repository, {
     insecureRegistries: options.insecureRegistries ?? [],
     maxManifestBytes: DEFAULT_MAX_MANIFEST_BYTES,
@@ -68,7 +81,11 @@ export async function publishComponent(bytes: Uint8Array, target: OciSource, opt
     ...(options.ca === undefined ? {} : { ca: options.ca }),
     tokenRealms: listedRealms(target.registry, options.tokenRealms),
   });
+  // The upload is one request body: its bytes are reported once it is done (the renderer tells the rate).
+  reportProgress({ kind: 'bytes', task: target.text, stage: 'uploading', done: 0, total: bytes.byteLength });
   const layer = await client.pushBlob(bytes, WASM_LAYER);
+  reportProgress({ kind: 'bytes', task: target.text, stage: 'uploading', done: bytes.byteLength, total: bytes.byteLength });
+  stage('pushing the manifest');
   const config = await client.pushBlob(json({
     created: new Date().toISOString(),
     architecture: 'wasm',
@@ -81,6 +98,7 @@ export async function publishComponent(bytes: Uint8Array, target: OciSource, opt
   const manifestDigest = await client.pushManifest(reference, manifest, OCI_MANIFEST);
   const report: PublishReport = { reference: `oci://${target.registry}/${target.repository}@${manifestDigest}`, manifestDigest, layerDigest: layer.digest, size: bytes.byteLength };
   if (options.signingKey !== undefined) {
+    stage('signing (cosign tag and Sigstore bundle referrer)');
     report.signature = await pushCosignSignature(client, manifestDigest, options.signingKey);
     const referrer = await pushBundleReferrer(client, { mediaType: OCI_MANIFEST, digest: manifestDigest, size: manifest.byteLength }, options.signingKey);
     report.bundle = referrer.digest;
