@@ -16,7 +16,8 @@ export interface TrustFlags {
   insecureSkipVerify?: boolean;
 }
 
-function collect(value: string, previous: string[] = []): string[] {
+/** A repeatable option's values (commander's collector). */
+export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
