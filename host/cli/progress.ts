@@ -7,8 +7,9 @@
  * Anywhere else it draws nothing and stdout is never touched: scripts and
  * `--json` see exactly what they saw before.
  *
- * A task that ends within `QUIET_MS` without a transfer (a component already
- * in the store, a cached transpile) leaves no line.
+ * A task is drawn live once it has lasted `QUIET_MS` (or at once when bytes
+ * move); a quicker one leaves only its closing line. Work that finds its result
+ * cached (a component in the store, a transpiled one) reports no stage at all.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { GenericFormatter, MultiBar, SingleBar } from 'cli-progress';
@@ -53,12 +54,12 @@ function line(task: Task, bar: (progress: number) => string): string {
   const mark = task.end === undefined ? ' ' : task.end.ok ? '✓' : '✗';
   if (task.bytesAt !== undefined) {
     const rate = `${formatBytes(task.done / Math.max(0.001, ((task.bytesEndAt ?? now) - task.bytesAt) / 1000))}/s`;
-    if (task.end !== undefined) return `${mark} ${task.label} ${formatBytes(task.done)} in ${elapsed} (${rate})${task.end.ok ? '' : ', failed'}`;
     const progress = task.total > 0 ? Math.min(1, task.done / task.total) : 0;
+    if (task.end !== undefined) return `${mark} ${task.label} [${bar(progress)}] ${formatBytes(task.done)} in ${elapsed} (${rate})${task.end.ok ? '' : ', failed'}`;
     const amount = task.total > 0 ? `${formatBytes(task.done)}/${formatBytes(task.total)}` : formatBytes(task.done);
     return `${mark} ${task.label} [${bar(progress)}] ${Math.floor(progress * 100)}% ${amount} ${rate}`;
   }
-  if (task.end !== undefined) return `${mark} ${task.label} ${task.end.ok ? 'done' : `failed (${task.stage})`} in ${elapsed}`;
+  if (task.end !== undefined) return `${mark} ${task.label} ${task.stage}: ${task.end.ok ? 'done' : 'failed'} in ${elapsed}`;
   return `${mark} ${task.label} ${task.stage}… ${elapsed}`;
 }
 
@@ -108,12 +109,9 @@ export async function showProgress(options: { json?: boolean | undefined } = {},
     if (event.kind === 'end') {
       if (task === undefined) return;
       task.end = { ok: event.ok, at: Date.now() };
-      if (task.bar !== undefined) {
-        draw(task);
-        task.bar.stop();
-      } else {
-        tasks.delete(event.task);
-      }
+      // A quick task leaves its closing line too (it had a stage: a transfer, a transpile, a build step).
+      draw(task);
+      task.bar?.stop();
       settle();
       return;
     }

@@ -39,8 +39,7 @@ describe.skipIf(!hasScript)('stages of long local work on a terminal', () => {
     const cold = mkdtempSync(join(dir, 'cache-'));
     const run = await onTerminal(['list', '--load', example('text')], dir, { TOOLHOST_CACHE_DIR: cold });
     expect(run.code, run.output).toBe(0);
-    expect(run.output).toMatch(/transpiling \(first load; cached after\)…/);
-    expect(run.output).toMatch(/✓ .*text\.wasm done in [\d.]+ s/);
+    expect(run.output).toMatch(/✓ .*text\.wasm transpiling \(first load; cached after\): done in [\d.]+ s/);
     const piped = await runCli(['list', '--load', example('text')], 150_000, { cwd: dir, env: { TOOLHOST_CACHE_DIR: mkdtempSync(join(dir, 'cache-')), TOOLHOST_LOG: 'error' } });
     expect(piped.code).toBe(0);
     expect(piped.stderr).toBe('');
@@ -52,7 +51,7 @@ describe.skipIf(!hasScript)('stages of long local work on a terminal', () => {
     expect((await runCli(['init', project, '--lang', 'c'], 60_000, { cwd: dir })).code).toBe(0);
     const run = await onTerminal(['build', project], dir);
     expect(run.code, run.output).toBe(0);
-    expect(run.output).toMatch(/ctool\.wasm (compiling \(clang, wasm32-wasi\)|checking \(transpile, describe\(\) in a worker\))|✓ ctool\.wasm done in [\d.]+ s/);
+    expect(run.output).toMatch(/✓ ctool\.wasm checking \(transpile, describe\(\) in a worker\): done in [\d.]+ s/);
     expect(run.output).toMatch(/built .*ctool\.wasm/);
   }, 600_000);
 });
