@@ -109,6 +109,9 @@ async function inputsHash(guest) {
     files.push(...guest.sources.map((source) => join(root, source)), join(sdk, 'toolhost.c'), join(sdk, 'toolhost.h'), join(sdk, 'toolhost_v0_2.inc'), join(root, 'host', 'authoring', 'c.ts'));
     hash.update(`jco@${packageVersion('@bytecodealliance/jco')}`);
   }
+  // The C compiler is an input too: setting CLANG (or WASI_SYSROOT) rebuilds the C guests with it.
+  // (Unset, the hash is what it always was: no rebuild for the default compiler.)
+  if (guest.kind !== 'js' && (process.env.CLANG || process.env.WASI_SYSROOT)) hash.update(`clang=${process.env.CLANG ?? ''} sysroot=${process.env.WASI_SYSROOT ?? ''}`);
   for (const file of files) {
     hash.update(relative(root, file));
     hash.update(await readFile(file));

@@ -9,7 +9,7 @@ import { renderHtmlReport } from '../host/bench/report-html.js';
 import type { BenchReport, BenchRow, PairedRow } from '../host/bench/row.js';
 import { spread } from '../host/bench/statistics.js';
 import { formatReport } from '../host/bench/table.js';
-import { checkTargets } from '../host/bench/targets.js';
+import { benchExitCode, checkTargets } from '../host/bench/targets.js';
 
 function row(id: string, concurrency: number, p50Ms: number, callsPerSec: number, floor?: BenchRow): BenchRow {
   return {
@@ -231,4 +231,20 @@ describe('the paired phase with a subject that renews itself', () => {
     // Each block's calls come after the 5 warm-up calls and the settle calls of a new subject, never more than a block's worth past them.
     expect(Math.max(...callsSeen.slice(-10))).toBeLessThanOrEqual(5 + 4 + 10);
   }, 60_000);
+});
+
+describe('the benchmark\'s verdict (issue 41)', () => {
+  it('exits 1 on a measured target missed, and its heading names no issue', () => {
+    const missed = checkTargets(report()).map((target, index) => (index === 0 ? { ...target, met: false } : target));
+    expect(benchExitCode(false, missed)).toBe(1);
+    expect(formatReport(report(), missed)).toMatch(/^Targets$/m);
+    expect(formatReport(report(), missed)).not.toMatch(/issue 10/);
+  });
+
+  it('exits 0 when every measured target is met or not measured, and 1 on a failed call (control)', () => {
+    const met = checkTargets(report()).map((target) => ({ ...target, met: true }));
+    expect(benchExitCode(false, met)).toBe(0);
+    expect(benchExitCode(false, met.map((target, index) => (index === 0 ? { id: target.id, goal: target.goal, measured: target.measured } : target)))).toBe(0);
+    expect(benchExitCode(true, met)).toBe(1);
+  });
 });

@@ -17,6 +17,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, join, relative, resolve } from 'node:path';
 import { ToolhostError } from '../base/errors.js';
 import { silentLogger } from '../base/logger.js';
+import { reportProgress } from '../base/progress.js';
 import type { GuestToolInfo } from '../sandbox/protocol.js';
 import { BuildError } from './errors.js';
 import { containedDir, containedOutput, containedSource, projectRoot } from './contained.js';
@@ -170,9 +171,24 @@ export async function checkComponent(file: string): Promise<{ tools: BuildReport
 export async function buildProject(dir: string, options: { out?: string } = {}): Promise<BuildReport> {
   const project = await detectProject(dir, options);
   const started = performance.now();
+  const witPath = project.world === '0.2.0' ? worldV2WitPath() : worldWitPath();
+  // Stages on the progress channel (base/progress.ts): a JS build is silent for 10-30 s otherwise.
+  const task = basename(project.outFile);
+  const stage = (text: string): void => reportProgress({ kind: 'stage', task, stage: text });
+  let ok = false;
+  try {
+    stage(project.lang === 'c' ? 'compiling (clang, wasm32-wasi) and making a component' : 'bundling and componentizing (componentize-js: SpiderMonkey and Wizer, ~10-30 s)');
+    const report = await buildAndCheck(project, witPath, started, () => stage('checking (transpile, describe() in a worker)'));
+    ok = true;
+    return report;
+  } finally {
+    reportProgress({ kind: 'end', task, ok });
+  }
+}
+
+async function buildAndCheck(project: ToolProject, witPath: string, started: number, checking: () => void): Promise<BuildReport> {
   let size: number;
   let warnings = '';
-  const witPath = project.world === '0.2.0' ? worldV2WitPath() : worldWitPath();
   if (project.lang === 'c') {
     const built = await buildCComponent({ witPath, sources: project.sources, includeDirs: [containedDir(projectRoot(project.dir), project.dir, 'src'), project.dir].filter((path): path is string => path !== undefined), outFile: project.outFile });
     size = built.size;
@@ -187,6 +203,7 @@ export async function buildProject(dir: string, options: { out?: string } = {}):
     });
     size = built.size;
   }
+  checking();
   const checked = await checkComponent(project.outFile).catch((error: unknown) => {
     // A 0.1.0 tool (defineComponent, or a C SDK built without TOOLHOST_WORLD_0_2) in a 0.2.0 project traps in describe().
     if (error instanceof BuildError && error.kind === 'CHECK_FAILED' && project.world === '0.2.0' && project.lang !== 'c') {

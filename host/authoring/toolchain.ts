@@ -57,7 +57,10 @@ let probed: CToolchainProbe | undefined;
 export function probeCToolchain(): CToolchainProbe {
   if (probed) return probed;
   const problems: string[] = [];
-  const candidates = [...new Set([process.env.CLANG, 'clang', 'clang-19', 'clang-18', 'clang-17', 'clang-16', 'clang-15', 'clang-14'].filter((name): name is string => Boolean(name)))];
+  // CLANG is an override, not a hint: when set, it is the only clang tried (a broken one is reported, never replaced
+  // by another clang on PATH).
+  const override = process.env.CLANG;
+  const candidates = override ? [override] : ['clang', 'clang-19', 'clang-18', 'clang-17', 'clang-16', 'clang-15', 'clang-14'];
   let sawClang = false;
   for (const clang of candidates) {
     const version = run(clang, ['--version']);
@@ -72,7 +75,7 @@ export function probeCToolchain(): CToolchainProbe {
     }
     problems.push(`${clang} (${first}): ${missing}`);
   }
-  if (!sawClang) problems.push('clang not found on PATH (nor $CLANG)');
+  if (!sawClang) problems.push(override ? `CLANG=${override} does not run (\`${override} --version\` failed)` : 'clang not found on PATH (nor $CLANG)');
   return (probed = { problems });
 }
 

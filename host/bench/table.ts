@@ -166,6 +166,6 @@ export function formatReport(report: BenchReport, targets?: TargetCheck[]): stri
   if ((report.growth?.length ?? 0) + (report.kept?.length ?? 0) > 0) {
     out.push('', 'Memory over many calls: RSS, the main heap and the worker heaps after forced GCs (main thread and every worker)', 'at every tenth of the run; growth and slope over the second half (V8 pages and malloc arenas settle in the first);', 'RSS a kept instance adds (conversation isolation, one per conversation and worker).', '', formatGrowth(report.growth ?? [], report.kept ?? []));
   }
-  if (targets !== undefined) out.push('', 'Targets (issue 10)', '', formatTargets(targets));
+  if (targets !== undefined) out.push('', 'Targets', '', formatTargets(targets));
   return out.join('\n');
 }

@@ -160,3 +160,11 @@ function workerHeaps(check: GrowthCheck): string {
 export function checkTargets(report: BenchReport): TargetCheck[] {
   return [p1(report), p2(report), p3(report), p4(report), p5(report), memory(report)];
 }
+
+/**
+ * The exit code of a benchmark run: 1 when a call failed or a target was measured and missed (`met: false`; a target
+ * not measured is not a miss), else 0. What `npm run bench` (`toolhost bench`) exits with.
+ */
+export function benchExitCode(failedCalls: boolean, targets: readonly TargetCheck[] = []): number {
+  return failedCalls || targets.some((target) => target.met === false) ? 1 : 0;
+}

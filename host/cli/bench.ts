@@ -85,7 +85,7 @@ export async function bench(tool: string | undefined, options: BenchCommandOptio
   if (options.scale !== undefined) return benchScale(tool, options);
   const benchOpts = benchOptions(tool, options);
   // The engine (and through it the host) loads once the command line is known to be good.
-  const [{ runBench }, { checkTargets }, { formatReport }] = await Promise.all([import('../bench/suite.js'), import('../bench/targets.js'), import('../bench/table.js')]);
+  const [{ runBench }, { checkTargets, benchExitCode }, { formatReport }] = await Promise.all([import('../bench/suite.js'), import('../bench/targets.js'), import('../bench/table.js')]);
   if (!options.quiet) benchOpts.progress = (message) => process.stderr.write(`bench: ${message}\n`);
   const traced = options.trace === true || process.env.TOOLHOST_BENCH_TRACE === '1' ? await traceBench() : undefined;
   let report: Awaited<ReturnType<typeof runBench>>;
@@ -103,7 +103,9 @@ export async function bench(tool: string | undefined, options: BenchCommandOptio
     await writeFile(file, renderHtmlReport(report, targets));
     process.stderr.write(`bench: wrote ${file}\n`);
   }
-  return [...report.rows, ...(report.paired?.rows ?? [])].some((row) => row.errors > 0) ? 1 : 0;
+  const missed = (targets ?? []).filter((target) => target.met === false).map((target) => target.id);
+  if (missed.length > 0) process.stderr.write(`toolhost bench: missed target${missed.length === 1 ? '' : 's'} ${missed.join(', ')} (exit 1)\n`);
+  return benchExitCode([...report.rows, ...(report.paired?.rows ?? [])].some((row) => row.errors > 0), targets);
 }
 
 /**

@@ -16,7 +16,8 @@ export interface TrustFlags {
   insecureSkipVerify?: boolean;
 }
 
-function collect(value: string, previous: string[] = []): string[] {
+/** A repeatable option's values (commander's collector). */
+export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
@@ -66,6 +67,16 @@ export async function unverifiedComponents(host: Host, loads: readonly string[])
   return new Map(sources.map((source) => [source.replace(/[@:][^/]*$/, '').split('/').pop()!, source]));
 }
 
+/** A component's versioned imports and exports, from its world (component-config.ts). */
+async function componentInterfaces(bytes: Uint8Array, file: string): Promise<{ imports: string[]; exports: string[] }> {
+  const [{ componentWit }, { interfacesOfWit }, { ToolhostError }] = await Promise.all([import('@bytecodealliance/jco'), import('../distribution/component-config.js'), import('../base/errors.js')]);
+  try {
+    return interfacesOfWit(await componentWit(bytes));
+  } catch (error) {
+    throw new ToolhostError('COMPONENT_INVALID', `"${file}" is not a valid component: ${String((error as Error).message ?? error).split('\n')[0]}`);
+  }
+}
+
 interface PublishFlags {
   signKey?: string;
   insecureRegistry?: string[];
@@ -76,12 +87,11 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
   const { parseSource } = await import('../distribution/source.js');
   const source = parseSource(target);
   if (source.kind !== 'oci' || source.tag === undefined) throw new UsageError(`publish needs a tag reference oci://REGISTRY/REPO:TAG, not ${target}`);
-  const [{ publishComponent }, { readSigningKey, signingKeyNeedsPassword }, { credentialFor }, { sourceFromBytes }, { ComponentCache }, { loadHostConfig }, { cosignPassword }] = await Promise.all([
+  const [{ publishComponent }, { readSigningKey, signingKeyNeedsPassword }, { credentialFor }, { sourceFromBytes }, { loadHostConfig }, { cosignPassword }] = await Promise.all([
     import('../distribution/publish.js'),
     import('../distribution/cosign.js'),
     import('../distribution/credentials.js'),
     import('../sandbox/load/component-file.js'),
-    import('../sandbox/load/component-cache.js'),
     import('../compose/host.js'),
     import('./password.js'),
   ]);
@@ -90,12 +100,13 @@ async function publish(file: string, target: string, flags: PublishFlags): Promi
   const password = flags.signKey !== undefined && signingKeyNeedsPassword(flags.signKey) ? await cosignPassword(flags.signKey) : undefined;
   const signingKey = flags.signKey === undefined ? undefined : readSigningKey(flags.signKey, password);
   const component = sourceFromBytes(new Uint8Array(await readFile(file)), file);
-  // The config names what the component exports and imports: read from its transpiled form (cached).
-  const { meta } = await new ComponentCache(config.sandbox.cacheDir).prepare(component.id, component.bytes, `"${file}"`);
+  // The config names what the component exports and imports, versioned, and the world it targets: read from its
+  // own world (jco's componentWit); a file that is no component is refused here, before anything is pushed.
+  const interfaces = await componentInterfaces(component.bytes, file);
   const credential = await credentialFor(source.registry, config.distribution.auth, process.env, { helperTimeoutMs: config.distribution.credentialHelperTimeoutMs, helperMaxBytes: config.distribution.credentialHelperMaxBytes }, target);
   const report = await publishComponent(component.bytes, source, {
-    exports: meta.exports,
-    imports: meta.imports,
+    exports: interfaces.exports,
+    imports: interfaces.imports,
     insecureRegistries: [...(config.distribution.insecureRegistries ?? []), ...(flags.insecureRegistry ?? [])],
     ...(signingKey === undefined ? {} : { signingKey }),
     ...(credential === undefined ? {} : { credential }),
@@ -115,6 +126,7 @@ export function addPublishCommand(root: Command): void {
     .option('--sign-key <key.pem>', 'sign the pushed manifest with this ECDSA P-256 key (PKCS#8 PEM, or cosign\'s encrypted cosign.key: password from COSIGN_PASSWORD or a prompt)')
     .option('--insecure-registry <host:port>', 'reach this registry over plain http (repeatable; loopback always may be)', collect)
     .option('--config <path>', 'the config file (distribution.auth, insecure_registries, the cache)')
+    .option('--json', 'the JSON report, as always, without the progress display a terminal gets')
     .action(async (file: string, target: string, flags: PublishFlags) => {
       process.exitCode = await publish(file, target, flags);
     });

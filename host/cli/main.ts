@@ -5,9 +5,9 @@
  * - exit 0 on success, 1 when a call or load fails (with `{"error":{code,message}}` on stderr),
  *   2 on a usage error.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import type { Host } from '../compose/host.js';
 import { toErrorData, type ToolErrorData } from '../base/errors.js';
 import { isTerminal } from '../core/events.js';
@@ -17,43 +17,12 @@ import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
 import { checkRedisUrl, clusterNodes } from './redis-flags.js';
-import { addPublishCommand, addTrustOptions, interruptible, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
+import { addPublishCommand, addTrustOptions, collect, interruptible, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
 import { addPullCommands } from './pull.js';
+import { progressHook, stopProgress } from './progress-hook.js';
+import { callOutput } from './call-output.js';
+import { checkWorktree, parseBytes, parseJsonOption, parsePort } from './option-values.js';
 
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
-function parseJsonOption(value: string, option: string): unknown {
-  try {
-    return JSON.parse(value) as unknown;
-  } catch (error) {
-    throw new UsageError(`${option} must be JSON: ${(error as Error).message}`);
-  }
-}
-
-function checkWorktree(dir: string): void {
-  let isDirectory = false;
-  try {
-    isDirectory = statSync(dir).isDirectory();
-  } catch {
-    isDirectory = false;
-  }
-  if (!isDirectory) throw new UsageError(`--worktree must name an existing directory: ${dir}`);
-}
-
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
-  return port;
-}
-
-function parseBytes(value: string): number {
-  const bytes = Number(value);
-  if (!Number.isInteger(bytes) || bytes < 1024 || bytes > 268_435_456) throw new InvalidArgumentError('must be a number of bytes from 1024 to 268435456');
-  return bytes;
-}
 
 /** The one `{"error": ...}` object on stderr; the call's audit entries (a denial's, say) ride in it as `audit`. */
 function printError(data: ToolErrorData, audit: readonly AuditEntry[] = []): void {
@@ -83,7 +52,7 @@ async function open(loads: string[], configPath: string | undefined, trust: Trus
 }
 
 async function list(options: { load: string[]; json?: boolean; config?: string } & TrustFlags): Promise<number> {
-  const host = await open(options.load, options.config, options);
+  const [host, { metadataLines }] = await Promise.all([open(options.load, options.config, options), import('./inspect.js')]);
   try {
     const definitions = host.registry.definitions();
     const unverified = await unverifiedComponents(host, options.load);
@@ -95,7 +64,7 @@ async function list(options: { load: string[]; json?: boolean; config?: string }
       for (const tool of definitions) {
         const flags = [tool.executionMode, tool.idempotent ? 'idempotent' : '', tool.streaming ? 'streaming' : ''].filter(Boolean).join(', ');
         const warning = tool.source === undefined ? undefined : unverified.get(tool.source);
-        process.stdout.write(`${tool.name}  (${flags}${tool.source ? `; from ${tool.source}` : ''})\n  ${tool.description}\n  input: ${JSON.stringify(tool.inputSchema)}\n`);
+        process.stdout.write(`${tool.name}  (${flags}${tool.source ? `; from ${tool.source}` : ''})\n  ${tool.description}\n${metadataLines(tool).map((line) => `  ${line}\n`).join('')}  input: ${JSON.stringify(tool.inputSchema)}\n`);
         if (warning !== undefined) process.stdout.write(`  WARNING: UNVERIFIED: loaded from ${warning} without checking its signature (--insecure-skip-verify / verify.skip)\n`);
       }
     }
@@ -145,7 +114,7 @@ async function call(name: string, options: CallCommandOptions): Promise<number> 
       if (options.events) process.stdout.write(`${JSON.stringify(event)}\n`);
       if (!isTerminal(event)) continue;
       if (event.type === 'result') {
-        if (!options.events) process.stdout.write(`${JSON.stringify(event.data)}\n`);
+        if (!options.events) process.stdout.write(`${JSON.stringify(callOutput(event.data, event.result))}\n`);
         // The audit trail of an allowed call (ELEVATED and up) still reaches stderr, one JSON line each.
         for (const entry of audit.entries) process.stderr.write(`${JSON.stringify({ audit: entry })}\n`);
         return 0;
@@ -173,13 +142,14 @@ function warnUnseenWorktree(tool: { name: string; grant?: { privilege?: string }
   process.stderr.write(`toolhost: --worktree is ignored: ${tool.name} is granted no worktree (privilege MINIMAL). Grant one in toolhost.yaml (tools: - path: ... grant: { privilege: DEFAULT } default_policy: { privilege_level: DEFAULT }) and pass --config\n`);
 }
 
-async function inspect(path: string, options: { json?: boolean }): Promise<number> {
+async function inspect(path: string, options: { json?: boolean; config?: string } & TrustFlags): Promise<number> {
   const { inspectComponent } = await import('./inspect.js');
-  const report = await inspectComponent(path);
+  const report = await inspectComponent(path, options);
   if (options.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
-    process.stdout.write(`# ${report.path}\n# sha256 ${report.id}\n\n${report.wit.trimEnd()}\n\n# tools\n${JSON.stringify(report.tools, null, 2)}\n`);
+    const remote = report.remote === undefined ? '' : `# manifest ${report.remote.manifestDigest ?? '-'}, signer ${report.remote.signedBy}\n`;
+    process.stdout.write(`# ${report.path}\n# sha256 ${report.id}\n${remote}\n${report.wit.trimEnd()}\n\n# tools\n${JSON.stringify(report.tools, null, 2)}\n`);
   }
   return 0;
 }
@@ -198,6 +168,7 @@ function ownVersion(): string {
 }
 
 const LANGUAGES = ['ts', 'js', 'c'];
+const LOAD_HELP = 'a component file or a directory of them, or oci://… / https://…#sha256=… (repeatable); added to the tools of the config (./toolhost.yaml or --config) when there is one, else used instead of the example tools';
 
 function program(): Command {
   const root = new Command('toolhost')
@@ -209,7 +180,7 @@ function program(): Command {
   root
     .command('list')
     .description('list the tools with their schemas')
-    .option('--load <path>', 'a component file or a directory of them, or oci://… / https://…#sha256=… (repeatable; default: the example tools)', collect, [])
+    .option('--load <path>', LOAD_HELP, collect, [])
     .option('--json', 'print the definitions as JSON')
     .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)');
   addTrustOptions(root.commands.at(-1)!)
@@ -221,15 +192,15 @@ function program(): Command {
     .command('call')
     .description('call a tool and print its result as JSON')
     .argument('<name>', 'the tool to call')
-    .requiredOption('--args <json>', 'the arguments, as JSON')
-    .option('--load <path>', 'a component file or a directory of them, or oci://… / https://…#sha256=… (repeatable; default: the example tools)', collect, [])
+    .option('--args <json>', 'the arguments, as JSON', '{}')
+    .option('--load <path>', LOAD_HELP, collect, [])
     .option('--config <path>', 'the config file (default: ./toolhost.yaml if present, else embedded defaults)')
     .option('--policy <json>', 'an ExecutionPolicy as JSON (proto field names, e.g. {"timeout":"1.5s","budget_cpu_ms":100})')
     .option('--conversation <id>', 'the conversation id (scopes the tools\' state)')
     .option('--worktree <dir>', 'the worktree bound to the call (seen by the guest at /worktree, per its privilege)')
     .addOption(new Option('--session <id>', 'the session id').hideHelp())
     .addOption(new Option('--agent <name>', 'the calling agent\'s name').hideHelp())
-    .option('--events', 'print every event as a JSON line (start, progress, delta, log, result, error)');
+    .option('--events', 'print every event as a JSON line (start, progress, delta, log, result, error); without it, the result: the tool\'s JSON, or {content, structuredContent} when it returned content items');
   addTrustOptions(root.commands.at(-1)!)
     .action(async (name: string, options: CallCommandOptions) => {
       process.exitCode = await call(name, options);
@@ -264,6 +235,7 @@ function program(): Command {
 
   addPublishCommand(root);
   addPullCommands(root);
+  progressHook(root);
 
   root
     .command('fleet')
@@ -281,10 +253,12 @@ function program(): Command {
 
   root
     .command('inspect')
-    .description('print a component\'s WIT world and the tools it describes')
-    .argument('<path>', 'the component file')
+    .description('print a component\'s WIT world and the tools it describes (title, annotations, icons); a remote source is fetched and verified as a load would')
+    .argument('<path>', 'the component file, or oci://… / https://…#sha256=…')
     .option('--json', 'print a JSON report')
-    .action(async (path: string, options: { json?: boolean }) => {
+    .option('--config <path>', 'the config file (its distribution trust, store and lock)');
+  addTrustOptions(root.commands.at(-1)!)
+    .action(async (path: string, options: { json?: boolean; config?: string } & TrustFlags) => {
       process.exitCode = await inspect(path, options);
     });
 
@@ -374,7 +348,7 @@ Examples:
 
 async function main(argv: string[]): Promise<void> {
   try {
-    await program().parseAsync(argv);
+    await program().parseAsync(argv).finally(stopProgress);
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version exit 0; every other parse problem is a usage error.

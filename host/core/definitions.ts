@@ -23,6 +23,10 @@ export interface ToolhostDefinition {
   idempotent: boolean;
   streaming: boolean;
   source?: string;
+  /** A 0.2.0 tool's own title, annotations (the author's hints; MCP clients get them merged with the grant's) and icons. */
+  title?: string;
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  icons?: Array<{ src: string; mimeType?: string; sizes?: string[] }>;
 }
 
 export interface McpDefinition {
@@ -176,6 +180,9 @@ export function toDefinition<F extends DefinitionFormat>(tool: ToolDescriptor, f
       idempotent: tool.idempotent,
       streaming: tool.streaming,
       ...(tool.source === undefined ? {} : { source: tool.source }),
+      ...(tool.title === undefined ? {} : { title: tool.title }),
+      ...(tool.annotations === undefined ? {} : { annotations: { ...tool.annotations } }),
+      ...(tool.icons === undefined ? {} : { icons: tool.icons.map((icon) => ({ ...icon, ...(icon.sizes === undefined ? {} : { sizes: [...icon.sizes] }) })) }),
     }),
     mcp: () => ({
       name: tool.name,

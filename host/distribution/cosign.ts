@@ -37,11 +37,42 @@ function checkP256(key: KeyObject, source: string): void {
   }
 }
 
-/** Read a PEM public key (SPKI) from a file. @throws INVALID_INPUT for an unreadable or unsupported key. */
+/**
+ * Whether `bytes` hold a private key (PKCS#8, SEC1, an encrypted PKCS#8, or cosign's encrypted `cosign.key`), as
+ * node:crypto reads it: `createPublicKey` would quietly derive the public half from one, so a verify key that is a
+ * secret is refused rather than used (its holder should not have it, and should not spread it).
+ */
+function isPrivateKey(bytes: Buffer): boolean {
+  // An encrypted key (PKCS#8, cosign's) cannot be parsed without its password: its PEM label says what it is.
+  if (PRIVATE_PEM.test(bytes.toString('latin1')) || isEncryptedCosignKey(bytes.toString('utf8'))) return true;
+  try {
+    createPrivateKey(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The PEM labels of private keys: PKCS#8 (`PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`), SEC1 (`EC PRIVATE KEY`), PKCS#1, cosign's. */
+const PRIVATE_PEM = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
+
+/**
+ * Read a PEM public key (SPKI) from a file.
+ * @throws INVALID_INPUT for an unreadable or unsupported key, and (`details.reason: "private-key"`) for a private key.
+ */
 export function readPublicKey(file: string): TrustedKey {
   let key: KeyObject;
+  let bytes: Buffer;
   try {
-    key = createPublicKey(readFileSync(file));
+    bytes = readFileSync(file);
+  } catch (error) {
+    throw new ToolhostError('INVALID_INPUT', `cannot read the public key ${file}: ${(error as Error).message}`);
+  }
+  if (isPrivateKey(bytes)) {
+    throw new ToolhostError('INVALID_INPUT', `${file} is a PRIVATE key, and a verify key must be the publisher's PUBLIC key (cosign.pub): give the public key instead (derive it with \`openssl pkey -in ${file} -pubout -out key.pub\`, or \`cosign public-key --key ${file} > cosign.pub\` for cosign's encrypted key), and keep the private key out of the host's config`, { details: { reason: 'private-key', file } });
+  }
+  try {
+    key = createPublicKey(bytes);
   } catch (error) {
     throw new ToolhostError('INVALID_INPUT', `cannot read the public key ${file}: ${(error as Error).message}`);
   }

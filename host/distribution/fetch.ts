@@ -36,6 +36,7 @@
 import { basename } from 'node:path';
 import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
+import { reportProgress } from '../base/progress.js';
 import { listedRealms } from './auth-scope.js';
 import type { BundleTrust } from './bundle.js';
 import { credentialFor } from './credentials.js';
@@ -128,12 +129,16 @@ export class RemoteFetcher {
       bounded.addEventListener('abort', onAbort, { once: true });
     });
     aborted.catch(() => undefined);
+    let ok = false;
     try {
-      return await Promise.race([this.#fetch(source, text, trust, bounded, runtime), aborted]);
+      const fetched = await Promise.race([this.#fetch(source, text, trust, bounded, runtime), aborted]);
+      ok = true;
+      return fetched;
     } catch (error) {
       if (bounded.aborted) throw this.#abortError(text, signal, timeoutMs);
       throw error;
     } finally {
+      reportProgress({ kind: 'end', task: text, ok });
       clearTimeout(timer);
       if (onAbort !== undefined) bounded.removeEventListener('abort', onAbort);
     }
@@ -182,6 +187,7 @@ export class RemoteFetcher {
     const client = await this.#client(source, signal);
     // A pinned digest the store holds needs no registry at all; a locked tag is not resolved again.
     const pin = source.digest === undefined ? this.#options.lock?.[source.text] : undefined;
+    if (source.digest === undefined && pin === undefined) reportProgress({ kind: 'stage', task: source.text, stage: `resolving ${source.tag!}` });
     const digest = source.digest ?? pin?.manifestDigest ?? await client.resolveTag(source.tag!);
     const what = `oci://${source.registry}/${source.repository}@${digest}`;
     // The store answers only for a source it was fetched for (store.ts): another repository naming the digest asks its
@@ -205,6 +211,7 @@ export class RemoteFetcher {
       // Kept signatures first (offline); when none of them is accepted, the registry's (a re-signed or rotated
       // key), each checked as it is fetched, unless the registry cannot be reached: then the kept ones' refusal
       // stands. Of the registry's, only the accepted one is kept (beside those kept before, each accepted once).
+      reportProgress({ kind: 'stage', task: source.text, stage: 'verifying the signature' });
       const kept = stored === undefined ? [] : await this.#store.signatures(digest);
       let refusal: unknown;
       try {
@@ -229,7 +236,7 @@ export class RemoteFetcher {
     if (layer.size > maxComponent) {
       throw integrity('too-large', what, `the component declares ${layer.size} bytes, over the cap of ${maxComponent} (distribution.max_component_bytes)`, { limitHit: 'max_component_bytes', size: layer.size });
     }
-    const bytes = (await this.#store.get(layer.digest)) ?? await client.blob(layer, maxComponent, 'max_component_bytes');
+    const bytes = (await this.#store.get(layer.digest)) ?? await client.blob(layer, maxComponent, 'max_component_bytes', source.text);
     // Everything matched: keep it (blobs first, the manifest last, so a stored manifest's blobs are there) — unless
     // the load was given up meanwhile.
     signal.throwIfAborted();

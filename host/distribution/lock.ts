@@ -8,7 +8,10 @@
  *
  * Guarantees: the file is JSON with sorted entries (stable diffs), written
  * through a temporary file renamed into place; a malformed lock is refused
- * (INVALID_INPUT naming the file), never half-read. Not guaranteed: that a
+ * (INVALID_INPUT naming the file), never half-read; so is an entry whose
+ * `pinned` and `manifestDigest` do not name the same manifest of the same
+ * repository as its source (the load fetches by `manifestDigest`: a
+ * hand-edited `pinned` must not say otherwise). Not guaranteed: that a
  * locked source is still trusted — its signature is verified at every load
  * with the trust configured then; the recorded signer is information.
  */
@@ -16,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ToolhostError } from '../base/errors.js';
+import { parseSource, pinnedOciText } from './source.js';
 
 /** The lock file's name, in the config file's directory. */
 export const LOCK_FILE = 'toolhost.lock';
@@ -78,9 +82,35 @@ export function readLock(path: string): LockEntries | undefined {
   const entries: Record<string, LockEntry> = {};
   for (const [source, entry] of Object.entries(lock.components as Record<string, unknown>)) {
     if (!isEntry(entry)) throw new ToolhostError('INVALID_INPUT', `${path}: the entry for ${source} is malformed; run toolhost update ${source}`);
+    const mismatch = pinMismatch(source, entry);
+    if (mismatch !== undefined) {
+      throw new ToolhostError('INVALID_INPUT', `${path}: the entry for ${source} ${mismatch}, so the lock does not say which one to load: run toolhost update ${source} to pin it again`, { details: { reason: 'lock-mismatch', source, pinned: entry.pinned, ...(entry.manifestDigest === undefined ? {} : { manifestDigest: entry.manifestDigest }) } });
+    }
     entries[source] = entry;
   }
   return entries;
+}
+
+/**
+ * Why `entry` does not pin `source` consistently, or undefined: an OCI source's `pinned` must be exactly the source's
+ * repository at `manifestDigest` (what lockEntryOf writes), a URL source's `pinned` the source itself, with no
+ * manifest digest.
+ */
+function pinMismatch(text: string, entry: LockEntry): string | undefined {
+  let source: ReturnType<typeof parseSource>;
+  try {
+    source = parseSource(text);
+  } catch {
+    return 'is not for a remote source (oci://… or https://…#sha256=…)';
+  }
+  if (source.kind === 'url') {
+    if (entry.manifestDigest !== undefined) return `has a manifestDigest (${entry.manifestDigest}), which a URL source has none of`;
+    return entry.pinned === text ? undefined : `pins ${entry.pinned}, not the URL itself`;
+  }
+  if (entry.manifestDigest === undefined) return 'has no manifestDigest';
+  if (source.digest !== undefined && source.digest !== entry.manifestDigest) return `has manifestDigest ${entry.manifestDigest}, but the source is pinned to ${source.digest}`;
+  const expected = pinnedOciText(source, entry.manifestDigest);
+  return entry.pinned === expected ? undefined : `pins ${entry.pinned} but its manifestDigest is ${entry.manifestDigest} (pinned should read ${expected})`;
 }
 
 /** Write a lock file (entries sorted by source), atomically. */

@@ -21,6 +21,7 @@
  *   manifest PUT.
  */
 import { createHash } from 'node:crypto';
+import { reportProgress } from '../base/progress.js';
 import { EgressError } from '../net/errors.js';
 import { followRedirectsStream } from '../net/redirects.js';
 import type { EgressStreamResponse } from '../net/pinned-client.js';
@@ -146,14 +147,16 @@ export class RegistryClient {
    * sha256). `cap` bounds it (`limit` names the cap's config key).
    * @throws SOURCE_INTEGRITY `too-large` when the descriptor is over the cap, `digest-mismatch` when the bytes differ.
    */
-  async blob(descriptor: Descriptor, cap: number, limit: string): Promise<Uint8Array> {
+  async blob(descriptor: Descriptor, cap: number, limit: string, progressTask?: string): Promise<Uint8Array> {
     const what = `${this.#what}@${descriptor.digest}`;
     if (descriptor.size > cap) {
       throw integrity('too-large', what, `the blob declares ${descriptor.size} bytes, over the cap of ${cap} (distribution.${limit})`, { limitHit: limit, size: descriptor.size, cap });
     }
     const response = await this.#send('GET', `blobs/${descriptor.digest}`, { maxBodyBytes: Math.max(1, descriptor.size), what, limit: 'declared-size' });
     this.#expectOk(response, what);
-    const bytes = await readAll(response, what, descriptor.size, 'declared-size');
+    // `progressTask`: this blob's bytes are reported as they arrive (base/progress.ts; the component layer of a load).
+    const onBytes = progressTask === undefined ? undefined : (done: number): void => reportProgress({ kind: 'bytes', task: progressTask, stage: 'downloading', done, total: descriptor.size });
+    const bytes = await readAll(response, what, descriptor.size, 'declared-size', onBytes);
     const actual = sha256(bytes);
     if (bytes.byteLength !== descriptor.size || actual !== descriptor.digest) {
       throw integrity('digest-mismatch', what, `the registry served ${bytes.byteLength} bytes whose sha256 is ${actual}, not the ${descriptor.size} bytes of ${descriptor.digest}`, { expected: descriptor.digest, actual });
@@ -299,13 +302,14 @@ function fromEgress(error: unknown, what: string, limit: string | undefined): un
   return unavailable(what, error.message, { network: error.kind }, error);
 }
 
-async function readAll(response: EgressStreamResponse, what: string, cap: number, limit: string): Promise<Uint8Array> {
+async function readAll(response: EgressStreamResponse, what: string, cap: number, limit: string, onBytes?: (done: number) => void): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
     for await (const chunk of response.body) {
       chunks.push(chunk);
       total += chunk.byteLength;
+      onBytes?.(total);
     }
   } catch (error) {
     throw fromEgress(error, what, limit);

@@ -13,8 +13,10 @@
  * read, extended and written back (other referrers kept).
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { reportProgress } from '../base/progress.js';
 import { listedRealms, type TokenRealms } from './auth-scope.js';
 import { SIGSTORE_BUNDLE, signBundle } from './bundle.js';
+import { targetWorld } from './component-config.js';
 import { keyFingerprint, signPayload, simpleSigningPayload } from './cosign.js';
 import type { Credential } from './credentials.js';
 import { COSIGN_PAYLOAD, COSIGN_SIGNATURE_ANNOTATION, OCI_EMPTY, OCI_EMPTY_CONFIG, OCI_INDEX, OCI_MANIFEST, WASM_CONFIG, WASM_LAYER, cosignSignatureTag, type Descriptor } from './layout.js';
@@ -23,9 +25,11 @@ import { DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES } from './optio
 import type { OciSource } from './source.js';
 
 export interface PublishOptions {
-  /** What the component exports and imports (interface names), for the config. */
+  /** What the component exports and imports (versioned interface names: component-config.ts), for the config. */
   exports: readonly string[];
   imports: readonly string[];
+  /** The world it targets (default: told by its tool export's version, component-config.ts `targetWorld`). */
+  target?: string;
   /** Sign the manifest with this key (ECDSA P-256). */
   signingKey?: KeyObject;
   insecureRegistries?: readonly string[];
@@ -55,8 +59,20 @@ export function componentManifest(config: Descriptor, layer: Descriptor, annotat
   return json({ schemaVersion: 2, mediaType: OCI_MANIFEST, artifactType: WASM_CONFIG, config, layers: [layer], ...(Object.keys(annotations).length === 0 ? {} : { annotations }) });
 }
 
-/** Push `bytes` to `target` (a tag reference) and sign it when a key is given. */
+/** Push `bytes` to `target` (a tag reference) and sign it when a key is given (its stages reported: base/progress.ts). */
 export async function publishComponent(bytes: Uint8Array, target: OciSource, options: PublishOptions): Promise<PublishReport> {
+  let ok = false;
+  try {
+    const report = await push(bytes, target, options);
+    ok = true;
+    return report;
+  } finally {
+    reportProgress({ kind: 'end', task: target.text, ok });
+  }
+}
+
+async function push(bytes: Uint8Array, target: OciSource, options: PublishOptions): Promise<PublishReport> {
+  const stage = (text: string): void => reportProgress({ kind: 'stage', task: target.text, stage: text });
   const client = new RegistryClient(target.registry, target.repository, {
     insecureRegistries: options.insecureRegistries ?? [],
     maxManifestBytes: DEFAULT_MAX_MANIFEST_BYTES,
@@ -65,19 +81,24 @@ export async function publishComponent(bytes: Uint8Array, target: OciSource, opt
     ...(options.ca === undefined ? {} : { ca: options.ca }),
     tokenRealms: listedRealms(target.registry, options.tokenRealms),
   });
+  // The upload is one request body: its bytes are reported once it is done (the renderer tells the rate).
+  reportProgress({ kind: 'bytes', task: target.text, stage: 'uploading', done: 0, total: bytes.byteLength });
   const layer = await client.pushBlob(bytes, WASM_LAYER);
+  reportProgress({ kind: 'bytes', task: target.text, stage: 'uploading', done: bytes.byteLength, total: bytes.byteLength });
+  stage('pushing the manifest');
   const config = await client.pushBlob(json({
     created: new Date().toISOString(),
     architecture: 'wasm',
     os: 'wasip2',
     layerDigests: [layer.digest],
-    component: { exports: [...options.exports], imports: [...options.imports], target: 'toolhost:tool/tool-provider@0.1.0' },
+    component: { exports: [...options.exports], imports: [...options.imports], target: options.target ?? targetWorld(options.exports) ?? 'toolhost:tool/tool-provider@0.1.0' },
   }), WASM_CONFIG);
   const reference = target.tag ?? target.digest!;
   const manifest = componentManifest(config, layer);
   const manifestDigest = await client.pushManifest(reference, manifest, OCI_MANIFEST);
   const report: PublishReport = { reference: `oci://${target.registry}/${target.repository}@${manifestDigest}`, manifestDigest, layerDigest: layer.digest, size: bytes.byteLength };
   if (options.signingKey !== undefined) {
+    stage('signing (cosign tag and Sigstore bundle referrer)');
     report.signature = await pushCosignSignature(client, manifestDigest, options.signingKey);
     const referrer = await pushBundleReferrer(client, { mediaType: OCI_MANIFEST, digest: manifestDigest, size: manifest.byteLength }, options.signingKey);
     report.bundle = referrer.digest;

@@ -65,8 +65,10 @@ async function cosignTagCandidates(client: RegistryClient, digest: string, limit
 const PREDICATE_ANNOTATION = 'dev.sigstore.bundle.predicateType';
 
 /**
- * The referrers index's manifests that say they are Sigstore bundles of a predicate `wanted` accepts (the
- * `dev.sigstore.bundle.predicateType` annotation cosign writes; absent: unknown, so fetched).
+ * The referrers index's manifests that may be Sigstore bundles of a predicate `wanted` accepts (the
+ * `dev.sigstore.bundle.predicateType` annotation cosign writes; absent: unknown, so fetched). An entry without
+ * `artifactType` is fetched too: skopeo 1.9 copies a referrers-tag index without it, and the referrer's own manifest
+ * says what it is (checked once fetched); an entry that names another type is not fetched.
  */
 function bundleReferrers(index: Uint8Array, wanted: (predicate: string) => boolean): string[] {
   try {
@@ -74,11 +76,17 @@ function bundleReferrers(index: Uint8Array, wanted: (predicate: string) => boole
     return (parsed.manifests ?? []).flatMap((entry) => {
       const predicate = entry.annotations?.[PREDICATE_ANNOTATION];
       const skipped = predicate !== undefined && !wanted(String(predicate));
-      return typeof entry.digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(entry.digest) && SIGSTORE_BUNDLE_TYPES.has(String(entry.artifactType)) && !skipped ? [entry.digest] : [];
+      const typed = entry.artifactType === undefined || SIGSTORE_BUNDLE_TYPES.has(String(entry.artifactType));
+      return typeof entry.digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(entry.digest) && typed && !skipped ? [entry.digest] : [];
     });
   } catch {
     return [];
   }
+}
+
+/** A referrer manifest's own type: its `artifactType`, else (OCI 1.1's rule for artifacts) its config's media type. */
+function artifactTypeOf(manifest: { artifactType?: string; config: { mediaType: string } }): string {
+  return manifest.artifactType ?? manifest.config.mediaType;
 }
 
 /**
@@ -96,6 +104,8 @@ async function referrerCandidates(client: RegistryClient, digest: string, limits
     const manifest = parseImageManifest(read.bytes, `oci://${client.registry}/${client.repository}@${referrer}`) as ReturnType<typeof parseImageManifest> & { subject?: { digest?: unknown } };
     // A referrer is about its subject: one listed for this digest that names another is not this digest's.
     if (manifest.subject?.digest !== digest) return undefined;
+    // Listed without a type (a skopeo copy): what the manifest itself says decides, before any layer is fetched.
+    if (!SIGSTORE_BUNDLE_TYPES.has(artifactTypeOf(manifest))) return undefined;
     const layer = manifest.layers.find((entry) => SIGSTORE_BUNDLE_TYPES.has(entry.mediaType));
     if (layer === undefined) return undefined;
     return { bundle: Buffer.from(await client.blob(layer, limits.maxPayloadBytes, 'max_signature_bytes')).toString('base64') };

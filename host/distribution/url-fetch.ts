@@ -5,6 +5,7 @@
  * are followed by net/redirects.ts (every hop checked again).
  */
 import { createHash } from 'node:crypto';
+import { reportProgress } from '../base/progress.js';
 import { EgressError } from '../net/errors.js';
 import { followRedirectsStream } from '../net/redirects.js';
 import { SourceChecker } from './checker.js';
@@ -31,10 +32,12 @@ export async function fetchUrl(source: UrlSource, options: { insecure: readonly 
       await response.body.close();
       throw unavailable(source.text, `the server answered ${response.status}`, { status: response.status });
     }
+    const length = Number(response.headers.find(([key]) => key === 'content-length')?.[1] ?? 0);
     for await (const chunk of response.body) {
       hash.update(chunk);
       chunks.push(chunk);
       total += chunk.byteLength;
+      reportProgress({ kind: 'bytes', task: source.text, stage: 'downloading', done: total, total: Number.isSafeInteger(length) && length > 0 ? length : 0 });
     }
   } catch (error) {
     if (!(error instanceof EgressError)) throw error;

@@ -264,10 +264,11 @@ describe.concurrent('toolhost call', () => {
     expect(error.audit).toEqual([expect.objectContaining({ tool: 'sha256', decision: 'denied', code: 'PERMISSION_DENIED', network: 'FULL_ACCESS' })]);
   });
 
-  it('exits 2 when --args is missing', async () => {
+  it('calls with {} when --args is missing: a tool that needs arguments refuses them with INVALID_INPUT (issue 41)', async () => {
     const run = await runCli(['call', 'json_query']);
-    expectUsageError(run);
-    expect(run.stderr).toContain('--args');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(JSON.parse(run.stderr.trim().split('\n').at(-1)!)).toMatchObject({ error: { code: 'INVALID_INPUT' } });
   });
 
   it('exits 2 when --args is not JSON', async () => {

@@ -24,6 +24,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { ToolhostError } from '../../base/errors.js';
+import { reportProgress } from '../../base/progress.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from '../protocol.js';
 import { defaultCacheDir } from './cache-location.js';
@@ -126,6 +127,8 @@ export class ComponentCache {
     let files: Record<string, Uint8Array>;
     let imports: string[];
     let exports: Array<[string, string]>;
+    // A first load transpiles for seconds (componentize-js: ~12 MB): said on the progress channel (base/progress.ts).
+    reportProgress({ kind: 'stage', task: what, stage: 'transpiling (first load; cached after)' });
     try {
       this.#transpiles += 1;
       // jco-transpile is loaded only on a miss: a warm start never pays for it.
@@ -139,9 +142,11 @@ export class ComponentCache {
         validLiftingOptimization: false,
       }));
     } catch (error) {
+      reportProgress({ kind: 'end', task: what, ok: false });
       const message = (error instanceof Error ? error.message : String(error)).split('\n').filter(Boolean).slice(0, 4).join(': ');
       throw new ToolhostError('COMPONENT_INVALID', `${what} is not a valid component: ${message}`);
     }
+    reportProgress({ kind: 'end', task: what, ok: true });
     const coreModules = Object.keys(files).filter((name) => name.endsWith('.wasm')).sort(coreModuleOrder);
     const meta: CacheMeta = {
       format: CACHE_FORMAT,
