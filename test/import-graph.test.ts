@@ -90,7 +90,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   servers: ['base', 'core', 'net', 'policy', 'tools'],
   authoring: ['base', 'config', 'sandbox'],
   compose: ['base', 'config', 'core', 'distribution', 'fleet', 'net', 'policy', 'sandbox', 'servers', 'tools'],
-  bench: ['base', 'compose', 'config', 'core', 'net', 'policy', 'sandbox', 'servers', 'tools'],
+  bench: ['authoring', 'base', 'compose', 'config', 'core', 'distribution', 'net', 'policy', 'sandbox', 'servers', 'tools'],
   cli: ['authoring', 'base', 'bench', 'compose', 'config', 'core', 'distribution', 'fleet', 'net', 'policy', 'sandbox', 'servers', 'tools'],
   // The public entry points (index.ts, runner.ts) hand on what embedders use.
   index: ['authoring', 'base', 'compose', 'config', 'core', 'distribution', 'net', 'policy', 'sandbox', 'servers', 'tools'],

@@ -5,10 +5,8 @@
  * verdict added (./snapshot-exports.ts), compiled here or sent as bytes to the
  * sandbox process. Part of the loading pipeline (./loader.ts).
  */
-import { join } from 'node:path';
 import { ToolhostError } from '../../base/errors.js';
-import { GLUE_FILE, type CachedComponent } from './component-cache.js';
-import type { ComponentIds } from './component-ids.js';
+import { GLUE_FILE, type CachedComponent, type ComponentCache } from './component-cache.js';
 import { compileCoreModules } from './core-compile.js';
 import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps } from './memory-cap.js';
 import type { CoreModuleBytes } from '../process/messages.js';
@@ -50,19 +48,13 @@ const KEPT_CALLER_VARIANTS = 2;
  * over every memory the component's core instances define (see
  * `planMemoryCaps`), so it bounds the component's total.
  */
-export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds, shared: SharedVariants = new Map()): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, cache: Pick<ComponentCache, 'readEntryFile'>, shared: SharedVariants = new Map()): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
   const digest = variantDigest(cached, tableElements);
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
-    // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
-    const verified = async (file: string): Promise<Buffer> => {
-      const { bytes: read, id } = await ids.read(join(cached.dir, file));
-      const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-      if (id !== cached.meta.sha256[file]) {
-        throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
-      }
-      return bytes;
-    };
+    // (by the memo when the file's stat did not change while it was read, see component-ids.ts; a chunked
+    // module chunk by chunk).
+    const verified = (file: string): Promise<Buffer> => cache.readEntryFile(cached, file, what);
     // Read for each cap, not kept: a componentize-js component's files are ~12 MB, held as long as the
     // component was loaded (issue 28); a cap is made once per process (or sandbox process) anyway.
     const files = await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))]));
