@@ -82,12 +82,23 @@ async function register(registry: ToolRegistry, tools: readonly DistinctTool[]):
   return names;
 }
 
+/** Worker CPU of the calls timed (accounting.cpuMs): what a loaded machine's queueing does not inflate. */
+let cpuLog: number[] = [];
+
 async function timed(registry: ToolRegistry, name: string): Promise<number> {
   const t0 = performance.now();
   const result = await registry.execute(name, PAYLOAD);
   const ms = performance.now() - t0;
   if (result.isError) throw new Error(`${name} failed: ${result.error?.code}: ${result.error?.message}`);
+  cpuLog.push(result.accounting?.cpuMs ?? Number.NaN);
   return ms;
+}
+
+/** The CPU p50 of the calls timed since the last take. */
+function takeCpu(): number {
+  const taken = cpuLog;
+  cpuLog = [];
+  return summary(taken).p50;
 }
 
 export async function runDistinct(options: DistinctOptions): Promise<DistinctReport> {
@@ -186,18 +197,22 @@ export async function runDistinct(options: DistinctOptions): Promise<DistinctRep
 
     progress('D3: first and second calls');
     const sample = js.slice(-COLD_SAMPLES);
+    takeCpu();
     const coldJs: number[] = [];
     for (const tool of sample) coldJs.push(await timed(registry, names.get(tool.path)!));
+    const coldJsCpu = takeCpu();
     const secondJs: number[] = [];
     for (const tool of sample) secondJs.push(await timed(registry, names.get(tool.path)!));
+    const secondJsCpu = takeCpu();
     const coldC: number[] = [];
     for (const tool of c.slice(-COLD_SAMPLES)) coldC.push(await timed(registry, names.get(tool.path)!));
-    const d3 = { coldJs: summary(coldJs), secondJs: summary(secondJs), coldC: summary(coldC) };
+    const d3 = { coldJs: summary(coldJs), secondJs: summary(secondJs), coldC: summary(coldC), coldJsCpu, secondJsCpu };
 
     progress(`D4: a JS tool's hot call against the floor, ${PAIRED_ROUNDS} paired rounds`);
     const hot = names.get(js[0]!.path)!;
     for (let i = 0; i < 30; i += 1) await timed(registry, hot);
     for (let i = 0; i < 30; i += 1) await floor.subject.call();
+    takeCpu();
     const ratios: number[] = [];
     const jsAll: number[] = [];
     const floorAll: number[] = [];
@@ -216,7 +231,7 @@ export async function runDistinct(options: DistinctOptions): Promise<DistinctRep
     }
     const sortedRatios = [...ratios].sort((a, b) => a - b);
     const d4 = {
-      rounds: PAIRED_ROUNDS, jsP50: round(summary(jsAll).p50, 3), floorP50: round(summary(floorAll).p50, 3),
+      rounds: PAIRED_ROUNDS, jsP50: round(summary(jsAll).p50, 3), jsCpuP50: takeCpu(), floorP50: round(summary(floorAll).p50, 3),
       ratio: sortedRatios[Math.floor(sortedRatios.length / 2)]!, ratioMin: sortedRatios[0]!, ratioMax: sortedRatios[sortedRatios.length - 1]!,
     };
     const done = { meta, primeMs, transpiled, d1, d2, d3, d4, d5 };

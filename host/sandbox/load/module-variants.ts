@@ -12,6 +12,7 @@ import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pa
 import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
+import { engineSplitEnabled, IMAGE_SUFFIX, splitVerified } from './engine-split.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 
 /**
@@ -61,7 +62,7 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
     const instances = coreInstantiations((await verified('component.mjs')).toString('utf8'));
     const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
     const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
-    return files.map(([name, bytes]): [string, Uint8Array] => {
+    const exposedModules = files.map(([name, bytes]): [string, Uint8Array] => {
       const maxPages = caps.get(name) ?? 0;
       const maxTable = tableCaps.get(name) ?? 0;
       const result = capModuleMemory(bytes, maxPages, maxTable);
@@ -78,6 +79,14 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
       // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
       return [name, exposeSnapshotState(result.bytes)];
     });
+    // One compiled engine, many images (./engine-split.ts): the worker applies the image at instantiation.
+    const out: CoreModuleBytes = [];
+    for (const [name, exposed] of exposedModules) {
+      const split = engineSplitEnabled() ? await splitVerified(exposed) : undefined;
+      if (split === undefined) out.push([name, exposed]);
+      else out.push([name, split.engine], [`${name}${IMAGE_SUFFIX}`, split.image]);
+    }
+    return out;
   };
   /** This component's compiled caller variants' keys, least recently asked for first. */
   const callerVariants: string[] = [];
