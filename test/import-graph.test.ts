@@ -92,7 +92,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   // OpenTelemetry (settings from env and file, the SDK behind core's narrow tracer): loaded by the composition root.
   telemetry: ['base', 'core'],
   compose: ['base', 'config', 'core', 'distribution', 'fleet', 'net', 'policy', 'sandbox', 'servers', 'telemetry', 'tools'],
-  bench: ['base', 'compose', 'config', 'core', 'net', 'policy', 'sandbox', 'servers', 'tools'],
+  bench: ['authoring', 'base', 'compose', 'config', 'core', 'distribution', 'net', 'policy', 'sandbox', 'servers', 'tools'],
   cli: ['authoring', 'base', 'bench', 'compose', 'config', 'core', 'distribution', 'fleet', 'net', 'policy', 'sandbox', 'servers', 'telemetry', 'tools'],
   // The public entry points (index.ts, runner.ts) hand on what embedders use.
   index: ['authoring', 'base', 'compose', 'config', 'core', 'distribution', 'net', 'policy', 'sandbox', 'servers', 'tools'],

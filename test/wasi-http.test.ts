@@ -4,7 +4,9 @@
  * componentize-js guest whose fetch() runs on it in a worker thread.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ComponentCache } from '../host/sandbox/load/component-cache.js';
@@ -612,7 +614,10 @@ describe('fetch() in a componentize-js guest, on the synchronous wasi:http layer
     const cache = new ComponentCache(sharedCacheDir);
     const id = createHash('sha256').update(bytes).digest('hex');
     const entry = await cache.prepare(id, bytes, 'fetcher');
-    component = { moduleUrl: entry.moduleUrl, dir: entry.dir, coreModules: entry.meta.coreModules };
+    // The worker reads the core modules as files: the cache keeps large ones as chunks (base/chunk-store.ts).
+    const dir = await mkdtemp(join(tmpdir(), 'toolhost-fetcher-modules-'));
+    for (const name of entry.meta.coreModules) await writeFile(join(dir, name), await cache.readEntryFile(entry, name, 'fetcher'));
+    component = { moduleUrl: entry.moduleUrl, dir, coreModules: entry.meta.coreModules };
     expect(entry.meta.imports).toEqual(expect.arrayContaining(['wasi:http/types', 'wasi:http/outgoing-handler']));
   });
 

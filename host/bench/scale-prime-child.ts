@@ -14,7 +14,7 @@ if (cacheDir === undefined || files.length === 0) {
 }
 const { createRegistry } = await import('../compose/registry.js');
 const { silentLogger } = await import('../base/logger.js');
-const registry = createRegistry({ logger: silentLogger, sandbox: { ...(cacheDir === '-' ? {} : { cacheDir }) } });
+const registry = createRegistry({ logger: silentLogger, sandbox: { describeTimeoutMs: 120_000, ...(cacheDir === '-' ? {} : { cacheDir }) } });
 try {
   const report = await registry.registerWasmTools(files);
   // A warm cache is warm for the next start too: every file's id remembered, the young ones once they settle

@@ -286,7 +286,7 @@ export async function runScale(options: ScaleOptions): Promise<ScaleReport> {
 }
 
 /** Load every component once in a process of its own (scale-prime-child.ts); how many were transpiled. */
-function prime(cacheDir: string | undefined, files: string[]): Promise<number> {
+export function prime(cacheDir: string | undefined, files: string[]): Promise<number> {
   const script = fileURLToPath(new URL('./scale-prime-child.js', import.meta.url));
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script, cacheDir ?? '-', ...files], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -31,6 +31,7 @@ export interface BenchCommandOptions {
   report?: string;
   quiet?: boolean;
   scale?: string;
+  distinct?: boolean;
 }
 
 function positiveInt(text: string, flag: string): number {
@@ -83,6 +84,7 @@ export function benchOptions(tool: string | undefined, options: BenchCommandOpti
 
 export async function bench(tool: string | undefined, options: BenchCommandOptions): Promise<number> {
   if (options.scale !== undefined) return benchScale(tool, options);
+  if (options.distinct === true) throw new UsageError('--distinct goes with --scale N (N distinct JS tools)');
   const benchOpts = benchOptions(tool, options);
   // The engine (and through it the host) loads once the command line is known to be good.
   const [{ runBench }, { checkTargets, benchExitCode }, { formatReport }] = await Promise.all([import('../bench/suite.js'), import('../bench/targets.js'), import('../bench/table.js')]);
@@ -135,7 +137,7 @@ async function traceBench(): Promise<{ close(): Promise<void> }> {
 async function benchScale(tool: string | undefined, options: BenchCommandOptions): Promise<number> {
   if (tool !== undefined) throw new UsageError('--scale runs its own components: it takes no TOOL');
   const components = positiveInt(options.scale ?? '', '--scale');
-  if (components < 2) throw new UsageError('--scale needs at least 2 components (one C, one JS)');
+  if (components < 2 && options.distinct !== true) throw new UsageError('--scale needs at least 2 components (one C, one JS)');
   if (options.report !== undefined && !options.report.toLowerCase().endsWith('.html')) throw new UsageError('--report must name an .html file');
   const threads = options.threads === undefined ? undefined : positiveInt(options.threads, '--threads');
   // Measured as a host should run: with the allocator setting the sandbox process gets (sandbox/malloc-env.ts),
@@ -148,6 +150,7 @@ async function benchScale(tool: string | undefined, options: BenchCommandOptions
       child.on('exit', (code) => done(code ?? 1));
     });
   }
+  if (options.distinct === true) return benchDistinct(components, threads, options);
   const { runScale } = await import('../bench/scale.js');
   const { formatScaleReport, renderScaleHtml } = await import('../bench/scale-targets.js');
   const report = await runScale({
@@ -164,4 +167,23 @@ async function benchScale(tool: string | undefined, options: BenchCommandOptions
     process.stderr.write(`bench: wrote ${file}\n`);
   }
   return report.s4.failed > 0 ? 1 : 0;
+}
+
+/** `toolhost bench --scale N --distinct`: N distinct JS tools (and N/4 C) on one host, against D1-D5 (bench/distinct.ts). */
+async function benchDistinct(tools: number, threads: number | undefined, options: BenchCommandOptions): Promise<number> {
+  const [{ runDistinct }, { formatDistinctReport, renderDistinctHtml }] = await Promise.all([import('../bench/distinct.js'), import('../bench/distinct-targets.js')]);
+  const report = await runDistinct({
+    tools,
+    ...(threads === undefined ? {} : { threads }),
+    ...(options.config === undefined ? {} : { configPath: options.config }),
+    ...(options.quiet ? {} : { progress: (message: string) => process.stderr.write(`bench: ${message}\n`) }),
+  });
+  process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatDistinctReport(report)}\n`);
+  if (options.report !== undefined) {
+    const file = resolve(options.report);
+    await writeFile(file, renderDistinctHtml(report));
+    process.stderr.write(`bench: wrote ${file}\n`);
+  }
+  // A missed goal is a failed run: the issue's goals are what this command checks.
+  return report.targets.some((target) => target.met === false) ? 1 : 0;
 }

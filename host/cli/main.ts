@@ -285,10 +285,12 @@ function program(): Command {
     .option('--quiet', 'no progress lines on stderr')
     .option('--trace', 'trace every call (OpenTelemetry, 100 % sampled) to an OTLP/HTTP sink on loopback, to measure what tracing costs (also TOOLHOST_BENCH_TRACE=1)')
     .option('--scale <n>', 'instead: N distinct components (half C, half componentize-js) on one host, against the goals S1-S4 of sizing (idle cost, ready time and RSS, cold first calls, a working set over the memory budget); --calls sets the working set\'s calls')
+    .option('--distinct', 'with --scale N: N distinct JS tools (each its own componentize-js build of its own source, kept by source hash in the bench\'s directory) and N/4 C tools, against the goals D1-D5 (ready time and RSS, per-tool RSS, first and second calls, JS against the floor, disk); exits 1 when a goal is missed')
     .addHelpText('after', `
 Examples:
   toolhost bench                                   the standard suite, with the targets (what npm run bench runs)
   toolhost bench --scale 500 --report scale.html   500 components on one host (the first run transpiles them: minutes)
+  toolhost bench --scale 20 --distinct             20 distinct JS tools (+5 C) built as authors build them (the first run: minutes)
   toolhost bench mytool --load my.wasm --args '{"text":"hi"}' --report bench.html
   toolhost bench sha256 --args '{"text":"abc"}' --isolation call,worker --concurrency 1,4,16 --json`)
     .action(async (tool: string | undefined, options: BenchCommandOptions) => {

@@ -49,7 +49,7 @@ function formatSize(bytes: number): string {
 }
 
 async function pull(refs: string[], flags: PullFlags, mode: 'pull' | 'update'): Promise<number> {
-  const [{ loadHostConfig }, { storeDirOf }, { RemoteFetcher, lockEntryOf }, lock, { isRemoteSource }, { createDefaultLogger }] = await Promise.all([
+  const [{ loadHostConfig }, { chunksDirOf, storeDirOf }, { RemoteFetcher, lockEntryOf }, lock, { isRemoteSource }, { createDefaultLogger }] = await Promise.all([
     import('../compose/host.js'),
     import('../compose/registry.js'),
     import('../distribution/fetch.js'),
@@ -67,7 +67,7 @@ async function pull(refs: string[], flags: PullFlags, mode: 'pull' | 'update'): 
   // pull: what is locked stays pinned. update: the sources named are resolved again.
   const pins = mode === 'pull' ? existing : Object.fromEntries(Object.entries(existing).filter(([source]) => !sources.includes(source)));
   const { lock: _ignored, ...distribution } = config.distribution;
-  const fetcher = new RemoteFetcher({ ...distribution, lock: pins, storeDir: storeDirOf(distribution, config.sandbox) }, createDefaultLogger(config.logLevel));
+  const fetcher = new RemoteFetcher({ ...distribution, lock: pins, storeDir: storeDirOf(distribution, config.sandbox), ...chunksDirOf(distribution, config.sandbox) }, createDefaultLogger(config.logLevel));
   const entries: Record<string, ReturnType<typeof lockEntryOf>> = refs.length > 0 ? { ...existing } : {};
   // Ctrl-C ends the fetch in progress (CANCELLED) and leaves the lock unchanged.
   await interruptible(async (signal) => {

@@ -12,7 +12,7 @@ import type { ResolvedConfig } from '../config/resolve.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import { SandboxLoader, type SandboxOptions } from '../sandbox/loader.js';
 import type { RemoteComponentFetch } from '../sandbox/load/component-file.js';
-import { defaultCacheDir } from '../sandbox/load/cache-location.js';
+import { CHUNKS_DIR, defaultCacheDir } from '../sandbox/load/cache-location.js';
 import { join } from 'node:path';
 import { RemoteFetcher } from '../distribution/fetch.js';
 import type { DistributionOptions } from '../distribution/options.js';
@@ -41,7 +41,7 @@ export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   const { sandbox = {}, distribution = {}, ...rest } = options;
   const logger = rest.logger ?? createDefaultLogger();
   const storeDir = storeDirOf(distribution, sandbox);
-  const fetcher = new RemoteFetcher({ ...distribution, storeDir }, logger);
+  const fetcher = new RemoteFetcher({ ...distribution, storeDir, ...chunksDirOf(distribution, sandbox) }, logger);
   const fetchRemote: RemoteComponentFetch = (source, load) => fetcher.fetch(source, load.verify, load.signal, load.runtime === true);
   const pool = new Sandbox({ ...sandbox, fetchRemote });
   // The registry's schema limits reach the workers that check guests' schemas and args (the loader passes them on).
@@ -53,6 +53,14 @@ export function createRegistry(options: RegistryOptions = {}): ToolRegistry {
   for (const key of distribution.verify?.keys ?? []) registry.hostOwnedPaths.add('verify-key', key);
   if (distribution.verify?.trustedRoot !== undefined) registry.hostOwnedPaths.add('trusted-root', distribution.verify.trustedRoot);
   return registry;
+}
+
+/**
+ * Where the store keeps large blobs' chunks: with the default store (in the transpile cache) the cache's own
+ * chunks, so a component and its transpiled core modules share theirs (issue 37); a store of its own keeps its own.
+ */
+export function chunksDirOf(distribution: DistributionOptions, sandbox: SandboxOptions): { chunksDir?: string } {
+  return distribution.storeDir === undefined ? { chunksDir: join(sandbox.cacheDir ?? defaultCacheDir(), CHUNKS_DIR) } : {};
 }
 
 /** Where fetched components are kept: `distribution.store_dir`, else `store-v1` in the transpile cache directory. */

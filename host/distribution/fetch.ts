@@ -47,6 +47,7 @@ import { DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIF
 import type { LockEntry } from './lock.js';
 import { parseSource, pinnedOciText, plainHttpAllowed, sourceAllowed, type OciSource, type RemoteSource, type UrlSource } from './source.js';
 import { sameSignature, verifyAttestations, verifyRegistrySignatures, verifySignatures } from './signatures.js';
+import { ChunkStore } from '../base/chunk-store.js';
 import { ComponentStore, type StoredSignature } from './store.js';
 import { trustOf } from './trust.js';
 import { fetchUrl } from './url-fetch.js';
@@ -99,9 +100,10 @@ export class RemoteFetcher {
   readonly #logger: Logger;
   readonly #env: NodeJS.ProcessEnv;
 
-  constructor(options: DistributionOptions & { storeDir: string }, logger: Logger, env: NodeJS.ProcessEnv = process.env) {
+  /** `chunksDir`: where the store keeps large blobs' chunks (the transpile cache's, to share them: compose/registry.ts). */
+  constructor(options: DistributionOptions & { storeDir: string; chunksDir?: string }, logger: Logger, env: NodeJS.ProcessEnv = process.env) {
     this.#options = options;
-    this.#store = new ComponentStore(options.storeDir);
+    this.#store = new ComponentStore(options.storeDir, options.chunksDir === undefined ? undefined : new ChunkStore(options.chunksDir));
     this.#logger = logger;
     this.#env = env;
   }

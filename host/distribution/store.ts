@@ -7,6 +7,15 @@
  * with the registry gone. The transpile cache is keyed by the layer's sha256,
  * the same digest.
  *
+ * A blob of `CHUNKED_MIN_FILE` or more (a componentize-js component: ~12 MB)
+ * is kept as content-addressed chunks (base/chunk-store.ts): its place holds
+ * the recipe, `blobs/sha256/<hex>.chunks`, and the chunks live in the chunk
+ * store the host shares with the transpile cache (`<cacheDir>/chunks-v1/` when
+ * the store lies in the cache), so the engine every componentize-js tool
+ * carries is on disk once, not once a tool and again in the cache (issue 37).
+ * What is read back is the blob as it was published, byte for byte (and hashed
+ * again): the split is local, never published.
+ *
  * Guarantees: a blob is written only after it matched its digest, through a
  * temporary file renamed into place (no half blob is ever visible), and
  * every read is hashed again (a blob that no longer matches is treated as
@@ -30,6 +39,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CHUNKED_MIN_FILE, ChunkStore, parseRecipe } from '../base/chunk-store.js';
 
 /** A signature as stored: cosign's tag form (the simple-signing payload and its signature), or a Sigstore bundle. */
 export type StoredSignature = {
@@ -69,23 +79,32 @@ const hexOf = (digest: string): string => {
 
 export class ComponentStore {
   readonly root: string;
+  readonly #chunks: ChunkStore;
 
-  constructor(root: string) {
+  /** `chunks`: where large blobs' chunks go (default `<root>/chunks-v1`; the host passes the cache's). */
+  constructor(root: string, chunks: ChunkStore = new ChunkStore(join(root, 'chunks-v1'))) {
     this.root = root;
+    this.#chunks = chunks;
   }
 
   #blobPath(digest: string): string {
     return join(this.root, 'blobs', 'sha256', hexOf(digest));
   }
 
-  /** A blob's bytes if the store holds it and they still match the digest. */
+  /** A blob's bytes if the store holds it (whole, or as chunks) and they still match the digest. */
   async get(digest: string): Promise<Uint8Array | undefined> {
-    let bytes: Buffer;
+    let bytes: Buffer | undefined;
     try {
       bytes = await readFile(this.#blobPath(digest));
     } catch {
-      return undefined;
+      try {
+        const recipe = parseRecipe(await readFile(`${this.#blobPath(digest)}.chunks`, 'utf8'));
+        bytes = recipe === undefined ? undefined : await this.#chunks.get(recipe);
+      } catch {
+        bytes = undefined;
+      }
     }
+    if (bytes === undefined) return undefined;
     const actual = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
     return actual === digest ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : undefined;
   }
@@ -94,7 +113,9 @@ export class ComponentStore {
   async put(digest: string, bytes: Uint8Array): Promise<void> {
     const actual = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
     if (actual !== digest) throw new Error(`refusing to store bytes under ${digest}: their sha256 is ${actual}`);
-    await this.#write(this.#blobPath(digest), bytes);
+    if (bytes.length < CHUNKED_MIN_FILE) return this.#write(this.#blobPath(digest), bytes);
+    const recipe = await this.#chunks.put(bytes);
+    await this.#write(`${this.#blobPath(digest)}.chunks`, Buffer.from(JSON.stringify(recipe)));
   }
 
   /** The signatures a manifest digest was verified with, if any were kept. */

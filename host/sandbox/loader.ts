@@ -231,7 +231,7 @@ export class SandboxLoader implements WasmToolLoader {
     }
     // A component's tables in all, within what a worker's heap can hold while they grow.
     const tableElements = Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512));
-    const variants = modulesPerCap(cached, what, tableElements, this.#cache.ids, this.#variants);
+    const variants = modulesPerCap(cached, what, tableElements, this.#cache, this.#variants);
     this.#digests.set(id, variantDigest(cached, tableElements));
     const handle: ComponentHandle = {
       id,

@@ -13,3 +13,6 @@ export function defaultCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   return join(base, 'toolhost');
 }
+
+/** Where a cache keeps its content-addressed chunks (base/chunk-store.ts), and the store too when it lies in the cache. */
+export const CHUNKS_DIR = 'chunks-v1';

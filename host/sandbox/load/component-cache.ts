@@ -11,6 +11,12 @@
  * `<dir>/ids-v1/` remembers component files' ids by their stat
  * (component-ids.ts): not part of an entry, so not of its format.
  *
+ * A core module of `CHUNKED_MIN_FILE` or more is kept as content-addressed
+ * chunks in `<dir>/chunks-v1/` (base/chunk-store.ts), shared with the
+ * component store: the entry holds its recipe (`<file>.chunks`) instead of the
+ * file, so the engine every componentize-js tool carries is on disk once
+ * (issue 37). `meta.chunked` names those files and their recipes' sha256.
+ *
  * `meta.json` records the sha256 of every file of the entry, and an entry is
  * used only when every file still matches (checked before anything is
  * compiled or imported): a rewritten `component.mjs` is never run, the entry
@@ -27,8 +33,11 @@ import { ToolhostError } from '../../base/errors.js';
 import { reportProgress } from '../../base/progress.js';
 import { patchGlue } from './glue-patch.js';
 import type { GuestToolInfo } from '../protocol.js';
-import { defaultCacheDir } from './cache-location.js';
+import { CHUNKS_DIR, defaultCacheDir } from './cache-location.js';
 import { ComponentIds } from './component-ids.js';
+import { CHUNKED_MIN_FILE, ChunkStore, parseRecipe } from '../../base/chunk-store.js';
+/** The recipe of a chunked file of an entry is kept as `<file><CHUNKS_SUFFIX>`. */
+export const CHUNKS_SUFFIX = '.chunks';
 
 /** How a cache entry names the schema limits its tools were checked under (`CacheMeta.schemaCheck`). */
 export function schemaCheckOf(limits: SchemaLimits): string {
@@ -44,8 +53,9 @@ export function schemaCheckOf(limits: SchemaLimits): string {
  * 8: the glue also counts the resource handles an instance holds (the handles_per_call cap).
  * 9: 7 and 8 together (they were made on branches sharing the test cache).
  * 10: the state digest is a flat list compared item by item, not a JSON string.
+ * 11: core modules of 1 MiB or more as chunk recipes (`meta.chunked`), the chunks shared (issue 37).
  */
-const CACHE_FORMAT = 10;
+const CACHE_FORMAT = 11;
 export const GLUE_FILE = 'component.mjs';
 
 function transpilerVersion(): string {
@@ -73,8 +83,10 @@ export interface CacheMeta {
    * load, not only at the first call.
    */
   schemaCheck?: string;
-  /** The sha256 (hex) of every file of the entry, by name. */
+  /** The sha256 (hex) of every file of the entry, by name (of a chunked file: of its bytes, as assembled). */
   sha256: Record<string, string>;
+  /** Files kept as chunk recipes: the sha256 of each recipe file (`<file>.chunks`), by the file's name. */
+  chunked?: Record<string, string>;
 }
 
 export interface CachedComponent {
@@ -94,10 +106,13 @@ export class ComponentCache {
   #transpiles = 0;
   /** Component ids remembered by file stat, next to the entries (see component-ids.ts). */
   readonly ids: ComponentIds;
+  /** The chunks large core modules are kept as (shared with the store when it lies in the cache). */
+  readonly chunks: ChunkStore;
 
   constructor(dir: string = defaultCacheDir()) {
     this.#root = dir;
     this.ids = new ComponentIds(dir);
+    this.chunks = new ChunkStore(join(dir, CHUNKS_DIR));
   }
 
   get root(): string {
@@ -165,13 +180,22 @@ export class ComponentCache {
         const [file, bytes] = name === 'component.js' ? [GLUE_FILE, Buffer.from(patchGlue(Buffer.from(content).toString('utf8')).source)] : [name, content];
         if (file !== GLUE_FILE && !coreModules.includes(file)) continue;
         meta.sha256[file] = sha256(bytes);
-        await writeFile(join(temporary, file), bytes);
+        if (file !== GLUE_FILE && bytes.length >= CHUNKED_MIN_FILE) {
+          const recipe = Buffer.from(JSON.stringify(await this.chunks.put(bytes)));
+          (meta.chunked ??= {})[file] = sha256(recipe);
+          await writeFile(join(temporary, `${file}${CHUNKS_SUFFIX}`), recipe);
+        } else {
+          await writeFile(join(temporary, file), bytes);
+        }
       }
       await writeFile(join(temporary, 'meta.json'), JSON.stringify(meta, null, 2));
       try {
         await rename(temporary, dir);
         // The next process reads these files' ids back instead of hashing them again (component-ids.ts: `wrote`).
-        await Promise.all(Object.entries(meta.sha256).map(([file, id]) => this.ids.wrote(join(dir, file), id)));
+        await Promise.all(Object.entries(meta.sha256).map(([file, id]) => {
+          const recipe = meta.chunked?.[file];
+          return recipe === undefined ? this.ids.wrote(join(dir, file), id) : this.ids.wrote(join(dir, `${file}${CHUNKS_SUFFIX}`), recipe);
+        }));
       } catch (error) {
         // Another process finished the same entry first: use it.
         const other = await this.#read(dir);
@@ -221,16 +245,39 @@ export class ComponentCache {
     if (meta.format !== CACHE_FORMAT || meta.transpiler !== this.#transpiler) return undefined;
     const files = [GLUE_FILE, ...(Array.isArray(meta.coreModules) ? meta.coreModules : [])];
     if (typeof meta.sha256 !== 'object' || meta.sha256 === null) return 'tampered';
+    if (meta.chunked !== undefined && (typeof meta.chunked !== 'object' || meta.chunked === null)) return 'tampered';
     for (const file of files) {
       if (file.includes('/') || file.includes('..')) return 'tampered';
+      const recipe = meta.chunked?.[file];
       try {
-        // The file's hash by its stat when the memo knows it: a file written since has another stat.
-        if ((await this.ids.hashOf(join(dir, file))) !== meta.sha256[file]) return 'tampered';
+        // The file's hash by its stat when the memo knows it: a file written since has another stat. A chunked
+        // file's recipe is checked here; its chunks are hashed when they are read (readEntryFile).
+        if (recipe === undefined ? (await this.ids.hashOf(join(dir, file))) !== meta.sha256[file] : (await this.ids.hashOf(join(dir, `${file}${CHUNKS_SUFFIX}`))) !== recipe) return 'tampered';
       } catch {
         return 'tampered';
       }
     }
     return meta;
+  }
+
+  /**
+   * One file of an entry, checked against the hash its `meta.json` records (by the ids memo for a whole file;
+   * a chunked file's recipe by the memo and each chunk by its own hash), or COMPONENT_INVALID naming `what`.
+   */
+  async readEntryFile(cached: CachedComponent, file: string, what: string): Promise<Buffer> {
+    const stale = (): ToolhostError => new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
+    const recipeHash = cached.meta.chunked?.[file];
+    if (recipeHash === undefined) {
+      const { bytes: read, id } = await this.ids.read(join(cached.dir, file));
+      if (id !== cached.meta.sha256[file]) throw stale();
+      return Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+    }
+    const { bytes: text, id } = await this.ids.read(join(cached.dir, `${file}${CHUNKS_SUFFIX}`));
+    const recipe = id === recipeHash ? parseRecipe(Buffer.from(text).toString('utf8')) : undefined;
+    if (recipe === undefined || recipe.sha256 !== cached.meta.sha256[file]) throw stale();
+    const bytes = await this.chunks.get(recipe);
+    if (bytes === undefined) throw stale();
+    return bytes;
   }
 }
 

@@ -5,15 +5,14 @@
  * verdict added (./snapshot-exports.ts), compiled here or sent as bytes to the
  * sandbox process. Part of the loading pipeline (./loader.ts).
  */
-import { join } from 'node:path';
 import { ToolhostError } from '../../base/errors.js';
-import { GLUE_FILE, type CachedComponent } from './component-cache.js';
-import type { ComponentIds } from './component-ids.js';
+import { GLUE_FILE, type CachedComponent, type ComponentCache } from './component-cache.js';
 import { compileCoreModules } from './core-compile.js';
 import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps } from './memory-cap.js';
 import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
+import { engineSplitEnabled, IMAGE_SUFFIX, splitVerified } from './engine-split.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 
 /**
@@ -50,26 +49,20 @@ const KEPT_CALLER_VARIANTS = 2;
  * over every memory the component's core instances define (see
  * `planMemoryCaps`), so it bounds the component's total.
  */
-export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, ids: ComponentIds, shared: SharedVariants = new Map()): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, cache: Pick<ComponentCache, 'readEntryFile'>, shared: SharedVariants = new Map()): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
   const digest = variantDigest(cached, tableElements);
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
-    // (by the memo when the file's stat did not change while it was read, see component-ids.ts).
-    const verified = async (file: string): Promise<Buffer> => {
-      const { bytes: read, id } = await ids.read(join(cached.dir, file));
-      const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-      if (id !== cached.meta.sha256[file]) {
-        throw new ToolhostError('COMPONENT_INVALID', `${what}: the cached ${file} no longer matches its hash (was the cache directory written to?)`);
-      }
-      return bytes;
-    };
+    // (by the memo when the file's stat did not change while it was read, see component-ids.ts; a chunked
+    // module chunk by chunk).
+    const verified = (file: string): Promise<Buffer> => cache.readEntryFile(cached, file, what);
     // Read for each cap, not kept: a componentize-js component's files are ~12 MB, held as long as the
     // component was loaded (issue 28); a cap is made once per process (or sandbox process) anyway.
     const files = await Promise.all(cached.meta.coreModules.map(async (name): Promise<[string, Uint8Array]> => [name, new Uint8Array(await verified(name))]));
     const instances = coreInstantiations((await verified('component.mjs')).toString('utf8'));
     const caps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedMemories(bytes), instances: instances.get(name) ?? 1 })), pagesForMb(memoryMb));
     const tableCaps = planMemoryCaps(files.map(([name, bytes]) => ({ name, memories: definedTables(bytes), instances: instances.get(name) ?? 1 })), tableElements, tableElements);
-    return files.map(([name, bytes]): [string, Uint8Array] => {
+    const exposedModules = files.map(([name, bytes]): [string, Uint8Array] => {
       const maxPages = caps.get(name) ?? 0;
       const maxTable = tableCaps.get(name) ?? 0;
       const result = capModuleMemory(bytes, maxPages, maxTable);
@@ -86,6 +79,14 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
       // Snapshot exports: a used instance can be reset instead of replaced (worker/instance-snapshot.ts).
       return [name, exposeSnapshotState(result.bytes)];
     });
+    // One compiled engine, many images (./engine-split.ts): the worker applies the image at instantiation.
+    const out: CoreModuleBytes = [];
+    for (const [name, exposed] of exposedModules) {
+      const split = engineSplitEnabled() ? await splitVerified(exposed) : undefined;
+      if (split === undefined) out.push([name, exposed]);
+      else out.push([name, split.engine], [`${name}${IMAGE_SUFFIX}`, split.image]);
+    }
+    return out;
   };
   /** This component's compiled caller variants' keys, least recently asked for first. */
   const callerVariants: string[] = [];

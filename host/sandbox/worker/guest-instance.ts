@@ -14,6 +14,18 @@ import { MAX_STATE_KEY_BYTES } from '../../core/state.js';
 import { InstanceSnapshot, type ResettableHost, type RestoreRefusal } from './instance-snapshot.js';
 import { TOOL_EXPORTS, ToolExports, type GuestCallOutput } from '../load/tool-world.js';
 import { clientRequestImports } from './client-requests.js';
+import { IMAGE_MEMORY_IMPORT, IMAGE_SUFFIX } from '../load/engine-split.js';
+
+/** Each split engine's image module (load/engine-split.ts), by the engine's module object. */
+function imagesOf(modules: ReadonlyMap<string, WebAssembly.Module>): Map<WebAssembly.Module, WebAssembly.Module> | undefined {
+  let images: Map<WebAssembly.Module, WebAssembly.Module> | undefined;
+  for (const [name, image] of modules) {
+    if (!name.endsWith(IMAGE_SUFFIX)) continue;
+    const engine = modules.get(name.slice(0, -IMAGE_SUFFIX.length));
+    if (engine !== undefined) (images ??= new Map()).set(engine, image);
+  }
+  return images;
+}
 
 /** jco's instantiation-mode entry point (sync mode). */
 export type InstantiateFn = (
@@ -144,6 +156,7 @@ export class GuestInstance {
   }
 
   #instantiate(instantiate: InstantiateFn, modules: ReadonlyMap<string, WebAssembly.Module>, wasiImports: Record<string, unknown>): Record<string, unknown> {
+    const images = imagesOf(modules);
     return instantiate(
       (name) => {
         const module = modules.get(name);
@@ -156,8 +169,17 @@ export class GuestInstance {
         this.#coreExports.push(instance.exports);
         // Remember defined memories (an exported one that is not an import) to measure them.
         const imported = new Set(Object.values(imports ?? {}).flatMap((namespace) => Object.values(namespace as Record<string, unknown>)));
+        let defined: WebAssembly.Memory | undefined;
         for (const value of Object.values(instance.exports)) {
+          if (value instanceof WebAssembly.Memory && !imported.has(value)) defined ??= value;
           if (value instanceof WebAssembly.Memory && !imported.has(value) && !this.#memories.includes(value)) this.#memories.push(value);
+        }
+        // A split engine gets its tool's data segments now, before the glue instantiates another module or calls
+        // an export: as its own active segments would have been at its instantiation (load/engine-split.ts).
+        const image = images?.get(module);
+        if (image !== undefined) {
+          if (defined === undefined) throw new Error('a split engine exports no memory of its own');
+          new WebAssembly.Instance(image, { [IMAGE_MEMORY_IMPORT.module]: { [IMAGE_MEMORY_IMPORT.name]: defined } });
         }
         return instance;
       },
