@@ -124,8 +124,10 @@ describe.runIf(hasCGuests)('toolhost bench, the standard suite with small number
       'bench', '--calls', '40', '--js-calls', '5', '--paired-rounds', '2', '--threads', '1',
       '--growth-calls', '0', '--no-budgets', '--no-cold-start', '--json', '--quiet',
     ]);
-    expect(run.code).toBe(0);
     const result = JSON.parse(run.stdout) as BenchReport & { targets: TargetCheck[] };
+    // Numbers this small measure nothing: a target may be missed, and the run then exits 1, naming it.
+    const missed = result.targets.filter((target) => target.met === false);
+    expect(run.code).toBe(missed.length > 0 ? 1 : 0);
     const ids = result.paired!.rows.map((row) => `${row.id}@${row.concurrency}`);
     // Extism joins when its package and plugin are there (the sequential rows say so either way).
     const extism = result.rows.some((row) => row.id === 'extism:worker');
