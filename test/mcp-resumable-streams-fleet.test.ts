@@ -82,7 +82,7 @@ describe.runIf(hasRedis)('a 2025 client resumes its stream on another host of th
       }));
       const fleet = openFleet({ redis: redis.url, keyPrefix: `resume${process.pid}:` }, silentLogger);
       await fleet.link.ready();
-      const server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, progressFlushMs: 0, sessionDirectory: fleet.sessions, eventLog: fleet.events });
+      const server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, progressFlushMs: 0, resumeEvents: 1000, sessionDirectory: fleet.sessions, eventLog: fleet.events });
       hosts.push({ registry, fleet, server });
     }
     await Promise.all(hosts.map((host) => host.fleet.sessions.listening()));

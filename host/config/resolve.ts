@@ -41,7 +41,9 @@ export const DEFAULT_MCP_HTTP = {
   headersTimeoutMs: 10_000,
   maxSubscriptions: 1024,
   maxParkedCalls: 16,
-  resumeEvents: 1000,
+  // Off by default: with event ids, MCP SDK 1.x clients reconnect (GET, Last-Event-ID) after every call that
+  // ends in a JSON-RPC error or that they abort, and hold that stream open (see README, Resumable streams).
+  resumeEvents: 0,
   resumeBytes: 262_144,
 } as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */

@@ -88,7 +88,8 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
     maxParkedCalls = DEFAULT_MAX_PARKED_CALLS,
-    resumeEvents = DEFAULT_EVENT_STORE_LIMITS.maxEvents,
+    // Off unless asked for (servers.mcp.http.resume_events): see the README's Resumable streams.
+    resumeEvents = 0,
     resumeBytes = DEFAULT_EVENT_STORE_LIMITS.maxBytes,
     eventLog,
     fleetRelay,
