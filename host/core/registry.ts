@@ -9,10 +9,10 @@ import { checkRegistryOptions } from './registry-options.js';
 import type { SandboxHandle, SandboxStats, ToolRegistryOptions, WasmLoadOptions, WasmLoadReport, WasmToolLoader, WorkerHeap } from './registry-types.js';
 import { performance } from 'node:perf_hooks';
 import type { AuditEntry } from '../policy/audit.js';
-import { admit, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
+import { admit, overCallerCeiling, type AdmissionDeps, type RegisteredTool } from './call/admission.js';
 import { Call, CallEvents, rejectedCall, type CallDeps } from './call/call.js';
-import { endCallSpan } from './call/call-span.js';
-import { epochNow, epochOf, traceFields, type CallTracer, type TraceSpan } from './tracing.js';
+import { admissionSpan, endCallSpan, openCallSpan } from './call/call-span.js';
+import { traceFields, type CallTracer, type TraceSpan } from './tracing.js';
 import { CallIdSource } from './call/call-id-source.js';
 import { CALL_LAYERS, compose, invoke, type CallHandler } from './call/layers.js';
 import type { CallOptions, CallStream } from './call/options.js';
@@ -29,8 +29,7 @@ import { HostOwnedPaths } from '../policy/host-owned-paths.js';
 import { publishableSchema, SchemaCompiler } from './schema.js';
 import type { SchemaLimits } from './schema-limits.js';
 import { ComponentSurfaces } from './surfaces.js';
-import { describeNesting, nestedWorktrees, writesWorktree, type GrantedWorktree } from '../policy/worktree-nesting.js';
-import { resolve as resolvePath } from 'node:path';
+import { describeNesting, distinctWorktrees, grantedWorktreesOf, nestedWorktrees, type GrantedWorktree } from '../policy/worktree-nesting.js';
 import { InMemoryStateStore, resolveStateLimits } from './state.js';
 import type { Tool } from './tool.js';
 
@@ -371,7 +370,7 @@ export class ToolRegistry {
       return registered === undefined ? undefined : { tool: registered.tool };
     };
     const admission = admit({ ...this.#deps, lookup }, options.callId ?? callIds.next(), name, undefined, options);
-    if (admission.admitted || (admission.error.details as { reason?: unknown } | undefined)?.reason !== 'caller-ceiling') return undefined;
+    if (admission.admitted || !overCallerCeiling(admission.error)) return undefined;
     this.#deps.onLimit(name, 'scope_labels');
     if (admission.audit) this.#deps.audit.record(admission.audit);
     return admission.error;
@@ -382,7 +381,7 @@ export class ToolRegistry {
     const callId = options.callId ?? callIds.next();
     const startedAt = performance.now();
     // Traced calls only (one check otherwise): the entry's span, or the call's own.
-    const traced = options.span !== undefined || this.#tracer !== undefined ? this.#callSpan(name, args, options, callId, startedAt) : undefined;
+    const traced = options.span !== undefined || this.#tracer !== undefined ? openCallSpan(this.#tracer, name, args, options, callId, startedAt) : undefined;
     const span = traced?.span;
     const reject = (error: ToolhostError, audit?: AuditEntry): CallEvents => {
       if (audit) this.#deps.audit.record(span === undefined ? audit : { ...audit, ...traceFields(span) });
@@ -394,19 +393,9 @@ export class ToolRegistry {
     if (this.#closed) return reject(new ToolhostError('INTERNAL', 'the registry is closed; no more calls are accepted'));
     // A component's surface tool is found only here, never by name (core/surfaces.ts).
     const admission = admit(surface === undefined ? this.#deps : { ...this.#deps, lookup: () => surface }, callId, name, args, options);
-    if (span !== undefined) {
-      // Admission ran synchronously just now: its span is drawn from the times taken around it.
-      const child = span.child('admission', {
-        startTime: epochOf(startedAt),
-        attributes: admission.admitted
-          ? { 'toolhost.policy.network': admission.call.capabilities.network, 'toolhost.policy.privilege': admission.call.capabilities.privilege }
-          : { 'error.type': admission.error.code },
-      });
-      if (!admission.admitted) child.fail(admission.error.code);
-      child.end(epochNow());
-    }
+    if (span !== undefined) admissionSpan(span, startedAt, admission);
     // Above its caller's own label ceiling (an OAuth token's scopes): a hit of that limit, for the metrics.
-    if (!admission.admitted && (admission.error.details as { reason?: unknown } | undefined)?.reason === 'caller-ceiling') this.#deps.onLimit(name, 'scope_labels');
+    if (!admission.admitted && overCallerCeiling(admission.error)) this.#deps.onLimit(name, 'scope_labels');
     if (!admission.admitted) return reject(admission.error, admission.audit);
     const call = new Call(this.#deps, admission.call, span, traced?.owned === true);
     if (!call.track()) return reject(new ToolhostError('INVALID_INPUT', `call id "${callId}" is already in flight`));
@@ -425,29 +414,6 @@ export class ToolRegistry {
         call.fail(new ToolhostError('INTERNAL', 'the call could not be ended normally', { callId }));
       });
     return stream;
-  }
-
-  /**
-   * The span a call's spans hang under: the entry point's (`options.span`), or an `execute_tool <tool>` span of
-   * the call's own continuing `options.trace`. Its attributes name the tool and the call, never the arguments
-   * (their size only when `telemetry.record.argument_sizes` asks), the principal as `telemetry.record.principal` says.
-   */
-  #callSpan(name: string, args: unknown, options: CallOptions, callId: string, startedAt: number): { span: TraceSpan; owned: boolean } | undefined {
-    const tracer = this.#tracer;
-    const attributes = {
-      'gen_ai.operation.name': 'execute_tool',
-      'gen_ai.tool.name': name,
-      'gen_ai.tool.call.id': callId,
-      'enduser.id': tracer?.principalAttribute(options.principal),
-      'toolhost.arguments.size': tracer?.recording.argumentSizes === true ? Buffer.byteLength(JSON.stringify(args) ?? '') : undefined,
-    };
-    if (options.span !== undefined) {
-      options.span.setAttributes(attributes);
-      return { span: options.span, owned: false };
-    }
-    if (tracer === undefined) return undefined;
-    const span = tracer.startSpan(`execute_tool ${name}`, { kind: 'internal', attributes, startTime: epochOf(startedAt), ...(options.trace === undefined ? {} : { parent: options.trace }) });
-    return { span, owned: true };
   }
 
   /**
@@ -515,22 +481,4 @@ export class ToolRegistry {
   #assertOpen(): void {
     if (this.#closed) throw new ToolhostError('INTERNAL', 'the registry is closed');
   }
-}
-
-/** The worktrees `tools` are granted (one entry a tool; `where` is the tool). */
-function grantedWorktreesOf(tools: Iterable<Tool>): GrantedWorktree[] {
-  return [...tools].flatMap((tool) => tool.grant?.worktree === undefined ? [] : [{
-    name: `tool "${tool.name}"`, worktree: resolvePath(tool.grant.worktree), ...(tool.grant.privilege === undefined ? {} : { privilege: tool.grant.privilege }), where: tool,
-  }]);
-}
-
-/** One entry per worktree and mode (a component's tools share their grant's). */
-function distinctWorktrees(worktrees: GrantedWorktree[]): GrantedWorktree[] {
-  const seen = new Set<string>();
-  return worktrees.filter(({ worktree, privilege }) => {
-    const key = `${writesWorktree(privilege) ? 'w' : 'r'}\0${worktree}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
 }

@@ -24,6 +24,7 @@
  * made on the way after the check by someone other than a guest is seen only
  * at the next check (as for host-owned paths).
  */
+import { resolve as resolvePath } from 'node:path';
 import { overlapWith, realPath } from './host-owned-paths.js';
 import { PRIVILEGE_LABELS, labelRank, parseLabel } from './labels.js';
 
@@ -98,4 +99,22 @@ export function describeNesting(nested: NestedWorktree): string {
   const through = realPath(entry) === realPath(inner.worktree) ? '' : ` (through ${entry})`;
   return `the worktree ${inner.worktree} of ${inner.name} lies inside the writable worktree ${outer.worktree} of ${outer.name}${through}: `
     + `${outer.name} could move ${inner.name}'s root anywhere; give them separate directories, or lower ${outer.name}'s privilege to DEFAULT (read-only)`;
+}
+
+/** The worktrees `tools` are granted (one entry a tool; `where` is the tool). */
+export function grantedWorktreesOf<T extends { name: string; grant?: { worktree?: string; privilege?: string } }>(tools: Iterable<T>): Array<GrantedWorktree<T>> {
+  return [...tools].flatMap((tool) => tool.grant?.worktree === undefined ? [] : [{
+    name: `tool "${tool.name}"`, worktree: resolvePath(tool.grant.worktree), ...(tool.grant.privilege === undefined ? {} : { privilege: tool.grant.privilege }), where: tool,
+  }]);
+}
+
+/** One entry per worktree and mode (a component's tools share their grant's). */
+export function distinctWorktrees<Where>(worktrees: Array<GrantedWorktree<Where>>): Array<GrantedWorktree<Where>> {
+  const seen = new Set<string>();
+  return worktrees.filter(({ worktree, privilege }) => {
+    const key = `${writesWorktree(privilege) ? 'w' : 'r'}\0${worktree}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

@@ -50,7 +50,7 @@ import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import { metaCallOptions } from './mcp-meta.js';
 import { CallParking, driveCall } from './mcp-input-required.js';
 import { listTools, MCP_META_KEYS, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
-import { endMcpServerSpan, openMcpServerSpan } from './mcp-trace.js';
+import { inMcpServerSpan } from './mcp-trace.js';
 import type { TraceSpan } from '../core/tracing.js';
 import { ListenedUris, MODERN_SURFACE_CAPABILITIES, serveModernSurfaces } from './mcp-modern-surfaces.js';
 
@@ -122,23 +122,16 @@ export function modernServerFactory(
       const tracer = registry.tracer;
       if (tracer === undefined) return callTool(registry, options, state, request, ctx, undefined);
       const req = ctx.http?.req;
-      const span = openMcpServerSpan(tracer, {
+      return inMcpServerSpan(tracer, {
         method: 'tools/call',
         target: request.params.name,
         ...(ctx.mcpReq._meta === undefined ? {} : { meta: ctx.mcpReq._meta as Record<string, unknown> }),
         ...(req === undefined ? {} : { header: (name: string) => req.headers.get(name) ?? undefined }),
         requestId: ctx.mcpReq.id,
         protocolVersion: MODERN_PROTOCOL_VERSION,
-        transport: 'tcp',
-      });
-      try {
-        const result = await callTool(registry, options, state, request, ctx, span);
-        endMcpServerSpan(span, result as { isError?: boolean; _meta?: Record<string, unknown> });
-        return result;
-      } catch (error) {
-        endMcpServerSpan(span, undefined, error as { code?: unknown; data?: unknown });
-        throw error;
-      }
+        // A stdio connection's requests come with no HTTP request.
+        transport: req === undefined ? 'pipe' : 'tcp',
+      }, (span) => callTool(registry, options, state, request, ctx, span));
     });
     return server;
   };

@@ -68,7 +68,7 @@ import type { ToolRegistry } from '../core/registry.js';
 import { clientHooks, toMcpContent } from './mcp-client-requests.js';
 import { serveSurfaces } from './mcp-surfaces.js';
 import { MCP_META_KEYS, metaCallOptions } from './mcp-meta.js';
-import { endMcpServerSpan, openMcpServerSpan, recordHeader } from './mcp-trace.js';
+import { inMcpServerSpan, negotiatedVersion, recordHeader } from './mcp-trace.js';
 import type { TraceSpan } from '../core/tracing.js';
 import { McpWireError } from './mcp-wire-error.js';
 
@@ -220,21 +220,9 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
   // is not pinged again (one that answered before and was only slow once still is).
   const flush = { answered: false, silent: false };
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(registry) }));
-  // Traced: the protocol version the session negotiated (mcp.protocol.version on every span; over HTTP the
-  // client repeats it in a header, over stdio only `initialize` says it).
+  // Traced: the protocol version the session negotiated (mcp.protocol.version on every span).
   const tracer = registry.tracer;
-  let negotiated: string | undefined;
-  if (tracer !== undefined) {
-    const internals = server as unknown as { _oninitialize?: (request: unknown) => Promise<{ protocolVersion?: string }> };
-    const initialize = internals._oninitialize;
-    if (typeof initialize === 'function') {
-      internals._oninitialize = async (request) => {
-        const result = await initialize.call(server, request);
-        negotiated = result.protocolVersion;
-        return result;
-      };
-    }
-  }
+  const negotiated = tracer === undefined ? undefined : negotiatedVersion(server);
   const callTool = async (request: { params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> } }, extra: Extra, span: TraceSpan | undefined): Promise<CallToolResult> => {
     const { name, arguments: args = {} } = request.params;
     const meta: Record<string, unknown> = request.params._meta ?? {};
@@ -274,24 +262,17 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
     if (tracer === undefined) return callTool(request, extra, undefined);
     const headers = extra.requestInfo?.headers;
     const header = recordHeader(headers);
-    const span = openMcpServerSpan(tracer, {
+    const protocolVersion = header?.('mcp-protocol-version') ?? negotiated?.();
+    return inMcpServerSpan(tracer, {
       method: 'tools/call',
       target: request.params.name,
       ...(request.params._meta === undefined ? {} : { meta: request.params._meta }),
       ...(header === undefined ? {} : { header }),
       requestId: extra.requestId,
       ...(extra.sessionId === undefined ? {} : { sessionId: extra.sessionId }),
-      ...((header?.('mcp-protocol-version') ?? negotiated) === undefined ? {} : { protocolVersion: (header?.('mcp-protocol-version') ?? negotiated)! }),
+      ...(protocolVersion === undefined ? {} : { protocolVersion }),
       transport: headers === undefined ? 'pipe' : 'tcp',
-    });
-    try {
-      const result = await callTool(request, extra, span);
-      endMcpServerSpan(span, result);
-      return result;
-    } catch (error) {
-      endMcpServerSpan(span, undefined, error as { code?: unknown; data?: unknown });
-      throw error;
-    }
+    }, (span) => callTool(request, extra, span));
   });
 
   let timer: NodeJS.Timeout | undefined;

@@ -60,6 +60,37 @@ export function endMcpServerSpan(span: TraceSpan, result: { isError?: boolean; _
   span.end();
 }
 
+/** `run` inside a server span opened for `facts` and ended with its result or what it threw (both eras' `tools/call`). */
+export async function inMcpServerSpan<R extends { isError?: boolean; _meta?: Record<string, unknown> }>(tracer: CallTracer, facts: McpRequestFacts, run: (span: TraceSpan) => Promise<R>): Promise<R> {
+  const span = openMcpServerSpan(tracer, facts);
+  try {
+    const result = await run(span);
+    endMcpServerSpan(span, result);
+    return result;
+  } catch (error) {
+    endMcpServerSpan(span, undefined, error as { code?: unknown; data?: unknown });
+    throw error;
+  }
+}
+
+/**
+ * The protocol version a 2025-era session negotiated, as its `initialize` answered it (over stdio nothing else
+ * says it; over HTTP the client repeats it in a header): wraps the SDK server's initialize handler once.
+ */
+export function negotiatedVersion(server: object): () => string | undefined {
+  let negotiated: string | undefined;
+  const internals = server as { _oninitialize?: (request: unknown) => Promise<{ protocolVersion?: string }> };
+  const initialize = internals._oninitialize;
+  if (typeof initialize === 'function') {
+    internals._oninitialize = async (request) => {
+      const result = await initialize.call(server, request);
+      negotiated = result.protocolVersion;
+      return result;
+    };
+  }
+  return () => negotiated;
+}
+
 function headerCarrier(header: ((name: string) => string | undefined) | undefined): TraceCarrier | undefined {
   if (header === undefined) return undefined;
   const traceparent = header('traceparent');

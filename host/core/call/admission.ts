@@ -107,6 +107,11 @@ function refuse(error: ToolhostError, audit?: AuditEntry): Admission {
 }
 
 /** Decide whether the call `name(args)` may start. */
+/** Whether admission refused a call above its caller's own label ceiling (an OAuth token's scopes: step-up's case). */
+export function overCallerCeiling(error: ToolhostError): boolean {
+  return (error.details as { reason?: unknown } | undefined)?.reason === 'caller-ceiling';
+}
+
 export function admit(deps: AdmissionDeps, callId: string, name: string, args: unknown, options: CallOptions): Admission {
   // 1. lookup
   const registered = deps.lookup(name);
