@@ -36,9 +36,8 @@ import { benchDir, distinctTools, type DistinctTool } from './distinct-tools.js'
 import { checkDistinctTargets, type DistinctReport } from './distinct-targets.js';
 import { diskBytes, distinctBytes } from './disk-usage.js';
 import { startFloor } from './floor.js';
-import { prime } from './scale.js';
+import { prime, round, rssMb, settledRss, summary } from './scale.js';
 import { benchRegistryOptions } from './sandboxed.js';
-import { percentile } from './statistics.js';
 
 export interface DistinctOptions {
   /** Distinct JS tools (C tools: a quarter as many, at least 1). */
@@ -56,20 +55,7 @@ const PAIRED_CALLS = 100;
 const PAYLOAD = { text: 'hello from a distinct run' };
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const rssMb = (): number => process.memoryUsage.rss() / 1048576;
-const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
 const mb = (bytes: number): number => round(bytes / 1048576, 1);
-
-function summary(values: number[]): { p50: number; p99: number; n: number } {
-  const sorted = Float64Array.from(values).sort();
-  return { p50: round(percentile(sorted, 0.5), 2), p99: round(percentile(sorted, 0.99), 2), n: values.length };
-}
-
-async function settledRss(registry?: ToolRegistry): Promise<number> {
-  await registry?.collectWorkerGarbage();
-  await sleep(300);
-  return rssMb();
-}
 
 async function register(registry: ToolRegistry, tools: readonly DistinctTool[]): Promise<Map<string, string>> {
   const report = await registry.registerWasmTools(tools.map((t) => t.path));

@@ -67,8 +67,8 @@ interface Made {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const rssMb = (): number => process.memoryUsage.rss() / 1048576;
-const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
+export const rssMb = (): number => process.memoryUsage.rss() / 1048576;
+export const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
 
 /** `bytes` with a custom section named `toolhost-scale` holding `tag` appended: the same component, a digest of its own. */
 export function withCustomSection(bytes: Uint8Array, tag: string): Buffer {
@@ -126,13 +126,14 @@ async function timedCall(registry: ToolRegistry, name: string): Promise<{ ms: nu
   return { ms, ok: !result.isError, evictions: result.accounting?.evictions ?? 0, reinstantiated: result.accounting?.reinstantiated === true };
 }
 
-function summary(values: number[]): { p50: number; p99: number; n: number } {
+/** p50 and p99 of `values` (ms, two decimals), and how many. */
+export function summary(values: number[]): { p50: number; p99: number; n: number } {
   const sorted = Float64Array.from(values).sort();
   return { p50: round(percentile(sorted, 0.5), 2), p99: round(percentile(sorted, 0.99), 2), n: values.length };
 }
 
 /** RSS once the workers' heaps were collected and the process settled. */
-async function settledRss(registry?: ToolRegistry): Promise<number> {
+export async function settledRss(registry?: ToolRegistry): Promise<number> {
   await registry?.collectWorkerGarbage();
   await sleep(300);
   return rssMb();
