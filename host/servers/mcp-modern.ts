@@ -49,7 +49,7 @@ import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import { metaCallOptions } from './mcp-meta.js';
 import { CallParking, driveCall } from './mcp-input-required.js';
-import { listTools, MCP_META_KEYS, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { listTools, MCP_META_KEYS, outputSchemaOf, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { inMcpServerSpan } from './mcp-trace.js';
 import type { TraceSpan } from '../core/tracing.js';
 import { ListenedUris, MODERN_SURFACE_CAPABILITIES, serveModernSurfaces } from './mcp-modern-surfaces.js';
@@ -277,11 +277,6 @@ function overloaded(hasOutputSchema: boolean): CallToolResult {
 /** A call refused before it started, as a terminal event (for `toCallToolResult`). */
 function rejection(code: 'INVALID_INPUT' | 'OVERLOADED', message: string, details?: Record<string, unknown>): TerminalEvent {
   return { type: 'error', callId: '', code, message, ...(details === undefined ? {} : { details }), stage: 'rejected', accounting: { wallMs: 0, queuedMs: 0, attempts: 0, events: 0 } };
-}
-
-function outputSchemaOf(registry: McpToolSource, name: string): unknown {
-  const schema = registry.get(name)?.outputSchema;
-  return typeof schema === 'object' && schema !== null && (schema as { type?: unknown }).type === 'object' ? schema : undefined;
 }
 
 /** Who is calling (its credentials: principal, tenant, ceiling; never `_meta`), and the request's signal. */

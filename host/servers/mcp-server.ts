@@ -333,8 +333,8 @@ function objectSchema(schema: unknown, lenient = true): McpTool['inputSchema'] |
   return undefined;
 }
 
-/** The output schema `tools/list` advertises for a tool, if any. */
-function outputSchemaOf(registry: McpToolSource, name: string): unknown {
+/** The output schema `tools/list` advertises for a tool, if any (both eras: it decides whether a result carries `structuredContent`). */
+export function outputSchemaOf(registry: McpToolSource, name: string): unknown {
   const schema = registry.get(name)?.outputSchema;
   return schema === undefined ? undefined : objectSchema(schema, false);
 }
