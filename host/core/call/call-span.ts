@@ -1,15 +1,15 @@
 /** A traced call's spans (core/tracing.ts): the one it hangs under, its admission, and what the call path writes at its end. */
 import type { TerminalEvent } from '../events.js';
-import { epochNow, epochOf, type CallTracer, type TraceSpan } from '../tracing.js';
+import { epochNow, epochOf, type CallTracer, type TraceCarrier, type TraceSpan } from '../tracing.js';
 import type { Admission } from './admission.js';
-import type { CallOptions } from './options.js';
 
 /**
  * The span a call's spans hang under: the entry point's (`options.span`), or an `execute_tool <tool>` span of
- * the call's own continuing `options.trace`. Its attributes name the tool and the call, never the arguments
+ * the call's own continuing `options.trace` (the entry's options: only what this needs of them, never the options type
+ * itself, which stops at admission). Its attributes name the tool and the call, never the arguments
  * (their size only when `telemetry.record.argument_sizes` asks), the principal as `telemetry.record.principal` says.
  */
-export function openCallSpan(tracer: CallTracer | undefined, name: string, args: unknown, options: CallOptions, callId: string, startedAt: number): { span: TraceSpan; owned: boolean } | undefined {
+export function openCallSpan(tracer: CallTracer | undefined, name: string, args: unknown, options: { span?: TraceSpan; trace?: TraceCarrier; principal?: string }, callId: string, startedAt: number): { span: TraceSpan; owned: boolean } | undefined {
   const attributes = {
     'gen_ai.operation.name': 'execute_tool',
     'gen_ai.tool.name': name,
