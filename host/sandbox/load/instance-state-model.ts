@@ -10,8 +10,7 @@
  * - mutable globals: exported by ../snapshot-exports.ts, value put back.
  * - memories: exported, bytes put back; a memory that grew refuses (memory
  *   never shrinks). Shared memories the same.
- * - tables: exported, entries put back (one bulk copy from a shadow table,
- *   ../worker/table-mirror.ts); a table whose size changed refuses.
+ * - tables: exported, entries put back; a table whose size changed refuses.
  * - passive data segments: each has a "dropped" flag (`data.drop`) that JS can
  *   neither read nor clear; once set, `memory.init` from it traps. A module
  *   that has a passive data segment and whose code may drop one is marked

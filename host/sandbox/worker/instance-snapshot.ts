@@ -26,7 +26,6 @@
  */
 import { GLUE_RESOURCES, GLUE_STATE, type GlueResources, type GlueStateDigest } from '../load/glue-patch.js';
 import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_REFUSE_PREFIX } from '../load/snapshot-exports.js';
-import { mirrorTable, type TableMirror } from './table-mirror.js';
 
 /** The parts of WasmGlobal and WasmTable used here (Node's typings do not declare them). */
 interface WasmGlobal {
@@ -154,17 +153,7 @@ interface SavedGlobal {
 
 interface SavedTable {
   table: WasmTable;
-  /** Its length at the snapshot. */
-  length: number;
-  /** Its entries, in a shadow table put back with one bulk copy (table-mirror.ts); absent for an element type it cannot mirror. */
-  mirror: TableMirror | undefined;
-  /** Its entries, for a table without a mirror (put back entry by entry). */
-  entries: unknown[] | undefined;
-}
-
-function saveTable(table: WasmTable): SavedTable {
-  const mirror = mirrorTable(table);
-  return { table, length: table.length, mirror, entries: mirror === undefined ? Array.from({ length: table.length }, (_, i) => table.get(i)) : undefined };
+  entries: unknown[];
 }
 
 /** One of the glue's resource tables as it was: its handle array, the reps it had created, its capture table. */
@@ -239,7 +228,7 @@ export class InstanceSnapshot {
     return new InstanceSnapshot(
       [...memories].map(saveMemory),
       [...globals].map((global) => ({ global, value: global.value })),
-      [...tables].map(saveTable),
+      [...tables].map((table) => ({ table, entries: Array.from({ length: table.length }, (_, i) => table.get(i)) })),
       glueState as () => GlueStateDigest,
       glueResources && host ? saveResources(glueResources) : undefined,
       host,
@@ -254,7 +243,7 @@ export class InstanceSnapshot {
   /** Whether the instance can be put back as it was (checks only; changes nothing). */
   check(): RestoreRefusal | undefined {
     for (const saved of this.#memories) if (saved.memory.buffer.byteLength !== saved.byteLength) return 'memory-grew';
-    for (const saved of this.#tables) if (saved.table.length !== saved.length) return 'table-changed';
+    for (const saved of this.#tables) if (saved.table.length !== saved.entries.length) return 'table-changed';
     if (!sameItems(this.#glueState(), this.#glueDigest)) return 'glue-state-changed';
     return undefined;
   }
@@ -272,9 +261,8 @@ export class InstanceSnapshot {
     for (const saved of this.#memories) restoreMemory(saved);
     for (const saved of this.#globals) saved.global.value = saved.value;
     for (const saved of this.#tables) {
-      const { table, mirror, entries } = saved;
-      if (mirror !== undefined) mirror.restore();
-      else for (let i = 0; i < entries!.length; i += 1) if (table.get(i) !== entries![i]) table.set(i, entries![i]);
+      const { table, entries } = saved;
+      for (let i = 0; i < entries.length; i += 1) if (table.get(i) !== entries[i]) table.set(i, entries[i]);
     }
     return undefined;
   }
