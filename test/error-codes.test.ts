@@ -5,11 +5,16 @@ import { ERROR_CODES, ToolhostError, toErrorData } from '../host/index.js';
 import { root } from './helpers.js';
 
 describe('the error codes', () => {
-  it('are the README\'s table, both ways: every code documented, no documented code that does not exist', () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Error codes'), readme.indexOf('\n## ', readme.indexOf('## Error codes') + 1));
-    const documented = [...section.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((match) => match[1]);
+  it('are docs/errors.md\'s table, both ways: every code documented once with a meaning, no documented code that does not exist', () => {
+    const page = readFileSync(join(root, 'docs', 'errors.md'), 'utf8');
+    const table = page.slice(page.indexOf('| code | meaning |'), page.indexOf('\n\n', page.indexOf('| code | meaning |')));
+    const rows = [...table.matchAll(/^\| `([A-Z_]+)` \| (.*) \|$/gm)];
+    const documented = rows.map((match) => match[1]);
     expect(documented.sort()).toEqual(Object.keys(ERROR_CODES).sort());
+    expect(new Set(documented).size, 'each code once').toBe(documented.length);
+    for (const [, code, meaning] of rows) expect(meaning!.trim().length, `${code}'s meaning`).toBeGreaterThan(10);
+    // The front door points at it.
+    expect(readFileSync(join(root, 'README.md'), 'utf8')).toContain('](docs/errors.md)');
   });
 
   it('survive a boundary as data and are recognised by instanceof across copies', () => {

@@ -2,12 +2,12 @@
  * The one list of toolhost error codes, and the error type that carries them.
  *
  * Codes are stable: a retired code is never reused. Each code is documented in
- * the README (a test checks that), and errors cross worker and process
+ * docs/errors.md (a test checks that), and errors cross worker and process
  * boundaries as plain data ({@link ToolErrorData}) that is rebuilt on the other
  * side with {@link ToolhostError.fromData}.
  */
 
-/** What each code means; the README's table is checked against this list. */
+/** What each code means; the table in docs/errors.md is checked against this list. */
 export const ERROR_CODES = {
   INVALID_INPUT: 'The arguments, the policy or the request are malformed or fail the tool\'s input schema.',
   TOOL_NOT_FOUND: 'No tool is registered under that name.',

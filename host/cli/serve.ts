@@ -49,7 +49,7 @@ export interface ServeOptions {
 /**
  * A server runs its sandbox in a supervised process unless told otherwise: a
  * fatal V8 error in a worker then costs the calls in flight, not the server
- * (two IPC hops cost 0.1 to 0.3 ms a call; see the README's containment section).
+ * (two IPC hops cost 0.1 to 0.3 ms a call; see docs/sandbox.md, Containment).
  */
 const SERVE_CONTAINMENT = 'process';
 

@@ -42,7 +42,7 @@ export const DEFAULT_MCP_HTTP = {
   maxSubscriptions: 1024,
   maxParkedCalls: 16,
   // Off by default: with event ids, MCP SDK 1.x clients reconnect (GET, Last-Event-ID) after every call that
-  // ends in a JSON-RPC error or that they abort, and hold that stream open (see README, Resumable streams).
+  // ends in a JSON-RPC error or that they abort, and hold that stream open (see docs/serving.md, Resumable streams).
   resumeEvents: 0,
   resumeBytes: 262_144,
 } as const;

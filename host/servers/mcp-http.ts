@@ -88,7 +88,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
     maxParkedCalls = DEFAULT_MAX_PARKED_CALLS,
-    // Off unless asked for (servers.mcp.http.resume_events): see the README's Resumable streams.
+    // Off unless asked for (servers.mcp.http.resume_events): see docs/serving.md, Resumable streams.
     resumeEvents = 0,
     resumeBytes = DEFAULT_EVENT_STORE_LIMITS.maxBytes,
     eventLog,

@@ -43,7 +43,7 @@ export const NATIVE_WAIT = 'soak_wait';
 const conversation = (n: number): string => `soak-conv-${n % 8}`;
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 const CANCELLED = ['CANCELLED'];
-/** A guest that sees `cancelled()` and returns what it has ends with that result (README, Cancellation). */
+/** A guest that sees `cancelled()` and returns what it has ends with that result (docs/sandbox.md, Cancellation). */
 const COOPERATIVE_CANCEL = [...CANCELLED, 'ok'];
 const TIMED_OUT = ['TOOL_TIMEOUT', 'WALL_TIMEOUT'];
 
