@@ -105,7 +105,8 @@ describe.skipIf(!built)('the media example tool answers image and audio content 
 
   beforeAll(async () => {
     registry = makeRegistry({ sandbox: { threads: 1 } });
-    await registry.registerWasmTools(example('media'));
+    // As toolhost.example.yaml grants it: no state, so the tool is listed read-only.
+    await registry.registerWasmTools(example('media'), { grant: { state: { access: 'none' } } });
     server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0 });
   });
   afterAll(async () => {
