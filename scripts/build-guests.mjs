@@ -42,6 +42,8 @@ const examples = {
     // The 0.2.0 world through the C SDK (TOOLHOST_WORLD_0_2): titles, annotations and an icon.
     { name: 'ctools', kind: 'c', sources: ['guest-tools/c/ctools/ctools.c'], witPath: witV2Path },
     { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
+    // The 0.2.0 world's media content items: a PNG and a WAV generated from the arguments (C SDK).
+    { name: 'media', kind: 'c', sources: ['guest-tools/c/media/media.c'], witPath: witV2Path },
     // The MCP conformance suite's tools, prompts and resources (0.2.0, world mcp-provider). In a folder of its
     // own, so loading guest-tools/dist as a directory of example tools never sees it; served by conformance.yaml.
     { name: 'conformance/conformance', kind: 'js', source: 'guest-tools/conformance/index.js', witPath: witV2Path, world: 'mcp-provider' },

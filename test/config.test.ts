@@ -61,6 +61,7 @@ describe('the example file and the embedded defaults', () => {
       'guest-tools/dist/ctools.wasm',
       'guest-tools/dist/files.wasm',
       'guest-tools/dist/net.wasm',
+      'guest-tools/dist/media.wasm',
     ]);
     const files = resolved.tools[3];
     expect(files?.options.grant).toEqual({ privilege: 'DEFAULT', state: { access: 'none' } });

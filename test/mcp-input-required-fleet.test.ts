@@ -96,18 +96,20 @@ describe.runIf(hasRedis && hasCGuests)('2026-07-28 input-required round trips ac
       });
       const text = await response.text();
       const line = text.split('\n').reverse().find((entry) => entry.startsWith('data: '));
-      return (JSON.parse(line === undefined ? text : line.slice(6)) as { result: Record<string, unknown> }).result;
+      const message = JSON.parse(line === undefined ? text : line.slice(6)) as { result?: Record<string, unknown>; error?: Record<string, unknown> };
+      // A refused retry is a JSON-RPC error (SEP-2322); its data carries toolhost's code and reason.
+      return message.result ?? { error: message.error };
     };
     const parked = await call(hosts[0]!, TOKENS[0]!.token, {});
     expect(parked.resultType).toBe('input_required');
     const key = Object.keys(parked.inputRequests as object)[0]!;
     const answer = { inputResponses: { [key]: { action: 'accept', content: { name: 'Mallory' } } }, requestState: parked.requestState };
     const stolen = await call(hosts[1]!, TOKENS[1]!.token, answer);
-    expect(JSON.stringify(stolen.structuredContent)).toContain('request_state_unknown');
+    expect(stolen.error).toMatchObject({ code: -32602, data: { details: { reason: 'request_state_unknown' } } });
     const owner = await call(hosts[1]!, TOKENS[0]!.token, { inputResponses: { [key]: { action: 'accept', content: { name: 'Alice' } } }, requestState: parked.requestState });
     expect(owner.structuredContent).toEqual({ action: 'accept', content: { name: 'Alice' } });
     // A state naming a host nobody runs: refused at once, not waited on.
     const nowhere = await call(hosts[1]!, TOKENS[0]!.token, { inputResponses: {}, requestState: `nohost.${'A'.repeat(22)}` });
-    expect(JSON.stringify(nowhere.structuredContent)).toContain('request_state_unknown');
+    expect(nowhere.error).toMatchObject({ code: -32602, data: { details: { reason: 'request_state_unknown' } } });
   });
 });

@@ -36,6 +36,15 @@ async function pinnedClient(url: string, handlers: Handlers, headers?: Record<st
 
 /** One raw 2026-07-28 request (no SDK driver): to see the input_required result and misuse it. */
 async function rawCall(url: string, body: Record<string, unknown>, token?: string): Promise<Record<string, unknown>> {
+  const message = await rawMessage(url, body, token);
+  if (message.result === undefined) throw new Error(`no result: ${JSON.stringify(message)}`);
+  return message.result;
+}
+
+/** The JSON-RPC error of a refused retry (a requestState that names no call of this caller's). */
+const UNKNOWN_STATE = { code: -32602, data: { code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } } };
+
+async function rawMessage(url: string, body: Record<string, unknown>, token?: string): Promise<{ result?: Record<string, unknown>; error?: unknown }> {
   const meta = {
     'io.modelcontextprotocol/protocolVersion': '2026-07-28',
     'io.modelcontextprotocol/clientCapabilities': { sampling: {}, elicitation: { form: {} } },
@@ -56,9 +65,7 @@ async function rawCall(url: string, body: Record<string, unknown>, token?: strin
   });
   const text = await response.text();
   const line = text.split('\n').reverse().find((entry) => entry.startsWith('data: '));
-  const message = JSON.parse(line === undefined ? text : line.slice(6)) as { result?: Record<string, unknown>; error?: unknown };
-  if (message.result === undefined) throw new Error(`no result: ${text}`);
-  return message.result;
+  return JSON.parse(line === undefined ? text : line.slice(6)) as { result?: Record<string, unknown>; error?: unknown };
 }
 
 describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients through input-required results', () => {
@@ -111,7 +118,7 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
     expect(structured((await client.callTool({ name: 'ask_model', arguments: {} })) as CallToolResult).error).toMatchObject({ code: 'CLIENT_UNSUPPORTED' });
   });
 
-  it('a requestState is good once, and only for the principal whose call it is', async () => {
+  it('a requestState is good once, and only for the principal whose call it is: any other (stolen, forged, tampered, used) is a JSON-RPC error', async () => {
     const first = await rawCall(server.url, { params: { name: 'ask_user', arguments: {} } }, 'alice-token');
     expect(first.resultType).toBe('input_required');
     const requests = first.inputRequests as Record<string, { method: string; params: { message: string } }>;
@@ -120,16 +127,19 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
     const state = first.requestState as string;
     const answer = { [key!]: { action: 'accept', content: { name: 'Eve' } } };
     // Another principal with the same state: as if it did not exist.
-    const stolen = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: state } }, 'bob-token');
-    expect((stolen.structuredContent as Structured).error).toMatchObject({ code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } });
-    const forged = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: `${state.split('.')[0]}.${'A'.repeat(22)}` } }, 'alice-token');
-    expect((forged.structuredContent as Structured).error).toMatchObject({ code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } });
+    // Refused with a JSON-RPC error, not a tool's result (SEP-2322: state that fails verification MUST be rejected).
+    const stolen = await rawMessage(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: state } }, 'bob-token');
+    expect(stolen.error).toMatchObject(UNKNOWN_STATE);
+    const forged = await rawMessage(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: `${state.split('.')[0]}.${'A'.repeat(22)}` } }, 'alice-token');
+    expect(forged.error).toMatchObject(UNKNOWN_STATE);
+    const tampered = await rawMessage(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: `${state}-TAMPERED` } }, 'alice-token');
+    expect(tampered.error).toMatchObject(UNKNOWN_STATE);
     // Its owner resumes it.
     const done = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: { [key!]: { action: 'accept', content: { name: 'Alice' } } }, requestState: state } }, 'alice-token');
     expect(done.structuredContent).toEqual({ action: 'accept', content: { name: 'Alice' } });
     // Used: refused.
-    const again = await rawCall(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: state } }, 'alice-token');
-    expect((again.structuredContent as Structured).error).toMatchObject({ code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } });
+    const again = await rawMessage(server.url, { params: { name: 'ask_user', arguments: {}, inputResponses: answer, requestState: state } }, 'alice-token');
+    expect(again.error).toMatchObject(UNKNOWN_STATE);
   });
 
   it('parked calls are bounded per principal: past the cap the tool\'s request is refused OVERLOADED; another principal is not affected', async () => {
@@ -160,8 +170,8 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
     const ended = finished.slice(before).filter((event) => event.callId === finished.slice(before).find((e) => e.type === 'error' && e.code === 'WALL_TIMEOUT')!.callId);
     expect(ended).toHaveLength(1);
     // Too late: the state is gone.
-    const late = await rawCall(server.url, { params: { name: 'ask_model', arguments: {}, inputResponses: {}, requestState: parked.requestState } }, 'bob-token');
-    expect((late.structuredContent as Structured).error).toMatchObject({ code: 'INVALID_INPUT' });
+    const late = await rawMessage(server.url, { params: { name: 'ask_model', arguments: {}, inputResponses: {}, requestState: parked.requestState } }, 'bob-token');
+    expect(late.error).toMatchObject(UNKNOWN_STATE);
   });
 
   it('closing the server ends its parked calls at once (the guest is told CANCELLED), rather than leaving them to their 60 s wall budget', async () => {

@@ -10,7 +10,7 @@
 
 import { elicit, log, progress, sample } from 'toolhost:tool/host@0.2.0';
 import { content, defineMcpComponent, mcpResult } from '../js-sdk/mcp.js';
-import { parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
+import { hostCall, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 
 // A 1x1 red PNG and a minimal WAV (a RIFF header with no samples).
 const PNG = base64Bytes('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==');
@@ -151,6 +151,79 @@ const TOOLS = {
       return output([text(`Elicitation completed: action=${answer.action}, content=${answer.content ?? '{}'}`)]);
     },
   },
+  // SEP-2322 (2026-07-28): a tool that asks its caller is parked by the host, which answers the request with an
+  // input_required result; the client's retry carries the answer, and the guest resumes where it asked. On
+  // 2025-11-25 the same host calls are server-to-client requests. The tools below ask through the same `sample`
+  // and `elicit` host calls as test_sampling and test_elicitation: the protocol is the host's business.
+  test_input_required_result_elicitation: {
+    description: 'Asks the caller\'s name (elicitation), then greets it.',
+    run: () => {
+      const answer = ask(() => elicit('What is your name?', JSON.stringify(oneField('name', 'string'))));
+      return output([text(`Hello, ${field(answer, 'name') ?? 'stranger'}!`)]);
+    },
+  },
+  test_input_required_result_sampling: {
+    description: 'Asks the caller\'s model a question (sampling), then returns its answer.',
+    run: () => output([text(`The model says: ${samplingText(ask(() => sample(samplingRequest('What is the capital of France?', 100))))}`)]),
+  },
+  test_input_required_result_request_state: {
+    description: 'Asks for a confirmation; its result says state-ok once the retry reached the parked call.',
+    run: () => {
+      const answer = ask(() => elicit('Please confirm', JSON.stringify(oneField('ok', 'boolean'))));
+      return output([text(`state-ok: action=${answer.action}, ok=${field(answer, 'ok')}`)]);
+    },
+  },
+  test_input_required_result_multi_round: {
+    description: 'Asks twice in a row (two rounds, each with its own requestState).',
+    run: () => {
+      const name = field(ask(() => elicit('Step 1: What is your name?', JSON.stringify(oneField('name', 'string')))), 'name');
+      const color = field(ask(() => elicit('Step 2: What is your favorite color?', JSON.stringify(oneField('color', 'string')))), 'color');
+      return output([text(`multi-round complete: ${name ?? '?'} likes ${color ?? '?'}`)]);
+    },
+  },
+  test_input_required_result_tampered_state: {
+    description: 'Asks for a confirmation: a retry with any other requestState than the one handed out is refused.',
+    run: () => {
+      const answer = ask(() => elicit('Please confirm', JSON.stringify(oneField('ok', 'boolean'))));
+      return output([text(`confirmed: ${answer.action}`)]);
+    },
+  },
+  test_input_required_result_capabilities: {
+    description: 'Asks only for what the client declared: elicitation when it can, then sampling when it can.',
+    run: () => {
+      const received = [];
+      const elicited = askIfDeclared(() => elicit('Elicitation input', JSON.stringify(oneField('value', 'string'))));
+      if (elicited !== undefined) received.push('elicitation');
+      const sampled = askIfDeclared(() => sample(samplingRequest('Sample request', 50)));
+      if (sampled !== undefined) received.push('sampling');
+      return output([text(received.length === 0 ? 'No supported capabilities declared' : `capabilities-ok: received ${received.join(',')}`)]);
+    },
+  },
+  // SEP-2575 diagnostics (2026-07-28, stateless): a call that needs a capability its client did not declare ends
+  // with MissingRequiredClientCapabilityError (-32021, HTTP 400), which the host answers when the host refused
+  // the tool's request for that reason; a tool asking an able client answers input_required on its own request.
+  test_missing_capability: {
+    description: 'Needs the client\'s sampling capability (undeclared: -32021 on 2026-07-28).',
+    run: () => output([text(`Success: ${samplingText(ask(() => sample(samplingRequest('Reply with anything', 10))))}`)]),
+  },
+  test_streaming_elicitation: {
+    description: 'Reports progress, then asks the caller (its request\'s stream carries only notifications and the result).',
+    run: () => {
+      progress(50, 'asking');
+      const answer = ask(() => elicit('Streaming elicitation test', JSON.stringify(oneField('confirm', 'boolean'))));
+      return output([text(`Streaming complete: ${answer.action}`)]);
+    },
+  },
+  // SEP-1699 (2025-11-25): the suite calls it on a POST SSE stream and checks the transport's priming event and
+  // retry field; closing the stream mid-call and replaying the rest is the transport's (servers/mcp-legacy.ts).
+  test_reconnection: {
+    description: 'Runs for a moment, so the client may lose and resume its stream (SEP-1699), then answers.',
+    run: () => {
+      progress(0, 'started');
+      pause(100);
+      return output([text('Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.')]);
+    },
+  },
   json_schema_2020_12_tool: {
     description: 'Tool with JSON Schema 2020-12 features',
     inputSchema: {
@@ -169,14 +242,36 @@ const TOOLS = {
   },
 };
 
-/** A host call that returns a result: its error (the host's refusal) becomes this tool's error. */
-function ask(request) {
+/** A host call that returns a result: its error (the host's refusal) becomes this tool's error (the toolkit's hostCall). */
+const ask = hostCall;
+
+/** An elicitation schema of one required field. */
+function oneField(name, type) {
+  return { type: 'object', properties: { [name]: { type } }, required: [name] };
+}
+
+/** One field of an accepted elicitation's answer (undefined when declined or absent). */
+function field(answer, name) {
+  if (answer.action !== 'accept' || answer.content === undefined) return undefined;
+  const value = JSON.parse(answer.content)[name];
+  return value === undefined ? undefined : value;
+}
+
+function samplingRequest(prompt, maxTokens) {
+  return { messages: [{ role: 'user', content: text(prompt) }], systemPrompt: undefined, maxTokens, temperature: undefined, stopSequences: [], modelPreferences: undefined };
+}
+
+function samplingText(answer) {
+  return answer.content.tag === 'text' ? answer.content.val : `[${answer.content.tag}]`;
+}
+
+/** A request the caller may not be able to answer: undefined when the client did not declare the capability. */
+function askIfDeclared(request) {
   try {
-    return request();
+    return hostCall(request);
   } catch (e) {
-    const error = e && typeof e === 'object' && 'payload' in e ? e.payload : e;
-    if (error && typeof error.code === 'string') throw toolError(error.code, error.message);
-    throw toolError('CLIENT_REQUEST_FAILED', String(e));
+    if (e && e.code === 'CLIENT_UNSUPPORTED') return undefined;
+    throw e;
   }
 }
 

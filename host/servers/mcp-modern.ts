@@ -23,7 +23,10 @@
  *   `logging/setLevel` has no lasting effect;
  * - a tool that asks its caller (sampling, elicitation) is parked: the request
  *   answers `input_required`, and the client's retry with the answer resumes
- *   the guest where it asked (mcp-input-required.ts);
+ *   the guest where it asked (mcp-input-required.ts); a retry whose
+ *   `requestState` names no call of its caller's is a JSON-RPC error (-32602);
+ *   a call that ends because its tool asked for a capability the request did
+ *   not declare is -32021 MissingRequiredClientCapability (HTTP 400) naming it;
  * - `notifications/tools/list_changed` comes on `subscriptions/listen` streams,
  *   and so do the components' prompt and resource changes (mcp-modern-surfaces.ts:
  *   prompts, resources, templates, completion, as 2025 sessions get them).
@@ -35,6 +38,7 @@
  */
 import {
   createMcpHandler,
+  MissingRequiredClientCapabilityError,
   ProtocolError,
   ProtocolErrorCode,
   Server,
@@ -200,19 +204,44 @@ span: TraceSpan | undefined,
   try {
     // A tool that asks its caller parks until the client's retry answers (mcp-input-required.ts).
     const leg = driveCall(state.parking, name, call, ctx, (client, signal) => registry.stream(name, args, { ...call, signal, client }));
-    if (!leg.ok) return toCallToolResult(rejection(leg.code, leg.message, { reason: leg.reason }), hasOutputSchema) as CallToolResult;
+    // A requestState that names no call of this caller's is a protocol error, not a tool's result (SEP-2322:
+    // state that fails verification MUST be rejected with a JSON-RPC error).
+    if (!leg.ok) throw unknownState(leg.message);
     const terminal = await forward(leg.leg.events, name, ctx);
     const asked = leg.leg.inputRequired();
     if (asked !== undefined) return asked as unknown as CallToolResult;
+    // The same refusal from the host a fleet relayed the retry to (mcp-resume-relay.ts).
+    if (terminal.type === 'error' && terminal.code === 'INVALID_INPUT' && typeof ctx.mcpReq.requestState<unknown>() === 'string' && (terminal.details as { reason?: unknown } | undefined)?.reason === 'request_state_unknown') throw unknownState(terminal.message);
     if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
       const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
+    }
+    const missing = missingCapabilityOf(terminal);
+    if (missing !== undefined) {
+      // SEP-2575: a request that needs a capability its client did not declare ends -32021 (HTTP 400), naming it.
+      throw new MissingRequiredClientCapabilityError({ requiredCapabilities: missing === 'sampling' ? { sampling: {} } : { elicitation: { form: {} } } }, `CLIENT_UNSUPPORTED: ${terminal.type === 'error' ? terminal.message : ''} (call ${terminal.callId})`);
     }
     return toCallToolResult(terminal, hasOutputSchema) as CallToolResult;
   } finally {
     state.inFlight -= 1;
     if (state.inFlight === 0) for (const done of [...state.idle]) done();
   }
+}
+
+/** A retry whose `requestState` names no call waiting for this caller's answer. */
+function unknownState(message: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, `INVALID_INPUT: ${message}`, { code: 'INVALID_INPUT', message, details: { reason: 'request_state_unknown' } });
+}
+
+/**
+ * The client capability a call ended for want of: its terminal is the host's CLIENT_UNSUPPORTED refusal of the
+ * tool's sampling or elicitation request (core/call/refusals.ts: only a refusal the host really gave this call),
+ * which on this leg means the request's `clientCapabilities` did not declare it.
+ */
+function missingCapabilityOf(terminal: TerminalEvent): 'sampling' | 'elicitation' | undefined {
+  if (terminal.type !== 'error' || terminal.code !== 'CLIENT_UNSUPPORTED') return undefined;
+  const reason = (terminal.details as { reason?: unknown } | undefined)?.reason;
+  return reason === 'sampling' || reason === 'elicitation' ? reason : undefined;
 }
 
 /** Take no new calls; resolve when those running end or `ms` passes. */

@@ -76,7 +76,7 @@ interface Definition {
 }
 
 const JS_EXAMPLE_TOOLS = ['http_get', 'js_echo', 'json_pointer', 'json_query', 'regex_search', 'word_count'];
-const C_EXAMPLE_TOOLS = ['echo', 'list_dir', 'read_file', 'sha256'];
+const C_EXAMPLE_TOOLS = ['echo', 'list_dir', 'read_file', 'sha256', 'swatch_tone'];
 const EXAMPLE_TOOLS = [...JS_EXAMPLE_TOOLS, ...(hasCGuests ? C_EXAMPLE_TOOLS : [])].sort();
 const NOISY_TOOLS = ['exit', 'global_counter', 'print'];
 const COUNTER_TOOLS = ['context', 'counter', 'events', 'fail', 'loop', 'spin', 'state', 'trap'];
