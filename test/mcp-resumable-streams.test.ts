@@ -3,7 +3,9 @@
  * a client that drops its stream mid-call and reconnects with Last-Event-ID receives the events it
  * missed and the call's result. Bounded per session (resume_events / resume_bytes): a resume from
  * an event no longer held is refused 410 (OUTPUT_LIMIT_EXCEEDED, reason resume_window), and one
- * session's event ids replay nothing of another's.
+ * session's event ids replay nothing of another's. A resumed stream ends with its call's response; a
+ * resume of a stream that is over (answered, or cancelled) gets what remains and ends, or 405 when
+ * nothing remains (host/servers/mcp-stream-resume.ts); the standalone stream resumes too, one at a time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
@@ -238,5 +240,31 @@ describe('a 2025 client that loses its stream mid-call resumes it with Last-Even
     }
     expect(answer.status).toBe(405);
     await answer.text();
+  });
+
+  it('resumes the session\'s standalone stream from its last event, one stream at a time', async () => {
+    const sessionId = await openSession(server.url);
+    const dropped = new AbortController();
+    const standalone = await fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId }, signal: dropped.signal });
+    expect(standalone.status).toBe(200);
+    // A tool registered now: the session hears tools/list_changed on its standalone stream, with an event id.
+    setTimeout(() => registry.register(defineNativeTool({ name: `late_${Date.now()}`, description: 'Late.', inputSchema: { type: 'object' }, run: async () => ({}) })), 50);
+    let lastId: string | undefined;
+    await readEvents(standalone, (event) => {
+      if (event.data.includes('notifications/tools/list_changed')) lastId = event.id;
+      return lastId !== undefined;
+    });
+    dropped.abort();
+    expect(lastId).toMatch(/^_GET_stream_\d+$/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const resumedAbort = new AbortController();
+    const resumed = await fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId, 'last-event-id': lastId! }, signal: resumedAbort.signal });
+    expect(resumed.status).toBe(200);
+    // While it is open, another resume of the same stream is refused (one standalone stream per session).
+    const second = await resume(lastId!, sessionId);
+    expect(second.status).toBe(409);
+    await second.text();
+    resumedAbort.abort();
+    await resumed.body?.cancel().catch(() => undefined);
   });
 });
