@@ -86,8 +86,9 @@ describe('the example file and the embedded defaults', () => {
           headersTimeoutMs: 10_000,
           maxSubscriptions: 1024,
           maxParkedCalls: 16,
-          resumeEvents: 0,
+          resumeEvents: 1000,
           resumeBytes: 262_144,
+          resumeRetryMs: 1000,
         },
       },
       grpc: {
@@ -479,7 +480,7 @@ describe('resolution', () => {
       mcp: {
         http: {
           enabled: false, host: '127.0.0.1', port: 0, bearerTokenEnv: 'MCP_TOKEN', allowedOrigins: ['https://app.example'],
-          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, maxConnectionsPerNetwork: 1024, networkPrefixV4: 24, networkPrefixV6: 48, firstByteTimeoutMs: 5000, headersTimeoutMs: 2000, maxSubscriptions: 1024, maxParkedCalls: 16, resumeEvents: 0, resumeBytes: 262_144,
+          maxSessions: 10, maxSessionsPerClient: 2, sessionIdleMs: 5000, maxBodyBytes: 2048, maxConnections: 50, maxConnectionsPerClient: 5, maxConnectionsPerNetwork: 1024, networkPrefixV4: 24, networkPrefixV6: 48, firstByteTimeoutMs: 5000, headersTimeoutMs: 2000, maxSubscriptions: 1024, maxParkedCalls: 16, resumeEvents: 1000, resumeBytes: 262_144, resumeRetryMs: 1000,
         },
       },
       // gRPC takes the MCP server's token unless it names its own.

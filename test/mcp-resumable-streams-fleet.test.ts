@@ -2,7 +2,8 @@
  * Resumable streams across the hosts of a fleet (host/fleet/redis-event-log.ts): a 2025 client
  * whose stream on one host drops mid-call reconnects with Last-Event-ID to the other host (no
  * sticky routing), which restores the session and replays the events it missed and the result
- * from the fleet's copy in Redis.
+ * from the fleet's copy in Redis, then ends the stream (nothing more will come on it there); a resume
+ * from the result, on either host, is 405 (nothing left: SDK clients stop).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineNativeTool, silentLogger, type ToolRegistry } from '../host/index.js';
@@ -16,13 +17,13 @@ interface SseEvent {
   data: string;
 }
 
-/** Read SSE events from a response body, handing each to `onEvent` until it returns true or the stream ends. */
-async function readEvents(response: Response, onEvent: (event: SseEvent) => boolean): Promise<void> {
+/** Read SSE events from a response body, handing each to `onEvent` until it returns true (false) or the stream ends (true). */
+async function readEvents(response: Response, onEvent: (event: SseEvent) => boolean): Promise<boolean> {
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return;
+    if (done) return true;
     buffer += value;
     let end: number;
     while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -35,7 +36,7 @@ async function readEvents(response: Response, onEvent: (event: SseEvent) => bool
       }
       if (onEvent(event)) {
         await reader.cancel().catch(() => undefined);
-        return;
+        return false;
       }
     }
   }
@@ -121,13 +122,21 @@ describe.runIf(hasRedis)('a 2025 client resumes its stream on another host of th
     const resumed = await fetch(b.server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId, 'last-event-id': lastId! } });
     expect(resumed.status).toBe(200);
     const after: Array<{ id?: unknown; method?: string; params?: { message?: string }; result?: { structuredContent?: unknown } }> = [];
-    await readEvents(resumed, (event) => {
+    let resultId: string | undefined;
+    const ended = await readEvents(resumed, (event) => {
       if (event.data === '') return false;
       const message = JSON.parse(event.data) as (typeof after)[number];
       after.push(message);
-      return message.id === 7;
+      if (message.id === 7) resultId = event.id;
+      return false;
     });
+    expect(ended).toBe(true);
     expect(after.filter((message) => message.method === 'notifications/progress').map((message) => message.params?.message)).toEqual(['three']);
     expect(after.at(-1)?.result?.structuredContent).toEqual({ steps: 3 });
+    for (const host of [b, a]) {
+      const complete = await fetch(host.server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId, 'last-event-id': resultId! } });
+      expect(complete.status).toBe(405);
+      await complete.text();
+    }
   });
 });

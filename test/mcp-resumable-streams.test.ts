@@ -3,7 +3,9 @@
  * a client that drops its stream mid-call and reconnects with Last-Event-ID receives the events it
  * missed and the call's result. Bounded per session (resume_events / resume_bytes): a resume from
  * an event no longer held is refused 410 (OUTPUT_LIMIT_EXCEEDED, reason resume_window), and one
- * session's event ids replay nothing of another's.
+ * session's event ids replay nothing of another's. A resumed stream ends with its call's response; a
+ * resume of a stream that is over (answered, or cancelled) gets what remains and ends, or 405 when
+ * nothing remains (host/servers/mcp-stream-resume.ts); the standalone stream resumes too, one at a time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
@@ -15,13 +17,13 @@ interface SseEvent {
   data: string;
 }
 
-/** Read SSE events from a response body, handing each to `onEvent` until it returns true or the stream ends. */
-async function readEvents(response: Response, onEvent: (event: SseEvent) => boolean): Promise<void> {
+/** Read SSE events from a response body, handing each to `onEvent` until it returns true (false) or the stream ends (true). */
+async function readEvents(response: Response, onEvent: (event: SseEvent) => boolean): Promise<boolean> {
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return;
+    if (done) return true;
     buffer += value;
     let end: number;
     while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -34,7 +36,7 @@ async function readEvents(response: Response, onEvent: (event: SseEvent) => bool
       }
       if (onEvent(event)) {
         await reader.cancel().catch(() => undefined);
-        return;
+        return false;
       }
     }
   }
@@ -62,6 +64,16 @@ describe('a 2025 client that loses its stream mid-call resumes it with Last-Even
 
   beforeAll(async () => {
     registry = makeRegistry();
+    registry.register(defineNativeTool({
+      name: 'wait',
+      description: 'Sends one progress, then waits until cancelled.',
+      inputSchema: { type: 'object' },
+      streaming: true,
+      run: (_args, ctx, events) => new Promise((_resolve, reject) => {
+        events.progress(1, 'waiting');
+        ctx.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
+      }),
+    }));
     registry.register(defineNativeTool({
       name: 'three_steps',
       description: 'Two steps, waits to be released, a third, then its result.',
@@ -154,5 +166,105 @@ describe('a 2025 client that loses its stream mid-call resumes it with Last-Even
     const foreign = await resume(ids.at(-2)!, other);
     expect(foreign.status).toBe(410);
     await foreign.text();
+  });
+
+  const resume = (id: string, session: string): Promise<Response> =>
+    fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': session, 'last-event-id': id } });
+
+  it('ends a resumed stream once the call it carries is answered, and answers a resume after the answer 405', async () => {
+    const sessionId = await openSession(server.url);
+    const dropped = new AbortController();
+    const post = await fetch(server.url, {
+      method: 'POST',
+      headers: { ...HEADERS, 'mcp-session-id': sessionId },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'three_steps', arguments: {}, _meta: { progressToken: 'r' } } }),
+      signal: dropped.signal,
+    });
+    let lastId: string | undefined;
+    await readEvents(post, (event) => {
+      if (event.id !== undefined) lastId = event.id;
+      return event.data.includes('"two"');
+    });
+    dropped.abort();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Resumed while the call still runs: the stream stays open for the rest of the call, then ends.
+    const resumed = await resume(lastId!, sessionId);
+    expect(resumed.status).toBe(200);
+    setTimeout(() => release(), 200);
+    let resultId: string | undefined;
+    const ended = await readEvents(resumed, (event) => {
+      if (event.data !== '' && (JSON.parse(event.data) as { id?: unknown }).id === 9) resultId = event.id;
+      return false;
+    });
+    expect(ended).toBe(true);
+    expect(resultId).toBeDefined();
+    // From the response on there is nothing left: 405, which SDK clients take as final (no reconnect loop).
+    const complete = await resume(resultId!, sessionId);
+    expect(complete.status).toBe(405);
+    expect(((await complete.json()) as { error: { data: unknown } }).error.data).toMatchObject({ reason: 'stream_complete' });
+    // From before the response: the response again, then the stream ends.
+    const again = await resume(lastId!, sessionId);
+    expect(again.status).toBe(200);
+    const messages: Array<{ id?: unknown }> = [];
+    expect(await readEvents(again, (event) => {
+      if (event.data !== '') messages.push(JSON.parse(event.data) as { id?: unknown });
+      return false;
+    })).toBe(true);
+    expect(messages.at(-1)?.id).toBe(9);
+  });
+
+  it('answers a resume of a cancelled call\'s stream 405 instead of holding it open', async () => {
+    const sessionId = await openSession(server.url);
+    const post = await fetch(server.url, {
+      method: 'POST',
+      headers: { ...HEADERS, 'mcp-session-id': sessionId },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'wait', arguments: {}, _meta: { progressToken: 'w' } } }),
+    });
+    let lastId: string | undefined;
+    const cancelled = fetch(server.url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': sessionId }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 10 } }) });
+    // The server closes the cancelled request's stream (no response comes).
+    expect(await readEvents(post, (event) => {
+      if (event.id !== undefined) lastId = event.id;
+      return false;
+    })).toBe(true);
+    await (await cancelled).text();
+    expect(lastId).toBeDefined();
+    // (Should the progress have been written after the stream closed, the resume gets it and ends; the next is 405.)
+    let answer = await resume(lastId!, sessionId);
+    if (answer.status === 200) {
+      expect(await readEvents(answer, (event) => {
+        if (event.id !== undefined) lastId = event.id;
+        return false;
+      })).toBe(true);
+      answer = await resume(lastId!, sessionId);
+    }
+    expect(answer.status).toBe(405);
+    await answer.text();
+  });
+
+  it('resumes the session\'s standalone stream from its last event, one stream at a time', async () => {
+    const sessionId = await openSession(server.url);
+    const dropped = new AbortController();
+    const standalone = await fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId }, signal: dropped.signal });
+    expect(standalone.status).toBe(200);
+    // A tool registered now: the session hears tools/list_changed on its standalone stream, with an event id.
+    setTimeout(() => registry.register(defineNativeTool({ name: `late_${Date.now()}`, description: 'Late.', inputSchema: { type: 'object' }, run: async () => ({}) })), 50);
+    let lastId: string | undefined;
+    await readEvents(standalone, (event) => {
+      if (event.data.includes('notifications/tools/list_changed')) lastId = event.id;
+      return lastId !== undefined;
+    });
+    dropped.abort();
+    expect(lastId).toMatch(/^_GET_stream_\d+$/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const resumedAbort = new AbortController();
+    const resumed = await fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId, 'last-event-id': lastId! }, signal: resumedAbort.signal });
+    expect(resumed.status).toBe(200);
+    // While it is open, another resume of the same stream is refused (one standalone stream per session).
+    const second = await resume(lastId!, sessionId);
+    expect(second.status).toBe(409);
+    await second.text();
+    resumedAbort.abort();
+    await resumed.body?.cancel().catch(() => undefined);
   });
 });

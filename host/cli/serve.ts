@@ -198,6 +198,7 @@ export async function serve(options: ServeOptions): Promise<number> {
         maxParkedCalls: http.maxParkedCalls,
         resumeEvents: http.resumeEvents,
         resumeBytes: http.resumeBytes,
+        resumeRetryMs: http.resumeRetryMs,
         // In a fleet, 2025-era sessions live in Redis: any host serves any session.
         ...(host.fleet === undefined ? {} : { sessionDirectory: host.fleet.sessions, eventLog: host.fleet.events, fleetRelay: { link: host.fleet.link, prefix: host.fleet.prefix } }),
         metrics,

@@ -41,10 +41,9 @@ export const DEFAULT_MCP_HTTP = {
   headersTimeoutMs: 10_000,
   maxSubscriptions: 1024,
   maxParkedCalls: 16,
-  // Off by default: with event ids, MCP SDK 1.x clients reconnect (GET, Last-Event-ID) after every call that
-  // ends in a JSON-RPC error or that they abort, and hold that stream open (see docs/serving.md, Resumable streams).
-  resumeEvents: 0,
+  resumeEvents: 1000,
   resumeBytes: 262_144,
+  resumeRetryMs: 1000,
 } as const;
 /** The gRPC ToolService, unless the config says otherwise (the port in sw4rm's docs). */
 export const DEFAULT_GRPC = {
@@ -286,6 +285,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
         maxParkedCalls: mcpHttp.max_parked_calls ?? DEFAULT_MCP_HTTP.maxParkedCalls,
         resumeEvents: mcpHttp.resume_events ?? DEFAULT_MCP_HTTP.resumeEvents,
         resumeBytes: mcpHttp.resume_bytes ?? DEFAULT_MCP_HTTP.resumeBytes,
+        resumeRetryMs: mcpHttp.resume_retry_ms ?? DEFAULT_MCP_HTTP.resumeRetryMs,
       },
     },
     grpc: {

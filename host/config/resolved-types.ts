@@ -149,6 +149,7 @@ export interface ServerSettings {
       /** 2025-era events kept per session for replay after Last-Event-ID (count, bytes). */
       resumeEvents: number;
       resumeBytes: number;
+      resumeRetryMs: number;
     };
   };
   grpc: {

@@ -272,6 +272,7 @@ export interface ServersSection {
       max_parked_calls?: number;
       resume_events?: number;
       resume_bytes?: number;
+      resume_retry_ms?: number;
     };
   };
   grpc?: {

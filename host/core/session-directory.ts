@@ -51,6 +51,9 @@ export interface SessionDirectory {
  */
 export interface SharedEventLog {
   append(sessionId: string, eventId: string, text: string): Promise<void>;
-  /** The events of `streamId` after `eventId`, oldest first; undefined when `eventId` is not held. */
-  after(sessionId: string, streamId: string, eventId: string): Promise<Array<{ id: string; text: string }> | undefined>;
+  /**
+   * The events of `streamId` from `eventId` on (that event first, then the later ones), oldest first; undefined
+   * when `eventId` is not held. The event itself tells whether the stream had ended there (its final response).
+   */
+  from(sessionId: string, streamId: string, eventId: string): Promise<Array<{ id: string; text: string }> | undefined>;
 }

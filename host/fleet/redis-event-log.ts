@@ -56,7 +56,7 @@ export class RedisEventLog implements SharedEventLog {
     await this.#link.script(APPEND, this.#keys(sessionId), [`${eventId}\n${text}`, this.#maxEvents, this.#maxBytes, this.#ttlMs]);
   }
 
-  async after(sessionId: string, streamId: string, eventId: string): Promise<Array<{ id: string; text: string }> | undefined> {
+  async from(sessionId: string, streamId: string, eventId: string): Promise<Array<{ id: string; text: string }> | undefined> {
     const entries = await this.#link.command<string[]>(['LRANGE', this.#keys(sessionId)[0]!, '0', '-1']);
     const parsed = entries.map((entry) => {
       const cut = entry.indexOf('\n');
@@ -64,7 +64,7 @@ export class RedisEventLog implements SharedEventLog {
     });
     const index = parsed.findIndex((entry) => entry.id === eventId);
     if (index < 0) return undefined;
-    return parsed.slice(index + 1).filter((entry) => entry.id.startsWith(`${streamId}_`));
+    return parsed.slice(index).filter((entry) => entry.id.startsWith(`${streamId}_`));
   }
 
   #keys(sessionId: string): [string, string] {

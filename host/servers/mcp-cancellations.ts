@@ -13,6 +13,10 @@
  * connections); the SDK ignores a cancel for an id it does not know, and the
  * request then ran to its end. A few such early cancels are remembered per
  * session, and a request that arrives already cancelled is not run.
+ *
+ * `onCancelled` hears each request whose stream is closed this way, just before
+ * (mcp-legacy.ts marks the stream ended in the session's event store, so a
+ * resume of it ends instead of waiting for a response that will not come).
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCErrorResponse, isJSONRPCNotification, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
@@ -24,7 +28,7 @@ export const EARLY_CANCELS_KEPT = 64;
  * Make `transport` close the stream of every request cancelled by its client.
  * Call it after the MCP server is connected (the server sets `onmessage`).
  */
-export function closeCancelledStreams(transport: Transport & { closeSSEStream(requestId: RequestId): void }, keep = EARLY_CANCELS_KEPT): void {
+export function closeCancelledStreams(transport: Transport & { closeSSEStream(requestId: RequestId): void }, keep = EARLY_CANCELS_KEPT, onCancelled?: (requestId: RequestId) => void): void {
   const receive = transport.onmessage;
   if (!receive) throw new Error('closeCancelledStreams: connect the MCP server to the transport first');
   /** Requests handed to the server and not answered yet. */
@@ -33,7 +37,10 @@ export function closeCancelledStreams(transport: Transport & { closeSSEStream(re
   const early = new Set<RequestId>();
   const close = (id: RequestId): void => {
     // After the server has seen the cancel (it aborts the handler, which then sends nothing for it).
-    queueMicrotask(() => transport.closeSSEStream(id));
+    queueMicrotask(() => {
+      onCancelled?.(id);
+      transport.closeSSEStream(id);
+    });
   };
 
   transport.onmessage = (message, extra) => {

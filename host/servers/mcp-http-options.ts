@@ -77,6 +77,8 @@ export interface McpHttpServerOptions extends McpServerOptions {
   resumeEvents?: number;
   /** Bytes of those events per session (default 262144). */
   resumeBytes?: number;
+  /** The `retry:` (ms) of a resumable stream's priming event: how long a client waits before resuming a stream that ended (default 1000). */
+  resumeRetryMs?: number;
   /** A fleet's Redis link and prefix: 2026-07-28 retries for a call parked on another host are relayed there (mcp-resume-relay.ts). */
   fleetRelay?: { link: RelayLink; prefix: string };
   /** A fleet's shared copy of sessions' events, so a session restored on another host replays them (with `sessionDirectory`). */
@@ -100,6 +102,8 @@ export interface McpHttpServer {
   readonly port: number;
   /** Open MCP sessions. */
   readonly sessions: number;
+  /** Connections open to the server now (node:http's `getConnections`: streams held open included). */
+  connections(): Promise<number>;
   /**
    * Stop: new sessions get 503 and new calls an OVERLOADED result at once; calls
    * in flight get up to `drainMs` (default 0) to finish; then every session is

@@ -48,7 +48,7 @@ import { CallParking, DEFAULT_MAX_PARKED_CALLS } from './mcp-input-required.js';
 import { DEFAULT_EVENT_STORE_LIMITS } from './mcp-event-store.js';
 import { ResumeRelay } from './mcp-resume-relay.js';
 import { checkMcpServerOptions, packageVersion, type McpToolSource } from './mcp-server.js';
-import { atExpiry, createLegacySessions } from './mcp-legacy.js';
+import { atExpiry, createLegacySessions, DEFAULT_RESUME_RETRY_MS } from './mcp-legacy.js';
 import { DEFAULT_SESSION_LIMITS } from './mcp-sessions.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { authenticateRequest, serveProtectedResource } from './auth/http-guard.js';
@@ -88,9 +88,9 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
     maxSubscriptions = DEFAULT_MAX_SUBSCRIPTIONS,
     maxParkedCalls = DEFAULT_MAX_PARKED_CALLS,
-    // Off unless asked for (servers.mcp.http.resume_events): see docs/serving.md, Resumable streams.
-    resumeEvents = 0,
+    resumeEvents = DEFAULT_EVENT_STORE_LIMITS.maxEvents,
     resumeBytes = DEFAULT_EVENT_STORE_LIMITS.maxBytes,
+    resumeRetryMs = DEFAULT_RESUME_RETRY_MS,
     eventLog,
     fleetRelay,
     sessionDirectory,
@@ -109,6 +109,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   if (!Number.isInteger(maxSubscriptions) || maxSubscriptions < 1) throw new TypeError('options.maxSubscriptions must be a positive integer');
   if (!Number.isInteger(resumeEvents) || resumeEvents < 0) throw new TypeError('options.resumeEvents must be a non-negative integer');
   if (!Number.isInteger(resumeBytes) || resumeBytes < 1) throw new TypeError('options.resumeBytes must be a positive integer');
+  if (!Number.isInteger(resumeRetryMs) || resumeRetryMs < 0) throw new TypeError('options.resumeRetryMs must be a non-negative integer');
   const auth = createAuthenticator({ bearerToken, tokens: namedTokens, oauth, oauthVerifier });
   if (allowedHosts !== undefined && (!Array.isArray(allowedHosts) || allowedHosts.some((entry) => typeof entry !== 'string' || entry === ''))) {
     throw new TypeError('options.allowedHosts must be an array of non-empty strings');
@@ -126,6 +127,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     limitMetrics,
     directory: sessionDirectory,
     resume: { maxEvents: resumeEvents, maxBytes: resumeBytes },
+    resumeRetryMs,
     eventLog,
   });
   // 2026-07-28 calls that asked their client something, waiting for its retry (mcp-input-required.ts).
@@ -290,6 +292,9 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
     port: bound,
     get sessions() {
       return legacy.size;
+    },
+    connections() {
+      return new Promise((resolve, reject) => http.getConnections((error, count) => (error ? reject(error) : resolve(count))));
     },
     close({ drainMs = 0 } = {}) {
       closed ??= (async () => {

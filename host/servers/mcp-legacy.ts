@@ -26,9 +26,10 @@ import { isInitializeRequest, type InitializeRequest, type JSONRPCMessage } from
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { Logger } from '../base/logger.js';
 import type { SessionDirectory } from '../core/session-directory.js';
-import { closeCancelledStreams } from './mcp-cancellations.js';
+import { closeCancelledStreams, EARLY_CANCELS_KEPT } from './mcp-cancellations.js';
 import { DEFAULT_EVENT_STORE_LIMITS, SessionEventStore, type EventStoreLimits, type SharedEventLog } from './mcp-event-store.js';
 import { relayedKind, relayForeignMessages, type SessionRelay } from './mcp-relay.js';
+import { answerResume, streamOfRequest } from './mcp-stream-resume.js';
 import { createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { SessionTable, type Admit, type SessionEndReason, type SessionLimits } from './mcp-sessions.js';
 import type { ServerLimitMetrics } from './metrics.js';
@@ -66,6 +67,8 @@ export interface LegacyOptions {
   directory?: SessionDirectory | undefined;
   /** Events kept per session for `Last-Event-ID` replay (mcp-event-store.ts; absent: the defaults; maxEvents 0: none). */
   resume?: EventStoreLimits | undefined;
+  /** The `retry:` (ms) a resumable stream's priming event asks clients to wait before resuming it (default 1000). */
+  resumeRetryMs?: number | undefined;
   /** A fleet's shared copy of sessions' events (replay on another host). */
   eventLog?: SharedEventLog | undefined;
 }
@@ -81,9 +84,41 @@ export interface LegacySessions {
 }
 
 const SYNTHETIC = 'http://toolhost.invalid/mcp';
+/** How long a client waits before resuming a stream that ended (the priming event's `retry:`), unless configured. */
+export const DEFAULT_RESUME_RETRY_MS = 1000;
 
 /** A request's session: found, none (404), or no room here to restore it (503/429). */
 type Found = Session | undefined | Extract<Admit, { ok: false }>;
+
+/**
+ * `response` with its body cancelled as soon as the client's connection closes. The Node adapter notices a closed
+ * connection only at the body's next chunk, so a stream whose client left mid-call stayed registered in the SDK
+ * transport until the call's next event: a resume (GET with Last-Event-ID) meanwhile got 409, and SDK clients gave up
+ * after their retries. Cancelling the body runs the SDK's own cleanup for that stream at once.
+ */
+function cancelOnClose(response: Response, res: ServerResponse): Response {
+  const body = response.body;
+  if (body === null || !(response.headers.get('content-type') ?? '').includes('text/event-stream')) return response;
+  const reader = body.getReader();
+  const onClose = (): void => void reader.cancel().catch(() => undefined);
+  res.once('close', onClose);
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { value, done } = await reader.read();
+      if (done) {
+        res.off('close', onClose);
+        controller.close();
+      } else {
+        controller.enqueue(value);
+      }
+    },
+    cancel(reason) {
+      res.off('close', onClose);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(stream, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
 
 /** Run `expire` when the request's access token expires (`req.auth.expiresAt`, seconds); undefined without one. */
 export function atExpiry(req: IncomingMessage, expire: () => void): NodeJS.Timeout | undefined {
@@ -125,10 +160,13 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     rpcError(res, status, -32000, message, { code: 'OVERLOADED', reason });
   };
 
-  /** Serve one HTTP exchange on the session's transport. */
-  const serve = async (session: Session, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
+  /** Serve one HTTP exchange on the session's transport (its response through `check` first, when given). */
+  const serve = async (session: Session, req: IncomingMessage, res: ServerResponse, body: unknown, check?: (response: Response) => Promise<Response>): Promise<void> => {
     const node = toNodeHandler({
-      fetch: (request, extra) => session.transport.handleRequest(request, extra as HandleRequestOptions | undefined),
+      fetch: async (request, extra) => {
+        const response = await session.transport.handleRequest(request, extra as HandleRequestOptions | undefined);
+        return cancelOnClose(check === undefined ? response : await check(response), res);
+      },
     }, { maxRequestBodySize: options.maxBodyBytes });
     // The adapter's writeHead alone leaves an event stream's headers unsent until its first event
     // (a call's stream could wait 15 s, for the first keep-alive): send them at once.
@@ -149,7 +187,8 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
     const events = resume.maxEvents === 0 ? undefined : new SessionEventStore(resume, (count) => limitMetrics?.resumeEventsDropped?.('mcp', count), shared && options.eventLog !== undefined ? { log: options.eventLog, sessionId: id } : undefined);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
-      ...(events === undefined ? {} : { eventStore: events }),
+      // The `retry:` of each stream's priming event: how long a client waits before it resumes a stream that ended.
+      ...(events === undefined ? {} : { eventStore: events, retryInterval: options.resumeRetryMs ?? DEFAULT_RESUME_RETRY_MS }),
       onsessioninitialized: (initialized) => {
         if (!closing) sessions.add(initialized, client, session);
       },
@@ -165,7 +204,10 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
   /** Connect its server, and the wrappers that close cancelled streams and relay other hosts' messages. */
   const connect = async (session: Session): Promise<void> => {
     await session.server.connect(session.transport);
-    closeCancelledStreams(session.transport);
+    closeCancelledStreams(session.transport, EARLY_CANCELS_KEPT, (requestId) => {
+      const stream = session.events === undefined ? undefined : streamOfRequest(session.transport, requestId);
+      if (stream !== undefined) session.events?.end(stream);
+    });
     if (directory !== undefined && session.shared) {
       session.relay = relayForeignMessages(session.transport, (message) => {
         const kind = relayedKind(message);
@@ -272,12 +314,8 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
         if ('ok' in session) return refuse(res, session.reason, session.message, session.reason === 'sessions_full' ? 503 : 429);
         // Ended in the fleet before the client hears it is: its next request, on any host, gets 404.
         if (method === 'DELETE' && session.shared) await directory?.delete(sessionId).catch(() => undefined);
-        // A resume from an event this session no longer holds: say so, rather than replay a gap.
         const lastEventId = method === 'GET' ? header(req, 'last-event-id') : undefined;
-        if (lastEventId !== undefined && session.events !== undefined && !(await session.events.resumable(lastEventId))) {
-          limitMetrics?.refused('mcp', 'resume_window');
-          return rpcError(res, 410, -32000, 'Gone: that event is no longer held for replay (servers.mcp.http.resume_events / resume_bytes); reconnect without Last-Event-ID', { code: 'OUTPUT_LIMIT_EXCEEDED', reason: 'resume_window' });
-        }
+        const { events } = session;
         const done = sessions.use(sessionId);
         // The session's event stream (GET) ends when the token that opened it expires: the client reconnects with a fresh one.
         const expiry = method === 'GET' ? atExpiry(req, () => {
@@ -285,7 +323,12 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
           session.transport.closeStandaloneSSEStream();
         }) : undefined;
         try {
-          await serve(session, req, res, body);
+          // A resume: refused when not held, answered from the store when its stream is over (mcp-stream-resume.ts).
+          if (lastEventId !== undefined && events !== undefined) {
+            await answerResume({ events, sessionId, lastEventId, res, limitMetrics, delegate: (check) => serve(session, req, res, body, check) });
+          } else {
+            await serve(session, req, res, body);
+          }
         } finally {
           clearTimeout(expiry);
           done();

@@ -52,6 +52,12 @@ export interface ServerLimitMetrics {
   trackParkedCalls?(server: 'mcp', count: () => number): void;
   /** Events a 2025 session's replay buffer dropped (past `resume_events` / `resume_bytes`). */
   resumeEventsDropped?(server: 'mcp', count: number): void;
+  /**
+   * A 2025 resume (GET with `Last-Event-ID`) answered: `live` (its request still runs here: the stream stays open
+   * until the response), `replayed` (what remained of an ended stream, then the stream ended) or `complete` (an ended
+   * stream with nothing left to replay: 405). A resume from an event not held is `refused` (`resume_window`).
+   */
+  resumed?(server: 'mcp', outcome: 'live' | 'replayed' | 'complete'): void;
 }
 
 export interface HostMetrics {
@@ -281,6 +287,12 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
     labelNames: ['server'] as const,
     registers: [prometheus],
   });
+  const resumes = new Counter({
+    name: 'toolhost_server_resumes_total',
+    help: 'MCP 2025-11-25 resumes (GET with Last-Event-ID), by outcome: live (the request still runs: the stream stays open until its response), replayed (what remained of an ended stream, then the stream ended), complete (an ended stream with nothing left: 405).',
+    labelNames: ['server', 'outcome'] as const,
+    registers: [prometheus],
+  });
   const limits: ServerLimitMetrics = {
     refused: (server, reason) => refused.inc({ server, reason: reasons.of(reason) }),
     connectionClosed: (server, reason) => connectionsClosed.inc({ server, reason }),
@@ -294,6 +306,7 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
       parkedCounts.set(server, count);
     },
     resumeEventsDropped: (server, count) => resumeDropped.inc({ server }, count),
+    resumed: (server, outcome) => resumes.inc({ server, outcome }),
   };
 
   let introspection: () => IntrospectionStats | undefined = () => undefined;
