@@ -178,5 +178,6 @@ describe.skipIf(!built)('the conformance component\'s input-required tools, as c
     expect((reconnection.result?.content as Array<{ text: string }>)[0]!.text).toContain('Reconnection test completed successfully');
     const streaming = await modernCall(server.url, { name: 'test_streaming_elicitation' }, { elicitation: {} });
     expect(streaming.result).toMatchObject({ resultType: 'input_required' });
-  });
+    // The calls parked by the tests before this one hold both workers until their 5 s wall budget (conformance.yaml).
+  }, 30_000);
 });
