@@ -123,10 +123,12 @@ describe.runIf(hasRedis && hasCGuests)('a 2025 session\'s relayed answer and can
     await started;
     controller.abort();
     await expect(pending).rejects.toThrow();
+    // The cancel travels after the client gave up: wait until A delivered it (its batch exports within seconds).
+    await receiver.waitFor((all) => all.filter((span) => span.traceId === traceId && span.name === 'fleet.mcp.deliver').length === 2, 60_000);
     await client.close().catch(() => undefined);
     await Promise.all([a.stop(), b.stop()]);
 
-    const spans = await receiver.waitFor((all) => all.filter((span) => span.traceId === traceId && span.name === 'fleet.mcp.deliver').length === 2);
+    const spans = await receiver.waitFor((all) => all.filter((span) => span.traceId === traceId && span.name.startsWith('fleet.mcp.')).length === 4);
     const inTrace = spans.filter((span) => span.traceId === traceId);
     for (const kind of ['response', 'cancel'] as const) {
       const relay = inTrace.find((span) => span.name === 'fleet.mcp.relay' && span.attributes['toolhost.relay.kind'] === kind) as ReceivedSpan;
