@@ -23,7 +23,7 @@ describe('telemetry settings', () => {
       samplerArg: 1,
       serviceName: 'toolhost',
       maxQueueSpans: 2048,
-      recording: { argumentSizes: false, principal: 'hashed' },
+      recording: { argumentSizes: false, principal: 'hashed', resourceUris: false },
       warnings: [],
     });
     expect(telemetrySettings({ enabled: true }, {})?.url).toBe('http://localhost:4318/v1/traces');

@@ -18,6 +18,7 @@ function resolveTelemetry(section: NonNullable<ConfigFile['telemetry']>): Resolv
     out.record = {};
     if (section.record.argument_sizes !== undefined) out.record.argumentSizes = section.record.argument_sizes;
     if (section.record.principal !== undefined) out.record.principal = section.record.principal;
+    if (section.record.resource_uris !== undefined) out.record.resourceUris = section.record.resource_uris;
   }
   return out;
 }

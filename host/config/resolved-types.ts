@@ -250,5 +250,5 @@ export interface ResolvedTelemetry {
   sampler?: 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
   samplerArg?: number;
   maxQueueSpans?: number;
-  record?: { argumentSizes?: boolean; principal?: 'none' | 'hashed' | 'plain' };
+  record?: { argumentSizes?: boolean; principal?: 'none' | 'hashed' | 'plain'; resourceUris?: boolean };
 }

@@ -31,7 +31,7 @@ export interface TelemetrySection {
   sampler?: 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
   sampler_arg?: number;
   max_queue_spans?: number;
-  record?: { argument_sizes?: boolean; principal?: 'none' | 'hashed' | 'plain' };
+  record?: { argument_sizes?: boolean; principal?: 'none' | 'hashed' | 'plain'; resource_uris?: boolean };
 }
 
 /** Whose signatures a remote component must carry. */

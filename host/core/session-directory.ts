@@ -12,6 +12,7 @@
  * `create` is atomic with its caps (two hosts never both admit the last
  * place); a session unused for its TTL is gone.
  */
+import type { TraceCarrier } from './tracing.js';
 
 /** A session as the directory keeps it. */
 export interface SharedSession {
@@ -39,10 +40,10 @@ export interface SessionDirectory {
   update(id: string, state: string): Promise<void>;
   /** End a session (its client said so); it cannot be created again for the TTL. */
   delete(id: string): Promise<void>;
-  /** Send `message` to every host (the one holding what it answers takes it). */
-  relay(sessionId: string, message: string): Promise<void>;
-  /** Be told of relayed messages (this host's own included). Returns a function that stops it. */
-  onRelay(listener: (sessionId: string, message: string) => void): () => void;
+  /** Send `message` to every host (the one holding what it answers takes it), with the relay's trace context when traced. */
+  relay(sessionId: string, message: string, trace?: TraceCarrier): Promise<void>;
+  /** Be told of relayed messages (this host's own included), with their trace context (capped: `carrierOf`). Returns a function that stops it. */
+  onRelay(listener: (sessionId: string, message: string, trace: TraceCarrier | undefined) => void): () => void;
 }
 
 /**

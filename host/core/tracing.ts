@@ -5,8 +5,8 @@
  *
  * What crosses this interface is chosen by the caller of `startSpan`, so this file also says what may: span
  * names and attributes are tool names, codes, counts, sizes, durations and labels, never argument values,
- * results, state values, tokens or worktree paths (telemetry/privacy.ts decides the optional extras:
- * argument sizes, principals hashed or plain).
+ * results, state values, tokens or worktree paths (`TraceRecording`, `telemetry.record`, decides the optional
+ * extras: argument sizes, principals hashed or plain, resource URIs).
  */
 
 /** W3C trace context as it travels: the `traceparent`, `tracestate` and `baggage` header values. */
@@ -52,6 +52,8 @@ export interface TraceRecording {
   argumentSizes: boolean;
   /** `enduser.id`: absent (`none`), a SHA-256 prefix of the principal (`hashed`), or the principal (`plain`). */
   principal: 'none' | 'hashed' | 'plain';
+  /** `mcp.resource.uri` on MCP server spans (a URI can name a worktree path or carry a token: off by default). */
+  resourceUris: boolean;
 }
 
 export interface CallTracer {

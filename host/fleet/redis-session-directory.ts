@@ -23,6 +23,7 @@
 import { ToolhostError } from '../base/errors.js';
 import type { Logger } from '../base/logger.js';
 import type { SessionAdmission, SessionDirectory, SharedSession } from '../core/session-directory.js';
+import { carrierOf, type TraceCarrier } from '../core/tracing.js';
 import type { RedisLink } from './link.js';
 
 export interface SessionDirectoryLimits {
@@ -91,7 +92,7 @@ export class RedisSessionDirectory implements SessionDirectory {
   readonly #maxSessions: number;
   readonly #maxPerPrincipal: number;
   readonly #maxStateBytes: number;
-  readonly #listeners = new Set<(sessionId: string, message: string) => void>();
+  readonly #listeners = new Set<(sessionId: string, message: string, trace: TraceCarrier | undefined) => void>();
   #subscribed: Promise<void> | undefined;
 
   constructor(link: RedisLink, logger: Logger, options: SessionDirectoryLimits & { prefix: string }) {
@@ -176,11 +177,11 @@ export class RedisSessionDirectory implements SessionDirectory {
     await this.#link.batch(commands);
   }
 
-  async relay(sessionId: string, message: string): Promise<void> {
-    await this.#link.publish(this.#channel(), JSON.stringify({ s: sessionId, m: message }));
+  async relay(sessionId: string, message: string, trace?: TraceCarrier): Promise<void> {
+    await this.#link.publish(this.#channel(), JSON.stringify({ s: sessionId, m: message, ...(trace === undefined ? {} : { t: trace }) }));
   }
 
-  onRelay(listener: (sessionId: string, message: string) => void): () => void {
+  onRelay(listener: (sessionId: string, message: string, trace: TraceCarrier | undefined) => void): () => void {
     this.#listeners.add(listener);
     this.#subscribed ??= this.#link.subscribe(this.#channel(), (text) => this.#deliver(text)).catch((error: unknown) => {
       this.#subscribed = undefined;
@@ -195,14 +196,16 @@ export class RedisSessionDirectory implements SessionDirectory {
   }
 
   #deliver(text: string): void {
-    let parsed: { s?: unknown; m?: unknown };
+    let parsed: { s?: unknown; m?: unknown; t?: unknown };
     try {
-      parsed = JSON.parse(text) as { s?: unknown; m?: unknown };
+      parsed = JSON.parse(text) as { s?: unknown; m?: unknown; t?: unknown };
     } catch {
       return;
     }
     if (typeof parsed.s !== 'string' || typeof parsed.m !== 'string') return;
-    for (const listener of this.#listeners) listener(parsed.s, parsed.m);
+    // The relaying host's trace context, capped as any other (W3C's sizes).
+    const trace = typeof parsed.t === 'object' && parsed.t !== null ? carrierOf(parsed.t as Record<string, unknown>) : undefined;
+    for (const listener of this.#listeners) listener(parsed.s, parsed.m, trace);
   }
 
   #key(id: string): string {

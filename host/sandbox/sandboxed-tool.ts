@@ -301,7 +301,8 @@ export class SandboxedTool implements Tool {
 
   /** `#answer` inside a span of its own (the guest's host calls of a traced call). */
   async #traced(parent: TraceSpan, request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, refused: (error: ToolhostError) => void): Promise<unknown> {
-    if (request.op === 'modules') return this.#answer(request, ctx, network, hostCalls, limits, refused);
+    // Sampling and elicitation get their spans from the call's client gate (core/call/client-gate.ts), as a native tool's do.
+    if (request.op === 'modules' || request.op === 'sample' || request.op === 'elicit') return this.#answer(request, ctx, network, hostCalls, limits, refused);
     const span = parent.child(HOST_CALL_SPANS[request.op], { attributes: hostCallAttributes(request) });
     try {
       const answer = await this.#answer(request, ctx, network, hostCalls, limits, refused, span);
@@ -346,22 +347,19 @@ export class SandboxedTool implements Tool {
   }
 }
 
-/** Span names of the guest's host calls. */
-const HOST_CALL_SPANS: Record<Exclude<RpcRequest['op'], 'modules'>, string> = {
+/** Span names of the guest's host calls (sampling's and elicitation's: core/call/client-gate.ts `CLIENT_REQUEST_SPANS`). */
+const HOST_CALL_SPANS: Record<Exclude<RpcRequest['op'], 'modules' | 'sample' | 'elicit'>, string> = {
   'get-state': 'state.get',
   'set-state': 'state.set',
   http: 'http.client',
-  sample: 'sampling/createMessage',
-  elicit: 'elicitation/create',
 };
 
 /** What a host call's span says of it: its kind and sizes, never a key's or a value's text. */
-function hostCallAttributes(request: Exclude<RpcRequest, { op: 'modules' }>): Record<string, string | number> {
+function hostCallAttributes(request: Exclude<RpcRequest, { op: 'modules' | 'sample' | 'elicit' }>): Record<string, string | number> {
   switch (request.op) {
     case 'get-state': return { 'toolhost.host_call': request.op };
     case 'set-state': return { 'toolhost.host_call': request.op, 'toolhost.state.value.size': request.value.length };
     case 'http': return { 'toolhost.host_call': request.op, 'http.request.method': request.request.method };
-    default: return { 'toolhost.host_call': request.op };
   }
 }
 

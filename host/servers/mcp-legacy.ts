@@ -28,7 +28,7 @@ import type { Logger } from '../base/logger.js';
 import type { SessionDirectory } from '../core/session-directory.js';
 import { closeCancelledStreams, EARLY_CANCELS_KEPT } from './mcp-cancellations.js';
 import { DEFAULT_EVENT_STORE_LIMITS, SessionEventStore, type EventStoreLimits, type SharedEventLog } from './mcp-event-store.js';
-import { relayedKind, relayForeignMessages, type SessionRelay } from './mcp-relay.js';
+import { deliverTraced, openRelaySpan, relayedKind, relayForeignMessages, type SessionRelay } from './mcp-relay.js';
 import { answerResume, streamOfRequest } from './mcp-stream-resume.js';
 import { createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { SessionTable, type Admit, type SessionEndReason, type SessionLimits } from './mcp-sessions.js';
@@ -144,11 +144,13 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
   const sweeper = setInterval(() => sessions.sweep(), Math.min(options.limits.idleMs, 60_000));
   sweeper.unref();
   limitMetrics?.trackSessions('mcp', () => sessions.size);
-  const stopRelay = directory?.onRelay((sessionId, text) => {
+  const tracer = registry.tracer;
+  const stopRelay = directory?.onRelay((sessionId, text, trace) => {
     const session = sessions.get(sessionId);
     if (session?.relay === undefined) return;
     try {
-      const delivered = session.relay.deliver(JSON.parse(text) as JSONRPCMessage);
+      // Traced: a SERVER span here when this host delivers it, in the relaying host's trace (mcp-relay.ts).
+      const delivered = deliverTraced(tracer, session.relay, JSON.parse(text) as JSONRPCMessage, sessionId, trace);
       if (delivered !== undefined) limitMetrics?.relayed('mcp', 'delivered', delivered);
     } catch {
       // not JSON: nothing to deliver
@@ -209,10 +211,17 @@ export function createLegacySessions(registry: McpToolSource, options: LegacyOpt
       if (stream !== undefined) session.events?.end(stream);
     });
     if (directory !== undefined && session.shared) {
-      session.relay = relayForeignMessages(session.transport, (message) => {
+      session.relay = relayForeignMessages(session.transport, (message, extra) => {
         const kind = relayedKind(message);
         if (kind !== undefined) limitMetrics?.relayed('mcp', 'sent', kind);
-        directory.relay(session.id, JSON.stringify(message)).catch((error: unknown) => logger.debug({ err: (error as Error).message }, 'mcp http: could not relay a message'));
+        // Traced: a CLIENT span in the message's own trace; its context goes with the message (mcp-relay.ts).
+        const span = tracer === undefined || kind === undefined ? undefined : openRelaySpan(tracer, kind, message, extra, session.id);
+        directory.relay(session.id, JSON.stringify(message), span?.carrier())
+          .catch((error: unknown) => {
+            span?.fail('FLEET_UNAVAILABLE');
+            logger.debug({ err: (error as Error).message }, 'mcp http: could not relay a message');
+          })
+          .finally(() => span?.end());
       }, async (level) => {
         session.state.logLevel = level;
         await directory.update(session.id, JSON.stringify(session.state)).catch(() => undefined);

@@ -54,8 +54,7 @@ import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import { metaCallOptions } from './mcp-meta.js';
 import { CallParking, driveCall } from './mcp-input-required.js';
 import { listTools, MCP_META_KEYS, outputSchemaOf, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
-import { inMcpServerSpan } from './mcp-trace.js';
-import type { TraceSpan } from '../core/tracing.js';
+import { requestSpan, traceMcpRequests } from './mcp-trace.js';
 import { ListenedUris, MODERN_SURFACE_CAPABILITIES, serveModernSurfaces } from './mcp-modern-surfaces.js';
 
 /** The revision this file serves. */
@@ -119,24 +118,22 @@ export function modernServerFactory(
       capabilities: { tools: { listChanged: true }, logging: {}, ...(registry.surfaces === undefined ? {} : MODERN_SURFACE_CAPABILITIES) },
       ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
     });
-    if (registry.surfaces !== undefined) serveModernSurfaces(server, registry.surfaces, (ctx) => callerOptionsOf(ctx));
+    // Traced: every request a server span (mcp-trace.ts); a stdio connection's requests come with no HTTP request.
+    const tracer = registry.tracer;
+    if (tracer !== undefined) {
+      traceMcpRequests(server, tracer, (context) => {
+        const req = (context as ServerContext).http?.req;
+        return {
+          ...(req === undefined ? {} : { header: (name: string) => req.headers.get(name) ?? undefined }),
+          protocolVersion: MODERN_PROTOCOL_VERSION,
+          transport: req === undefined ? 'pipe' : 'tcp',
+        };
+      });
+    }
+    if (registry.surfaces !== undefined) serveModernSurfaces(server, registry.surfaces, surfaceCallOptions);
     if (connection !== undefined) pushChanges(server, registry, connection);
     server.setRequestHandler('tools/list', () => ({ tools: listTools(registry) as Tool[] }));
-    server.setRequestHandler('tools/call', async (request, ctx) => {
-      const tracer = registry.tracer;
-      if (tracer === undefined) return callTool(registry, options, state, request, ctx, undefined);
-      const req = ctx.http?.req;
-      return inMcpServerSpan(tracer, {
-        method: 'tools/call',
-        target: request.params.name,
-        ...(ctx.mcpReq._meta === undefined ? {} : { meta: ctx.mcpReq._meta as Record<string, unknown> }),
-        ...(req === undefined ? {} : { header: (name: string) => req.headers.get(name) ?? undefined }),
-        requestId: ctx.mcpReq.id,
-        protocolVersion: MODERN_PROTOCOL_VERSION,
-        // A stdio connection's requests come with no HTTP request.
-        transport: req === undefined ? 'pipe' : 'tcp',
-      }, (span) => callTool(registry, options, state, request, ctx, span));
-    });
+    server.setRequestHandler('tools/call', (request, ctx) => callTool(registry, options, state, request, ctx));
     return server;
   };
 }
@@ -188,7 +185,6 @@ options: Pick<ModernMcpOptions, 'worktree'>,
 state: ModernCallState,
 request: { params: { name: string; arguments?: Record<string, unknown> } },
 ctx: ServerContext,
-span: TraceSpan | undefined,
 ): Promise<CallToolResult> {
   const { name, arguments: args = {} } = request.params;
   const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
@@ -199,6 +195,8 @@ span: TraceSpan | undefined,
   } catch (error) {
     return toCallToolResult(rejection('INVALID_INPUT', (error as Error).message), hasOutputSchema) as CallToolResult;
   }
+  // Traced: the request's server span is the call's span.
+  const span = requestSpan(ctx);
   if (span !== undefined) call.span = span;
   state.inFlight += 1;
   try {
@@ -315,6 +313,14 @@ function callerOptionsOf(ctx: ServerContext): CallOptions {
   if (caller?.principal !== undefined) call.principal = caller.principal;
   if (caller?.tenant !== undefined) call.tenant = caller.tenant;
   if (caller?.labelCeiling !== undefined) call.labelCeiling = caller.labelCeiling;
+  return call;
+}
+
+/** A surface request's calls: its caller's, each traced as an `execute_tool` span under the request's server span. */
+function surfaceCallOptions(ctx: ServerContext): CallOptions {
+  const call = callerOptionsOf(ctx);
+  const span = requestSpan(ctx);
+  if (span !== undefined) call.trace = span.carrier();
   return call;
 }
 

@@ -16,9 +16,16 @@
  * server, and only when it answers a request that server sent (a response) or
  * is running (a cancel); anything else relayed is dropped. The host that
  * relays it has checked that the request's principal owns the session.
+ *
+ * Traced hosts: the relay is a CLIENT span `fleet.mcp.relay` in the message's own trace (a cancel's
+ * `params._meta.traceparent`, else the HTTP request's `traceparent` header), whose context travels beside the
+ * message (capped again on arrival: core/tracing.ts `carrierOf`); the host that delivers it opens a SERVER span
+ * `fleet.mcp.deliver` under it. Both say the kind, the session and the request id answered or cancelled.
  */
-import { isJSONRPCErrorResponse, isJSONRPCNotification, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isJSONRPCErrorResponse, isJSONRPCNotification, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { carrierOf, epochNow, type CallTracer, type TraceCarrier, type TraceSpan } from '../core/tracing.js';
+import { clip, headerCarrier, recordHeader } from './mcp-trace.js';
 
 export interface SessionRelay {
   /** A message relayed by another host for this session; says what it delivered to the server (nothing: not this host's). */
@@ -40,7 +47,7 @@ export function relayedKind(message: JSONRPCMessage): RelayedKind | undefined {
  * `onSetLevel` is told of every `logging/setLevel` request (the session's state); the request reaches
  * the server once it has resolved.
  */
-export function relayForeignMessages(transport: Transport, relay: (message: JSONRPCMessage) => void, onSetLevel: (level: string) => Promise<void>): SessionRelay {
+export function relayForeignMessages(transport: Transport, relay: (message: JSONRPCMessage, extra: MessageExtraInfo | undefined) => void, onSetLevel: (level: string) => Promise<void>): SessionRelay {
   const receive = transport.onmessage;
   if (!receive) throw new Error('relayForeignMessages: connect the MCP server to the transport first');
   /** Requests this host's server sent to the client and has no answer for yet. */
@@ -52,7 +59,7 @@ export function relayForeignMessages(transport: Transport, relay: (message: JSON
     if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
       const id = message.id;
       if (id !== undefined && !asked.delete(id)) {
-        relay(message);
+        relay(message, extra);
         return;
       }
     } else if (isJSONRPCRequest(message)) {
@@ -64,7 +71,8 @@ export function relayForeignMessages(transport: Transport, relay: (message: JSON
       }
     } else {
       const cancelled = cancelledRequestId(message);
-      if (cancelled !== undefined && !running.delete(cancelled)) relay(message);
+      // Relayed, and kept here too (an early cancel, in case its request arrives later on this host).
+      if (cancelled !== undefined && !running.delete(cancelled)) relay(message, extra);
     }
     receive.call(transport, message, extra);
   };
@@ -95,4 +103,35 @@ function cancelledRequestId(message: JSONRPCMessage): RequestId | undefined {
   if (!isJSONRPCNotification(message) || message.method !== 'notifications/cancelled') return undefined;
   const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
   return typeof requestId === 'string' || typeof requestId === 'number' ? requestId : undefined;
+}
+
+/** The relaying host's CLIENT span of a message it relays: in the message's own trace (a cancel's `_meta`, else the HTTP request's header). */
+export function openRelaySpan(tracer: CallTracer, kind: RelayedKind, message: JSONRPCMessage, extra: MessageExtraInfo | undefined, sessionId: string): TraceSpan {
+  const parent = carrierOf(metaOf(message)) ?? headerCarrier(recordHeader(extra?.requestInfo?.headers));
+  return tracer.startSpan('fleet.mcp.relay', { kind: 'client', ...(parent === undefined ? {} : { parent }), attributes: relayAttributes(kind, message, sessionId) });
+}
+
+/**
+ * `deliver` inside the delivering host's SERVER span, child of the relay's context (`trace`, as the relaying host
+ * sent it), else of the message's own `_meta`; no span when this host does not hold what the message answers.
+ */
+export function deliverTraced(tracer: CallTracer | undefined, relay: SessionRelay, message: JSONRPCMessage, sessionId: string, trace: TraceCarrier | undefined): RelayedKind | undefined {
+  if (tracer === undefined) return relay.deliver(message);
+  const started = epochNow();
+  const delivered = relay.deliver(message);
+  if (delivered !== undefined) {
+    const parent = trace ?? carrierOf(metaOf(message));
+    tracer.startSpan('fleet.mcp.deliver', { kind: 'server', startTime: started, ...(parent === undefined ? {} : { parent }), attributes: relayAttributes(delivered, message, sessionId) }).end();
+  }
+  return delivered;
+}
+
+function relayAttributes(kind: RelayedKind, message: JSONRPCMessage, sessionId: string): Record<string, string | undefined> {
+  const id = kind === 'cancel' ? cancelledRequestId(message) : (message as { id?: RequestId }).id;
+  return { 'toolhost.relay.kind': kind, 'mcp.session.id': sessionId, 'jsonrpc.request.id': id === undefined ? undefined : clip(String(id)) };
+}
+
+function metaOf(message: JSONRPCMessage): Record<string, unknown> | undefined {
+  const meta = (message as { params?: { _meta?: unknown } }).params?._meta;
+  return typeof meta === 'object' && meta !== null ? meta as Record<string, unknown> : undefined;
 }

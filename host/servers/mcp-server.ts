@@ -68,8 +68,7 @@ import type { ToolRegistry } from '../core/registry.js';
 import { clientHooks, toMcpContent } from './mcp-client-requests.js';
 import { serveSurfaces } from './mcp-surfaces.js';
 import { MCP_META_KEYS, metaCallOptions } from './mcp-meta.js';
-import { inMcpServerSpan, negotiatedVersion, recordHeader } from './mcp-trace.js';
-import type { TraceSpan } from '../core/tracing.js';
+import { negotiatedVersion, recordHeader, requestSpan, traceMcpRequests } from './mcp-trace.js';
 import { McpWireError } from './mcp-wire-error.js';
 
 export { MCP_META_KEYS } from './mcp-meta.js';
@@ -220,10 +219,24 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
   // is not pinged again (one that answered before and was only slow once still is).
   const flush = { answered: false, silent: false };
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(registry) }));
-  // Traced: the protocol version the session negotiated (mcp.protocol.version on every span).
+  // Traced: every request a server span (mcp-trace.ts), with the version the session negotiated.
   const tracer = registry.tracer;
-  const negotiated = tracer === undefined ? undefined : negotiatedVersion(server);
-  const callTool = async (request: { params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> } }, extra: Extra, span: TraceSpan | undefined): Promise<CallToolResult> => {
+  if (tracer !== undefined) {
+    const negotiated = negotiatedVersion(server);
+    traceMcpRequests(server, tracer, (context) => {
+      const extra = context as Extra;
+      const headers = extra.requestInfo?.headers;
+      const header = recordHeader(headers);
+      const protocolVersion = header?.('mcp-protocol-version') ?? negotiated();
+      return {
+        ...(header === undefined ? {} : { header }),
+        ...(extra.sessionId === undefined ? {} : { sessionId: extra.sessionId }),
+        ...(protocolVersion === undefined ? {} : { protocolVersion }),
+        transport: headers === undefined ? 'pipe' : 'tcp',
+      };
+    });
+  }
+  const callTool = async (request: { params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> } }, extra: Extra): Promise<CallToolResult> => {
     const { name, arguments: args = {} } = request.params;
     const meta: Record<string, unknown> = request.params._meta ?? {};
     const hasOutputSchema = outputSchemaOf(registry, name) !== undefined;
@@ -237,6 +250,8 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
       const message = (error as Error).message;
       return errorResult({ code: 'INVALID_INPUT', message, details: undefined }, hasOutputSchema);
     }
+    // Traced: the request's server span is the call's span (its children hang under it, its end is the request's).
+    const span = requestSpan(extra);
     if (span !== undefined) callOptions.span = span;
     state.inFlight += 1;
     try {
@@ -258,22 +273,7 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
       }
     }
   };
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    if (tracer === undefined) return callTool(request, extra, undefined);
-    const headers = extra.requestInfo?.headers;
-    const header = recordHeader(headers);
-    const protocolVersion = header?.('mcp-protocol-version') ?? negotiated?.();
-    return inMcpServerSpan(tracer, {
-      method: 'tools/call',
-      target: request.params.name,
-      ...(request.params._meta === undefined ? {} : { meta: request.params._meta }),
-      ...(header === undefined ? {} : { header }),
-      requestId: extra.requestId,
-      ...(extra.sessionId === undefined ? {} : { sessionId: extra.sessionId }),
-      ...(protocolVersion === undefined ? {} : { protocolVersion }),
-      transport: headers === undefined ? 'pipe' : 'tcp',
-    }, (span) => callTool(request, extra, span));
-  });
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => callTool(request, extra));
 
   let timer: NodeJS.Timeout | undefined;
   const unsubscribe = registry.onToolsChanged(() => {
@@ -346,6 +346,9 @@ function callerOptions(extra: Extra, options: ResolvedServerOptions): CallOption
   if (caller?.tenant !== undefined) call.tenant = caller.tenant;
   if (caller?.labelCeiling !== undefined) call.labelCeiling = caller.labelCeiling;
   if (extra.sessionId !== undefined) call.sessionId = extra.sessionId;
+  // Traced: each of the request's calls an `execute_tool` span under its server span.
+  const span = requestSpan(extra);
+  if (span !== undefined) call.trace = span.carrier();
   return call;
 }
 

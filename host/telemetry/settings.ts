@@ -46,7 +46,7 @@ export interface TelemetrySettings {
 
 export const DEFAULT_OTLP_ENDPOINT = 'http://localhost:4318';
 export const DEFAULT_MAX_QUEUE_SPANS = 2048;
-export const DEFAULT_RECORDING: TraceRecording = { argumentSizes: false, principal: 'hashed' };
+export const DEFAULT_RECORDING: TraceRecording = { argumentSizes: false, principal: 'hashed', resourceUris: false };
 
 /** The settings, or undefined when tracing is off. */
 export function telemetrySettings(file: TelemetryFileSettings | undefined, env: NodeJS.ProcessEnv = process.env): TelemetrySettings | undefined {

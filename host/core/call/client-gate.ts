@@ -24,6 +24,11 @@
  * INVALID_INPUT) → `maxTokens` → the hook. Nothing of the text is read
  * before the first three pass, and nothing is parsed past the size check.
  *
+ * Traced calls: each request is a span under the call's (its attempt's), `sampling/createMessage` or
+ * `elicitation/create`, from its first check to the answer, ending with the refusal's code as `error.type`;
+ * the same for a native tool's request and a guest's (the sandbox opens none of its own for these). It says the
+ * kind and the request's size in bytes, never its text or the answer's.
+ *
  * Does not: bound how long the client takes (the call's wall budget does),
  * or check the answer beyond its size and shape (the MCP SDK validates it).
  */
@@ -45,6 +50,7 @@ import {
 import type { AuditLog } from '../../policy/audit.js';
 import type { CallPlan } from './admission.js';
 import type { HostRefusals } from './refusals.js';
+import type { TraceSpan } from '../tracing.js';
 
 /** What the gate reads of its call (a `Call` is one). */
 export interface GatedCall {
@@ -54,7 +60,15 @@ export interface GatedCall {
   readonly deps: { readonly clientRequestBytes: number; readonly audit: AuditLog; onLimit(tool: string, limit: string): void };
   /** Where each refusal is noted (a tool that ends with one ends the call with it). */
   readonly refusals?: HostRefusals;
+  /** The span the requests' spans go under when the host traces (the call's, or its retry's). */
+  readonly attemptSpan?: TraceSpan | undefined;
 }
+
+/** Each kind's span, named as MCP names the request, and what it says of the host call (as a guest's other host calls). */
+const CLIENT_REQUEST_SPANS: Record<Kind, { name: string; hostCall: string }> = {
+  sampling: { name: 'sampling/createMessage', hostCall: 'sample' },
+  elicitation: { name: 'elicitation/create', hostCall: 'elicit' },
+};
 
 type Kind = 'sampling' | 'elicitation';
 type DenialCode = 'PERMISSION_DENIED' | 'OUTPUT_LIMIT_EXCEEDED' | 'CLIENT_UNSUPPORTED' | 'INVALID_INPUT';
@@ -69,20 +83,38 @@ export class ClientGate implements GatedClient {
     this.#client = client;
   }
 
-  async sample(request: SamplingRequest): Promise<SamplingResult> {
+  sample(request: SamplingRequest): Promise<SamplingResult> {
+    return this.#traced('sampling', (span) => this.#sample(request, span));
+  }
+
+  elicit(request: ElicitRequest): Promise<ElicitResult> {
+    return this.#traced('elicitation', (span) => this.#elicit(request, span));
+  }
+
+  sampleText(text: string): Promise<SamplingResult> {
+    return this.#traced('sampling', (span) => this.#sampleText(text, span));
+  }
+
+  elicitText(text: string): Promise<ElicitResult> {
+    return this.#traced('elicitation', (span) => this.#elicitText(text, span));
+  }
+
+  async #sample(request: SamplingRequest, span: TraceSpan | undefined): Promise<SamplingResult> {
     const grant = this.#call.plan.tool.grant?.sampling;
     this.#admit('sampling', grant?.maxRequests ?? DEFAULT_SAMPLING_REQUESTS, grant !== undefined);
     this.#checkMaxTokens(request.maxTokens);
     const bytes = this.#checkSize('sampling', request);
+    span?.setAttributes({ 'toolhost.client_request.size': bytes });
     const hook = this.#client?.sample;
     if (!hook) this.#unsupported('sampling');
     return this.#ask('sampling', bytes, (options) => hook.call(this.#client, request, options));
   }
 
-  async elicit(request: ElicitRequest): Promise<ElicitResult> {
+  async #elicit(request: ElicitRequest, span: TraceSpan | undefined): Promise<ElicitResult> {
     const grant = this.#call.plan.tool.grant?.elicitation;
     this.#admit('elicitation', grant?.maxRequests ?? DEFAULT_ELICITATION_REQUESTS, grant !== undefined);
     const bytes = this.#checkSize('elicitation', request);
+    span?.setAttributes({ 'toolhost.client_request.size': bytes });
     const hook = this.#client?.elicit;
     if (!hook) this.#unsupported('elicitation');
     return this.#ask('elicitation', bytes, (options) => hook.call(this.#client, request, options));
@@ -96,23 +128,25 @@ export class ClientGate implements GatedClient {
     return allowed;
   }
 
-  async sampleText(text: string): Promise<SamplingResult> {
+  async #sampleText(text: string, span: TraceSpan | undefined): Promise<SamplingResult> {
     const grant = this.#call.plan.tool.grant?.sampling;
     this.#admit('sampling', grant?.maxRequests ?? DEFAULT_SAMPLING_REQUESTS, grant !== undefined);
     const hook = this.#client?.sample;
     if (!hook) this.#unsupported('sampling');
     const bytes = this.#checkTextSize('sampling', text);
+    span?.setAttributes({ 'toolhost.client_request.size': bytes });
     const request = this.#parse('sampling', text, isSamplingRequest);
     this.#checkMaxTokens(request.maxTokens);
     return this.#ask('sampling', bytes, (options) => hook.call(this.#client, request, options));
   }
 
-  async elicitText(text: string): Promise<ElicitResult> {
+  async #elicitText(text: string, span: TraceSpan | undefined): Promise<ElicitResult> {
     const grant = this.#call.plan.tool.grant?.elicitation;
     this.#admit('elicitation', grant?.maxRequests ?? DEFAULT_ELICITATION_REQUESTS, grant !== undefined);
     const hook = this.#client?.elicit;
     if (!hook) this.#unsupported('elicitation');
     const bytes = this.#checkTextSize('elicitation', text);
+    span?.setAttributes({ 'toolhost.client_request.size': bytes });
     const request = this.#parse('elicitation', text, isElicitRequest);
     return this.#ask('elicitation', bytes, (options) => hook.call(this.#client, request, options));
   }
@@ -141,6 +175,22 @@ export class ClientGate implements GatedClient {
       }
     } catch {
       // The runner told the tool already: this only audits and counts.
+    }
+  }
+
+  /** `work` inside the request's span when the call is traced (its refusal's code as `error.type`). */
+  async #traced<T>(kind: Kind, work: (span: TraceSpan | undefined) => Promise<T>): Promise<T> {
+    const parent = this.#call.attemptSpan;
+    if (parent === undefined) return work(undefined);
+    const { name, hostCall } = CLIENT_REQUEST_SPANS[kind];
+    const span = parent.child(name, { attributes: { 'toolhost.host_call': hostCall } });
+    try {
+      return await work(span);
+    } catch (error) {
+      span.fail(error instanceof ToolhostError ? error.code : 'INTERNAL');
+      throw error;
+    } finally {
+      span.end();
     }
   }
 
