@@ -41,7 +41,7 @@ describe('a worker\'s memory budget over a caller\'s variants', () => {
   it('counts a variant\'s code and drops the least recently called variant whole past the budget', () => {
     const budget = new MemoryBudget(100 * MIB, 0);
     const dropped: string[] = [];
-    const variant = (name: string): BudgetedRuntime => ({ codeBytes: 36 * MIB, drop: () => dropped.push(name) });
+    const variant = (name: string): BudgetedRuntime => ({ codeBytes: 36 * MIB, drop: () => { dropped.push(name); return true; } });
     const load: BudgetedRuntime = {};
     const [a, b, c] = [variant('a'), variant('b'), variant('c')];
     budget.touch(load, 1);
@@ -59,7 +59,7 @@ describe('a worker\'s memory budget over a caller\'s variants', () => {
   it('drops an idle variant whole on the idle sweep', () => {
     const budget = new MemoryBudget(1024 * MIB, 1000);
     let dropped = false;
-    const runtime: BudgetedRuntime = { codeBytes: 36 * MIB, drop: () => { dropped = true; } };
+    const runtime: BudgetedRuntime = { codeBytes: 36 * MIB, drop: () => { dropped = true; return true; } };
     budget.touch(runtime, 0);
     expect(budget.sweep(500)).toBe(0);
     expect(budget.sweep(2000)).toBe(1);

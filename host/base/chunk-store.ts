@@ -20,15 +20,17 @@
  * assembled from a recipe are the bytes whose hashes the recipe names (a
  * tampered or missing chunk fails the read, `undefined`); the caller trusts a
  * recipe only as far as it trusts where it read it from (the cache and the
- * store check a recipe's own hash as they check any file of theirs). Not
- * guaranteed: garbage collection (a chunk no recipe names stays), and the cut
- * points are a format: changing the gear table or the sizes makes new chunks
- * (old ones are still read correctly through their recipes).
+ * store check a recipe's own hash as they check any file of theirs). Chunks no
+ * recipe names are removed only by `collect` (chunk-gc.ts says when), which
+ * never removes one a writer may be about to name: see `collect`. Not
+ * guaranteed: the cut points are a format: changing the gear table or the
+ * sizes makes new chunks (old ones are still read correctly through their
+ * recipes).
  *
  * No imports but Node's: the lowest layer, so both its users can reach it.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Smallest chunk (but the last). */
@@ -159,9 +161,14 @@ export class ChunkStore {
 
   async #keep(hex: string, chunk: Uint8Array): Promise<void> {
     const path = this.#path(hex);
-    // A chunk already there is kept when it still matches its hash (one that does not is written again).
+    // A chunk already there is kept when it still matches its hash (one that does not is written again), and
+    // made young again: `collect` never removes a young chunk, and one it moved aside before this touch fails
+    // the touch (ENOENT), so the chunk is written anew.
     const existing = await stat(path).catch(() => undefined);
-    if (existing?.size === chunk.length && sha256(await readFile(path).catch(() => Buffer.alloc(0))) === hex) return;
+    if (existing?.size === chunk.length && sha256(await readFile(path).catch(() => Buffer.alloc(0))) === hex) {
+      const now = new Date();
+      if (await utimes(path, now, now).then(() => true, () => false)) return;
+    }
     const dir = join(path, '..');
     await mkdir(dir, { recursive: true });
     const temp = join(dir, `.tmp-${randomBytes(6).toString('hex')}`);
@@ -173,4 +180,77 @@ export class ChunkStore {
       throw error;
     }
   }
+
+  /**
+   * Remove the chunks no recipe names (`referenced`: the hashes every recipe names) and older than `graceMs`,
+   * and writers' temporary files as old. Safe beside writers of this store in any process: a writer makes every
+   * chunk it names young (written, or touched by `#keep`) before it writes its recipe (through a rename), so
+   * a chunk named by a recipe written after `referenced` was read is young unless the writer took longer than
+   * the grace. A chunk is moved aside before it is removed, and put back if its time changed meanwhile (a
+   * writer touched it between the look and the move); a touch after the move fails, and that writer writes it again.
+   */
+  async collect(referenced: ReadonlySet<string>, graceMs: number, now = Date.now()): Promise<ChunkCollection> {
+    const summary: ChunkCollection = { removed: 0, removedBytes: 0, kept: 0, keptBytes: 0, young: 0 };
+    const cutoff = now - graceMs;
+    const top = join(this.root, 'sha256');
+    for (const prefix of await readdir(top).catch(() => [] as string[])) {
+      if (!/^[0-9a-f]{2}$/.test(prefix)) continue;
+      const dir = join(top, prefix);
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const path = join(dir, name);
+        const info = await stat(path).catch(() => undefined);
+        if (info === undefined || !info.isFile()) continue;
+        if (name.startsWith('.tmp-') || name.startsWith('.gc-')) {
+          // A writer's (or an earlier collection's) leftover, once it is old enough not to be in use.
+          if (info.mtimeMs < cutoff && await unlink(path).then(() => true, () => false)) {
+            summary.removed += 1;
+            summary.removedBytes += info.size;
+          }
+          continue;
+        }
+        if (!HEX.test(name) || name.slice(0, 2) !== prefix) continue;
+        if (referenced.has(name)) {
+          summary.kept += 1;
+          summary.keptBytes += info.size;
+        } else if (info.mtimeMs >= cutoff) {
+          summary.young += 1;
+          summary.keptBytes += info.size;
+        } else if (await this.#remove(path, dir, info.mtimeMs)) {
+          summary.removed += 1;
+          summary.removedBytes += info.size;
+        } else {
+          summary.young += 1;
+          summary.keptBytes += info.size;
+        }
+      }
+    }
+    return summary;
+  }
+
+  /** Move `path` aside, then remove it unless a writer touched it since its time was read (`mtimeMs`). */
+  async #remove(path: string, dir: string, mtimeMs: number): Promise<boolean> {
+    const aside = join(dir, `.gc-${randomBytes(6).toString('hex')}`);
+    if (!await rename(path, aside).then(() => true, () => false)) return false;
+    const moved = await stat(aside).catch(() => undefined);
+    if (moved !== undefined && moved.mtimeMs !== mtimeMs) {
+      // Touched by a writer between the look and the move: it counts on this chunk. Back in place (a copy a
+      // writer wrote there meanwhile holds the same bytes).
+      await rename(aside, path).catch(() => undefined);
+      return false;
+    }
+    await unlink(aside).catch(() => undefined);
+    return true;
+  }
+}
+
+/** What `ChunkStore.collect` did. */
+export interface ChunkCollection {
+  /** Chunks (and leftover temporary files) removed, and their bytes. */
+  removed: number;
+  removedBytes: number;
+  /** Chunks a recipe names, and every chunk kept's bytes. */
+  kept: number;
+  keptBytes: number;
+  /** Chunks no recipe names, kept because they are younger than the grace (a writer may be about to name them). */
+  young: number;
 }

@@ -155,6 +155,8 @@ export async function runDistinct(options: DistinctOptions): Promise<DistinctRep
       const called = await settledRss(registry);
       await sleep(IDLE_RELEASE_MS * 3);
       const idle = await settledRss(registry);
+      const held = (await registry.collectWorkerGarbage())?.reduce((sum, heap) => sum + (heap.components ?? 0), 0);
+      meta.notes.push(`D2: once idle-released, the workers hold the modules of ${held ?? '?'} components (of ${d2Count + 1} called)`);
       d2 = { components: d2Count, baseMb: round(before), calledMb: round(called), idleMb: round(idle), calledPerToolMb: round((called - before) / d2Count, 2), idlePerToolMb: round((idle - before) / d2Count, 2) };
     } finally {
       await registry.close();

@@ -31,6 +31,7 @@ import { createRegistry } from '../compose/registry.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { packageRoot } from '../config/package-root.js';
 import type { ToolRegistry } from '../core/registry.js';
+import { forcedGc } from '../core/forced-gc.js';
 import { listTools } from '../servers/mcp-server.js';
 import { createMetrics } from '../servers/metrics.js';
 import { benchRegistryOptions } from './sandboxed.js';
@@ -132,9 +133,15 @@ export function summary(values: number[]): { p50: number; p99: number; n: number
   return { p50: round(percentile(sorted, 0.5), 2), p99: round(percentile(sorted, 0.99), 2), n: values.length };
 }
 
-/** RSS once the workers' heaps were collected and the process settled. */
+/**
+ * RSS once the workers' heaps and the main thread's were collected and the process settled (compiled modules
+ * the host released are freed only when their last holder's heap is collected).
+ */
 export async function settledRss(registry?: ToolRegistry): Promise<number> {
   await registry?.collectWorkerGarbage();
+  const gc = forcedGc();
+  gc?.();
+  gc?.();
   await sleep(300);
   return rssMb();
 }

@@ -19,6 +19,7 @@ import { UsageError } from './usage-error.js';
 import { checkRedisUrl, clusterNodes } from './redis-flags.js';
 import { addPublishCommand, addTrustOptions, collect, interruptible, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
 import { addPullCommands } from './pull.js';
+import { addGcCommand } from './gc.js';
 import { progressHook, stopProgress } from './progress-hook.js';
 import { callOutput } from './call-output.js';
 import { checkWorktree, parseBytes, parseJsonOption, parsePort } from './option-values.js';
@@ -235,6 +236,7 @@ function program(): Command {
 
   addPublishCommand(root);
   addPullCommands(root);
+  addGcCommand(root);
   progressHook(root);
 
   root

@@ -90,6 +90,11 @@ export interface WorkerHeap {
   heapTotalBytes: number;
   /** Memory outside the heap that V8 knows of (ArrayBuffers, WebAssembly memories). */
   externalBytes: number;
+  /**
+   * Components (at one memory cap each) whose compiled modules the worker holds: an idle-released one is not
+   * among them (issue 37, item 2). Absent from a sandbox process's workers' figures when it cannot tell.
+   */
+  components?: number;
 }
 
 /** The sandbox's pool as the registry sees it: its state, its workers' garbage, its end. */

@@ -34,7 +34,8 @@
  * component the operator loaded unverified by naming its digest under some
  * other URL or repository. Records are kept per digest, most recent
  * {@link MAX_RECORDS} only; a record lost to two concurrent writers only
- * costs a fetch. Not guaranteed: garbage collection (nothing is ever removed).
+ * costs a fetch. Nothing is removed but by `remove`; chunks no recipe names any
+ * more are removed by `toolhost gc` (base/chunk-gc.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -116,6 +117,20 @@ export class ComponentStore {
     if (bytes.length < CHUNKED_MIN_FILE) return this.#write(this.#blobPath(digest), bytes);
     const recipe = await this.#chunks.put(bytes);
     await this.#write(`${this.#blobPath(digest)}.chunks`, Buffer.from(JSON.stringify(recipe)));
+  }
+
+  /**
+   * Forget a blob: its bytes (or its recipe: the chunks stay until `toolhost gc` finds no recipe names them,
+   * base/chunk-gc.ts), the signatures and the source records kept with it. Absent parts are no error.
+   */
+  async remove(digest: string): Promise<void> {
+    const hex = hexOf(digest);
+    await Promise.all([
+      rm(this.#blobPath(digest), { force: true }),
+      rm(`${this.#blobPath(digest)}.chunks`, { force: true }),
+      rm(join(this.root, 'signatures', 'sha256', `${hex}.json`), { force: true }),
+      rm(this.#recordsPath(digest), { force: true }),
+    ]);
   }
 
   /** The signatures a manifest digest was verified with, if any were kept. */

@@ -11,7 +11,7 @@ import type { LoadedComponentTools, WasmLoadOptions, WasmToolLoader } from '../c
 import type { JsonSchema } from '../core/tool.js';
 import { ComponentCache, GLUE_FILE, schemaCheckOf, type CachedComponent } from './load/component-cache.js';
 import { expandComponentPaths, isRemotePath, readComponentSources, sourceFromFile, type ComponentSource } from './load/component-file.js';
-import { DEFAULT_GUEST_OUTPUT_LIMITS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
+import { DEFAULT_GUEST_OUTPUT_LIMITS, DEFAULT_IDLE_RELEASE_MS, type GuestOutputLimits, type GuestToolInfo } from './protocol.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import { Sandbox } from './sandbox.js';
 import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
@@ -231,7 +231,8 @@ export class SandboxLoader implements WasmToolLoader {
     }
     // A component's tables in all, within what a worker's heap can hold while they grow.
     const tableElements = Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512));
-    const variants = modulesPerCap(cached, what, tableElements, this.#cache, this.#variants);
+    // Compiled modules no worker asked for in the idle-release time are forgotten (module-variants.ts).
+    const variants = modulesPerCap(cached, what, tableElements, this.#cache, this.#variants, this.#options.idleReleaseMs ?? DEFAULT_IDLE_RELEASE_MS);
     this.#digests.set(id, variantDigest(cached, tableElements));
     const handle: ComponentHandle = {
       id,

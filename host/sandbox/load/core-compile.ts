@@ -7,12 +7,15 @@
 import { ToolhostError } from '../../base/errors.js';
 import type { CoreModules } from '../protocol.js';
 import type { CoreModuleBytes } from '../process/messages.js';
+import { IMAGE_SUFFIX } from './engine-split.js';
 
 /**
  * Compiled modules with an estimate of what their code holds (`codeBytes`: an array property, which
- * structured clone carries to a worker): {@link CODE_BYTES_PER_MODULE_BYTE} per byte of module.
+ * structured clone carries to a worker): {@link CODE_BYTES_PER_MODULE_BYTE} per byte of module; and
+ * `imageBytes`, the bytes of the tool's own images (./engine-split.ts: V8 keeps a module's wire bytes as
+ * long as it is referenced), which a worker's memory budget counts while it holds them.
  */
-export type CompiledModules = CoreModules & { codeBytes?: number };
+export type CompiledModules = CoreModules & { codeBytes?: number; imageBytes?: number };
 
 /**
  * What compiled code costs per byte of module, as the workers' memory budget estimates it (issue 36, M8:
@@ -24,6 +27,7 @@ export const CODE_BYTES_PER_MODULE_BYTE = 3;
 export async function compileCoreModules(modules: CoreModuleBytes, what: string): Promise<CompiledModules> {
   const compiled: CompiledModules = await compileEach(modules, what);
   compiled.codeBytes = modules.reduce((sum, [, bytes]) => sum + bytes.byteLength, 0) * CODE_BYTES_PER_MODULE_BYTE;
+  compiled.imageBytes = modules.reduce((sum, [name, bytes]) => sum + (name.endsWith(IMAGE_SUFFIX) ? bytes.byteLength : 0), 0);
   return compiled;
 }
 

@@ -34,6 +34,12 @@ export function variantDigest(cached: CachedComponent, tableElements: number): s
 const BYTES_KEPT_MS = 30_000;
 
 /**
+ * Each shared table's release timers, by variant key (see `releaseMs` of {@link modulesPerCap}): a variant
+ * is forgotten once no worker has asked for it for that long.
+ */
+const releaseTimers = new WeakMap<SharedVariants, Map<string, NodeJS.Timeout>>();
+
+/**
  * Compiled variants for caps other than the load's (`DEFAULT_POLICY_DEFAULTS.memoryMb`, compiled at load and
  * kept) this process keeps per component, the most recently asked for: a worker holds its own reference
  * (counted in its memory budget, worker/memory-budget.ts) until its budget drops it, so the main thread's copy
@@ -49,7 +55,7 @@ const KEPT_CALLER_VARIANTS = 2;
  * over every memory the component's core instances define (see
  * `planMemoryCaps`), so it bounds the component's total.
  */
-export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, cache: Pick<ComponentCache, 'readEntryFile'>, shared: SharedVariants = new Map()): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, cache: Pick<ComponentCache, 'readEntryFile'>, shared: SharedVariants = new Map(), releaseMs = 0): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
   const digest = variantDigest(cached, tableElements);
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
@@ -94,30 +100,62 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
     const at = callerVariants.indexOf(key);
     if (at >= 0) callerVariants.splice(at, 1);
     callerVariants.push(key);
-    while (callerVariants.length > KEPT_CALLER_VARIANTS) shared.delete(callerVariants.shift() as string);
+    while (callerVariants.length > KEPT_CALLER_VARIANTS) {
+      const dropped = callerVariants.shift() as string;
+      shared.delete(dropped);
+      // Its release timer holds it too: gone with it.
+      const timers = releaseTimers.get(shared);
+      clearTimeout(timers?.get(dropped));
+      timers?.delete(dropped);
+    }
+  };
+  /**
+   * Compiled modules are forgotten `releaseMs` after a worker last asked for them (issue 37, item 2): a worker
+   * asks once, when it first runs the component or runs it again after its memory budget dropped it
+   * (worker/memory-budget.ts, idle release), so a tool idle that long is held by no worker and, once this
+   * table forgets it, by nothing: its images and compiled code go, and the next ask makes them again from
+   * the transpile cache (read back from its chunks, hash checked; the shared engine is still compiled,
+   * ./engine-split.ts). 0 keeps them while the component is loaded.
+   */
+  const releaseLater = (key: string, variant: Promise<unknown>): void => {
+    if (releaseMs <= 0) return;
+    let timers = releaseTimers.get(shared);
+    if (timers === undefined) releaseTimers.set(shared, timers = new Map());
+    const table = timers;
+    // Counted from when the variant is ready (making one may take longer than the release time).
+    variant.then(() => {
+      clearTimeout(table.get(key));
+      table.set(key, setTimeout(() => {
+        table.delete(key);
+        if (shared.get(key) === variant) shared.delete(key);
+      }, releaseMs).unref());
+    }, () => {});
   };
   const oncePerCap = <T>(kind: string, make: (memoryMb: number) => Promise<T>, keepMs?: number): ((memoryMb: number) => Promise<T>) => {
     return (memoryMb) => {
       const key = `${kind}:${memoryMb}:${digest}`;
       if (kind === 'modules' && memoryMb !== DEFAULT_POLICY_DEFAULTS.memoryMb) keepRecent(key);
-      let variant = shared.get(key) as Promise<T> | undefined;
-      if (!variant) {
-        const made = make(memoryMb);
-        variant = made;
-        made.catch(() => {
-          if (shared.get(key) === made) shared.delete(key);
-        });
-        shared.set(key, made);
-        // Bytes are kept a while (the load's check, then the sandbox process's compile ask for them), not
-        // for the component's life: a sandbox process that restarts has them made again.
-        if (keepMs !== undefined) {
-          made.then(() => setTimeout(() => {
-            if (shared.get(key) === made) shared.delete(key);
-          }, keepMs).unref(), () => {});
-        }
-      }
+      const variant = askedFor<T>(key, make, memoryMb, keepMs);
+      if (kind === 'modules') releaseLater(key, variant);
       return variant;
     };
+  };
+  const askedFor = <T>(key: string, make: (memoryMb: number) => Promise<T>, memoryMb: number, keepMs?: number): Promise<T> => {
+    const known = shared.get(key) as Promise<T> | undefined;
+    if (known) return known;
+    const made = make(memoryMb);
+    made.catch(() => {
+      if (shared.get(key) === made) shared.delete(key);
+    });
+    shared.set(key, made);
+    // Bytes are kept a while (the load's check, then the sandbox process's compile ask for them), not
+    // for the component's life: a sandbox process that restarts has them made again.
+    if (keepMs !== undefined) {
+      made.then(() => setTimeout(() => {
+        if (shared.get(key) === made) shared.delete(key);
+      }, keepMs).unref(), () => {});
+    }
+    return made;
   };
   return {
     bytesFor: oncePerCap('bytes', capped, BYTES_KEPT_MS),

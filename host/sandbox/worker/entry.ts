@@ -68,6 +68,10 @@ function answered(taskId: number): void {
 }
 
 const runtimes = new Map<string, ComponentRuntime>();
+/** Runtimes the memory budget dropped whole, by key, until they are made again (see `runtimeFor`). */
+const dropped = new Set<string>();
+/** Keys remembered in `dropped` before it starts over (a forgotten one only misses `reinstantiated` in an accounting). */
+const MAX_DROPPED = 4096;
 const now = (): number => performance.timeOrigin + performance.now();
 
 // Components uncalled for host.pool.idle_release_ms lose their instances (memory-budget.ts); between tasks only.
@@ -85,15 +89,26 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
   const glue = (await import(task.moduleUrl)) as { instantiate: InstantiateFn };
   const runtime: ComponentRuntime = { instantiate: glue.instantiate, modules: new Map(modules), conversations: new Map(), refusedResets: 0, sparesMade: 0 };
   runtimes.set(key, runtime);
+  // Dropped for the budget or when idle before: its first instance since is a re-instantiation (accounting).
+  if (dropped.delete(key)) runtime.evicted = true;
+  const imageBytes = (modules as CompiledModules).imageBytes ?? 0;
+  if (imageBytes > 0) runtime.imageBytes = imageBytes;
   // A variant beyond the one compiled at load (a call's memory class): its code counts in the budget, evicted whole.
-  if (task.memoryMb !== DEFAULT_POLICY_DEFAULTS.memoryMb) {
-    runtime.codeBytes = (modules as CompiledModules).codeBytes ?? 0;
-    runtime.drop = () => {
-      for (const kept of runtime.conversations.values()) keptInstances.forget(kept);
-      runtime.conversations.clear();
-      if (runtimes.get(key) === runtime) runtimes.delete(key);
-    };
-  }
+  const callerVariant = task.memoryMb !== DEFAULT_POLICY_DEFAULTS.memoryMb;
+  if (callerVariant) runtime.codeBytes = (modules as CompiledModules).codeBytes ?? 0;
+  // Evicted (memory-budget.ts): forgotten whole, modules and images too, so a released tool holds nothing here;
+  // the next call asks for its modules again. Instances kept per conversation keep a load variant's runtime.
+  runtime.drop = () => {
+    if (!callerVariant && runtime.conversations.size > 0) return false;
+    for (const kept of runtime.conversations.values()) keptInstances.forget(kept);
+    runtime.conversations.clear();
+    if (runtimes.get(key) === runtime) {
+      runtimes.delete(key);
+      if (dropped.size >= MAX_DROPPED) dropped.clear();
+      dropped.add(key);
+    }
+    return true;
+  };
   return runtime;
 }
 
@@ -244,7 +259,7 @@ function finished(bridge: HostBridge, taskId: number, outcome: WorkerOutcome): W
  * task (measurements only) collects the worker's garbage.
  */
 export default function runTask(wire: TaskWire | CollectTask): TaskAnswer | WorkerHeap | Promise<TaskAnswer> {
-  if (wire.kind === 'collect') return collectTask(wire);
+  if (wire.kind === 'collect') return collectTask(wire, runtimes.size);
   return runInTurn(wire, false);
 }
 

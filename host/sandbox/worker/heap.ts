@@ -17,8 +17,8 @@ import type { CollectTask, WorkerHeap } from '../protocol.js';
 /** How long a worker waits at the barrier for the others (one may be busy, or gone). */
 const BARRIER_TIMEOUT_MS = 2_000;
 
-/** Wait for every worker of the collection, then collect this one and read its heap. */
-export function collectTask(task: CollectTask): WorkerHeap {
+/** Wait for every worker of the collection, then collect this one and read its heap (`components`: runtimes it holds). */
+export function collectTask(task: CollectTask, components: number): WorkerHeap {
   const arrivals = new Int32Array(task.barrier);
   const arrived = Atomics.add(arrivals, 0, 1) + 1;
   if (arrived >= task.workers) {
@@ -36,5 +36,5 @@ export function collectTask(task: CollectTask): WorkerHeap {
   gc?.();
   gc?.();
   const heap = getHeapStatistics();
-  return { threadId, collected: gc !== undefined, heapUsedBytes: heap.used_heap_size, heapTotalBytes: heap.total_heap_size, externalBytes: heap.external_memory };
+  return { threadId, collected: gc !== undefined, heapUsedBytes: heap.used_heap_size, heapTotalBytes: heap.total_heap_size, externalBytes: heap.external_memory, components };
 }

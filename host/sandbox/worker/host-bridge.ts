@@ -62,6 +62,11 @@ export function quoteGuest(text: string): string {
 /** How long the worker waits for the main thread to answer a host call. */
 const RPC_TIMEOUT_MS = 10_000;
 const HTTP_TIMEOUT_MS = 600_000;
+/**
+ * A component's modules: made again from the transpile cache when the main thread released them (issue 37,
+ * load/module-variants.ts): reading, capping and compiling a 12 MB module takes seconds on a loaded machine.
+ */
+const MODULES_TIMEOUT_MS = 60_000;
 /** Host calls that wait on the outside world (a server, the client's model or user): as long as the call may run. */
 const LONG_OPS: ReadonlySet<RpcRequest['op']> = new Set(['http', 'sample', 'elicit']);
 
@@ -192,7 +197,7 @@ export class HostBridge {
    * long as the call may (the call's wall clock stops the worker), so they wait longer.
    * `counted`: the caller counted it already (`countHostCall`).
    */
-  request(request: RpcRequest, timeoutMs = LONG_OPS.has(request.op) ? HTTP_TIMEOUT_MS : RPC_TIMEOUT_MS, counted = false): unknown {
+  request(request: RpcRequest, timeoutMs = LONG_OPS.has(request.op) ? HTTP_TIMEOUT_MS : request.op === 'modules' ? MODULES_TIMEOUT_MS : RPC_TIMEOUT_MS, counted = false): unknown {
     if (!lane) throw new Error('the worker has no channel to the main thread');
     if (request.op !== 'modules' && !counted) this.countHostCall();
     return lane.request(this.#taskId, request, timeoutMs);

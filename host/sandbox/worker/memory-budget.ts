@@ -17,10 +17,21 @@
  * evicting it drops the variant whole (`drop`: its instances, kept ones too,
  * and the worker's reference to the modules; a later call asks for them again).
  *
+ * A tool's own images (issue 37, item 2: the per-tool part of a split engine,
+ * load/engine-split.ts; `imageBytes`) count too, as long as the worker holds
+ * its modules: evicting a runtime, for the budget or when idle, drops it whole
+ * (`drop`: its instances, its reference to its modules, images included), so
+ * a released tool holds nothing in the worker; its next call asks the main
+ * thread for its modules again (which re-reads them from the transpile cache
+ * if it released them too, load/module-variants.ts). A runtime that keeps
+ * instances per conversation is not dropped whole (those are a conversation's
+ * state, kept-instances.ts budgets them): only its other instances go.
+ *
  * What it does not count: the instance a call is running on (counted once
  * released), instances kept per conversation (kept-instances.ts has their own
- * budget), the load's own compiled code (shared by every worker and kept while
- * the component is loaded), the glue's JS (an imported module stays), or the JS heap.
+ * budget), the shared engine's compiled code (one per process for every tool
+ * that carries it), the glue's JS (an imported module stays; tools built with
+ * one toolchain share it), or the JS heap.
  * Sizes are the instances' linear memory and snapshot copies (a memory's
  * untouched pages count though they take no RSS: the budget errs high).
  */
@@ -38,8 +49,13 @@ export interface BudgetedRuntime {
   evicted?: boolean;
   /** Estimated bytes of compiled code held for this runtime alone (a caller's memory cap's variant), else absent. */
   codeBytes?: number;
-  /** Forget the runtime whole (with `codeBytes`: evicting it frees its code). */
-  drop?: () => void;
+  /** Bytes of the tool's own images its modules hold (load/core-compile.ts `imageBytes`), else absent. */
+  imageBytes?: number;
+  /**
+   * Forget the runtime whole (its modules with it: the next call asks for them again). Returns false when it
+   * must stay (it keeps instances per conversation); with `codeBytes` it always goes.
+   */
+  drop?: () => boolean;
 }
 
 export class MemoryBudget {
@@ -75,7 +91,7 @@ export class MemoryBudget {
     if (runtime.spare !== undefined) bytes += runtime.spare.heldBytes();
     if (runtime.awaitingReset !== undefined) bytes += runtime.awaitingReset.heldBytes();
     if (runtime.kept !== undefined) bytes += runtime.kept.heldBytes();
-    return bytes + (runtime.codeBytes ?? 0);
+    return bytes + (runtime.codeBytes ?? 0) + (runtime.imageBytes ?? 0);
   }
 
   /** Bytes every runtime held when last measured. */
@@ -95,8 +111,7 @@ export class MemoryBudget {
     for (const runtime of this.#order.keys()) {
       if (this.#total <= this.#budgetBytes) break;
       if (runtime === current || (this.#held.get(runtime) ?? 0) === 0) continue;
-      this.#evict(runtime);
-      dropped += 1;
+      if (this.#evict(runtime)) dropped += 1;
     }
     this.#unreported += dropped;
     return dropped;
@@ -110,8 +125,7 @@ export class MemoryBudget {
       if (now - calledAt < this.#idleMs) break;
       // Measured now: a spare made after its call's answer was not counted then.
       if (MemoryBudget.held(runtime) === 0) continue;
-      this.#evict(runtime);
-      dropped += 1;
+      if (this.#evict(runtime)) dropped += 1;
     }
     this.#unreported += dropped;
     return dropped;
@@ -135,16 +149,23 @@ export class MemoryBudget {
     this.#held.set(runtime, bytes);
   }
 
-  #evict(runtime: BudgetedRuntime): void {
+  /** Drop what `runtime` holds; returns whether anything went (false: it holds only what must stay). */
+  #evict(runtime: BudgetedRuntime): boolean {
+    const hadInstances = runtime.spare !== undefined || runtime.awaitingReset !== undefined || runtime.kept !== undefined;
+    const wasEvicted = runtime.evicted;
     MemoryBudget.evict(runtime);
     this.#total -= this.#held.get(runtime) ?? 0;
     this.#held.set(runtime, 0);
-    if ((runtime.codeBytes ?? 0) > 0) {
-      // A caller's variant: dropped whole, code and all (the next call with its cap starts over).
+    // Dropped whole, modules and all (the next call starts over), unless it keeps conversations' instances.
+    if (runtime.drop?.() === true) {
       this.#order.delete(runtime);
       this.#held.delete(runtime);
-      runtime.drop?.();
+      return true;
     }
+    // What it still holds (its modules' images, beside conversations' instances) counts on.
+    this.#measure(runtime);
+    if (!hadInstances) runtime.evicted = wasEvicted;
+    return hadInstances;
   }
 
   /** Drop what `runtime` holds between calls: the next call makes a new instance. */
