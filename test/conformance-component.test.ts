@@ -111,8 +111,9 @@ describe.skipIf(!built)('the conformance component\'s input-required tools, as c
 
   beforeAll(async () => {
     const { resolved } = await loadConfig(join(root, 'conformance.yaml'), { env: {} });
-    // A parked call keeps its worker: room for the ones these tests leave to their 5 s wall budget.
-    host = await createHost({ ...resolved, sandbox: { ...resolved.sandbox, cacheDir: sharedCacheDir, threads: 3 } }, { overrides: { logger: silentLogger, audit: new MemoryAuditLog() } });
+    // A parked call keeps its worker until its 5 s wall budget: room for all the ones these tests leave parked
+    // (tampered, capabilities, streaming elicitation, ...), so that no later call waits for a worker.
+    host = await createHost({ ...resolved, sandbox: { ...resolved.sandbox, cacheDir: sharedCacheDir, threads: 6 } }, { overrides: { logger: silentLogger, audit: new MemoryAuditLog() } });
     server = await startMcpHttpServer(host.registry, { host: '127.0.0.1', port: 0 });
   }, 60_000);
   afterAll(async () => {
@@ -178,6 +179,5 @@ describe.skipIf(!built)('the conformance component\'s input-required tools, as c
     expect((reconnection.result?.content as Array<{ text: string }>)[0]!.text).toContain('Reconnection test completed successfully');
     const streaming = await modernCall(server.url, { name: 'test_streaming_elicitation' }, { elicitation: {} });
     expect(streaming.result).toMatchObject({ resultType: 'input_required' });
-    // The calls parked by the tests before this one hold both workers until their 5 s wall budget (conformance.yaml).
-  }, 30_000);
+  });
 });
