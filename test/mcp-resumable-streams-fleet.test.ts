@@ -6,11 +6,12 @@
  * from the result, on either host, is 405 (nothing left: SDK clients stop).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineNativeTool, silentLogger, type ToolRegistry } from '../host/index.js';
+import { silentLogger, type ToolRegistry } from '../host/index.js';
 import { openFleet, type Fleet } from '../host/fleet/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { makeRegistry } from './helpers.js';
 import { hasRedis, RedisServer } from './redis-server.js';
+import { threeStepsTool } from './three-steps-tool.js';
 
 interface SseEvent {
   id?: string;
@@ -66,21 +67,7 @@ describe.runIf(hasRedis)('a 2025 client resumes its stream on another host of th
     await redis.start();
     for (let i = 0; i < 2; i += 1) {
       const registry = makeRegistry();
-      registry.register(defineNativeTool({
-        name: 'three_steps',
-        description: 'Two steps, waits to be released, a third, then its result.',
-        inputSchema: { type: 'object' },
-        streaming: true,
-        run: async (_args, _ctx, events) => {
-          events.progress(10, 'one');
-          events.progress(20, 'two');
-          await new Promise<void>((resolve) => {
-            release = resolve;
-          });
-          events.progress(30, 'three');
-          return { steps: 3 };
-        },
-      }));
+      registry.register(threeStepsTool((go) => (release = go)));
       const fleet = openFleet({ redis: redis.url, keyPrefix: `resume${process.pid}:` }, silentLogger);
       await fleet.link.ready();
       const server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, progressFlushMs: 0, resumeEvents: 1000, sessionDirectory: fleet.sessions, eventLog: fleet.events });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineNativeTool, type ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { makeRegistry } from './helpers.js';
+import { threeStepsTool } from './three-steps-tool.js';
 
 interface SseEvent {
   id?: string;
@@ -74,21 +75,7 @@ describe('a 2025 client that loses its stream mid-call resumes it with Last-Even
         ctx.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
       }),
     }));
-    registry.register(defineNativeTool({
-      name: 'three_steps',
-      description: 'Two steps, waits to be released, a third, then its result.',
-      inputSchema: { type: 'object' },
-      streaming: true,
-      run: async (_args, _ctx, events) => {
-        events.progress(10, 'one');
-        events.progress(20, 'two');
-        await new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        events.progress(30, 'three');
-        return { steps: 3 };
-      },
-    }));
+    registry.register(threeStepsTool((go) => (release = go)));
     registry.register(defineNativeTool({
       name: 'chatty',
       description: 'Many progress notifications.',

@@ -17,6 +17,7 @@ import { defineNativeTool, type ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { createMetrics, type HostMetrics } from '../host/servers/metrics.js';
 import { makeRegistry } from './helpers.js';
+import { threeStepsTool } from './three-steps-tool.js';
 
 type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -63,21 +64,7 @@ describe('SDK 1.x clients whose calls end in errors and cancels, with resumable 
       inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
       run: async (args) => args,
     }));
-    registry.register(defineNativeTool({
-      name: 'three_steps',
-      description: 'Two steps, waits to be released, a third, then its result.',
-      inputSchema: { type: 'object' },
-      streaming: true,
-      run: async (_args, _ctx, events) => {
-        events.progress(10, 'one');
-        events.progress(20, 'two');
-        await new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        events.progress(30, 'three');
-        return { steps: 3 };
-      },
-    }));
+    registry.register(threeStepsTool((go) => (release = go)));
     metrics = createMetrics(registry);
     // Resumption on (the default now; named here so the test means the same on a host where it is not), and a short
     // retry: so the clients' reconnections come quickly.
