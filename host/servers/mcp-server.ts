@@ -40,9 +40,6 @@
  *   `signal`: the call is cancelled and ends CANCELLED (its reply is dropped, as
  *   the protocol requires).
  */
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
@@ -70,6 +67,7 @@ import { serveSurfaces } from './mcp-surfaces.js';
 import { MCP_META_KEYS, metaCallOptions } from './mcp-meta.js';
 import { negotiatedVersion, recordHeader, requestSpan, traceMcpRequests } from './mcp-trace.js';
 import { McpWireError } from './mcp-wire-error.js';
+import { packageVersion } from './package-version.js';
 
 export { MCP_META_KEYS } from './mcp-meta.js';
 
@@ -476,28 +474,4 @@ function errorResult(error: { code: ErrorCode; message: string; details: unknown
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-let cachedVersion: string | undefined;
-
-/** toolhost's version, from its package.json (found upwards from this file, in sources and in dist/). */
-export function packageVersion(): string {
-  if (cachedVersion !== undefined) return cachedVersion;
-  cachedVersion = '0.0.0';
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    try {
-      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (manifest.name === 'toolhost' && typeof manifest.version === 'string') {
-        cachedVersion = manifest.version;
-        break;
-      }
-    } catch {
-      // not here; keep looking upwards
-    }
-    const parent = dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
-  }
-  return cachedVersion;
 }

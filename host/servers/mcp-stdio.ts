@@ -19,7 +19,8 @@ import type { JSONRPCMessage, Server as ModernServer, Transport, TransportSendOp
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { ListenedUris } from './mcp-modern-surfaces.js';
 import { drainModern, modernServerFactory, type ModernCallState } from './mcp-modern.js';
-import { checkMcpServerOptions, createMcpServer, drainMcpServer, packageVersion, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { checkMcpServerOptions, createMcpServer, drainMcpServer, type McpServerOptions, type McpToolSource } from './mcp-server.js';
+import { packageVersion } from './package-version.js';
 
 export interface McpStdioOptions extends McpServerOptions {
   /** Where requests come from (default `process.stdin`). */
