@@ -55,8 +55,14 @@ export interface CallDirectory {
    * same id neither blocks nor is blocked by this one.
    */
   enter(call: FleetCall): Promise<void>;
-  /** `principal`'s call `callId` is over on this host (best effort, never throws). */
-  leave(callId: string, principal?: string): void;
+  /**
+   * `principal`'s call `callId` is over on this host. Resolves once its fleet
+   * places are given back (or giving them back failed, logged: they lapse with
+   * the lease); never rejects. The call layer awaits it before the terminal
+   * goes out, so a caller that has seen its call end finds its places free on
+   * every host (a cap of 1 lets the next call in at once).
+   */
+  leave(callId: string, principal?: string): Promise<void>;
   /**
    * Cancel a call this host is not running: CANCELLED (its host was told),
    * NOT_FOUND or ALREADY_COMPLETED. Rejects with FLEET_UNAVAILABLE when the

@@ -258,7 +258,7 @@ export class RedisCallDirectory implements CallDirectory {
     return 'OK';
   }
 
-  leave(callId: string, principal?: string): void {
+  async leave(callId: string, principal?: string): Promise<void> {
     const key = callKey(principal, callId);
     if (this.#unregistered.delete(key)) return;
     const entered = this.#entered.get(key);
@@ -270,7 +270,7 @@ export class RedisCallDirectory implements CallDirectory {
       ['ZREM', this.#slots('tool', entered.tool), key],
       ['ZREM', this.#slots('tenant', entered.tenant), key],
     ];
-    this.#link.batch(commands).catch((error: unknown) => {
+    await this.#link.batch(commands).catch((error: unknown) => {
       // Its lease runs out by itself (then cancel says NOT_FOUND rather than ALREADY_COMPLETED).
       this.#logger.debug({ callId, err: (error as Error).message }, 'fleet: could not unregister a finished call');
     });

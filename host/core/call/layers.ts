@@ -90,7 +90,8 @@ export const fleet: CallLayer = (next) => (call) => {
     try {
       return await next(call);
     } finally {
-      directory.leave(call.id, principal);
+      // Awaited (one round trip, bounded by the store's command timeout): the terminal goes out with the places free.
+      await directory.leave(call.id, principal);
     }
   })();
 };
