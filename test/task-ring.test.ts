@@ -77,6 +77,21 @@ describe('a task ring', () => {
     expect(pool.listening).toBe(false);
   });
 
+  it('asks for one kick a return of the worker to its event loop', () => {
+    const pool = new TaskRing();
+    const worker = new TaskRing(pool.buffer);
+    expect(pool.claimKick()).toBe(false);
+    worker.listen(true);
+    expect(pool.claimKick()).toBe(true);
+    // Kicked and not awake yet: still listening, and the calls put in meanwhile need no kick of their own.
+    expect(pool.listening).toBe(true);
+    expect(pool.claimKick()).toBe(false);
+    worker.listen(false);
+    expect(pool.claimKick()).toBe(false);
+    worker.listen(true);
+    expect(pool.claimKick()).toBe(true);
+  });
+
   it('refuses a buffer of another size', () => {
     expect(() => new TaskRing(new SharedArrayBuffer(64))).toThrow(RangeError);
   });
@@ -128,7 +143,7 @@ describe('a worker reading its lane', () => {
         port1.postMessage({ kind: 'describe', taskId });
         onPort += 1;
         posted += 1;
-      } else if (ring.listening) {
+      } else if (ring.claimKick()) {
         port1.postMessage(LANE_KICK);
         onPort += 1;
         kicks += 1;
@@ -156,7 +171,7 @@ describe('a worker reading its lane', () => {
     // between the worker's last look and its `listen`, is too narrow to hit on purpose from outside.)
     for (let taskId = total + 1; taskId <= total + 3000; taskId += 1) {
       expect(ring.push(call(taskId, '{}', `c-${taskId}`), onPort)).toBe(true);
-      if (ring.listening) {
+      if (ring.claimKick()) {
         port1.postMessage(LANE_KICK);
         onPort += 1;
       }

@@ -89,8 +89,8 @@ export class HostEnd {
     try {
       const ring = this.#ring;
       if (ring !== undefined && Array.isArray(message) && ring.carries(message) && ring.push(message, this.#posted)) {
-        // A worker that runs a task or spins takes it when it looks; one in its event loop needs a kick.
-        if (ring.listening) this.#post(LANE_KICK);
+        // A worker that runs a task or spins takes it when it looks; one in its event loop needs a kick (one: see task-ring.ts).
+        if (ring.claimKick()) this.#post(LANE_KICK);
       } else {
         this.#post(message);
       }

@@ -140,6 +140,11 @@ export class SharedRing {
     Atomics.store(this.#header, FLAG, value);
   }
 
+  /** Sets the flag to `value` if it is `expected`, returning what it was. */
+  protected compareExchangeFlag(expected: number, value: number): number {
+    return Atomics.compareExchange(this.#header, FLAG, expected, value);
+  }
+
   /** Sets the flag, returning what it was. */
   protected exchangeFlag(value: number): number {
     return Atomics.exchange(this.#header, FLAG, value);
