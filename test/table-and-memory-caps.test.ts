@@ -75,9 +75,9 @@ describe('guest code at load runs under a budget', () => {
   it('fails the load of a component whose initialization never ends with COMPONENT_INVALID, and the pool goes on', async () => {
     const file = join(dir, 'spinner.wasm');
     await writeFile(file, await growerComponent({ holders: 1, spinAtStart: true }));
-    const registry = makeRegistry({ sandbox: { cacheDir: freshCacheDir(), describeTimeoutMs: 500 } });
+    const registry = makeRegistry({ sandbox: { cacheDir: freshCacheDir(), describeTimeoutMs: 1500 } });
     try {
-      await expect(registry.registerWasmTools(file)).rejects.toMatchObject({ code: 'COMPONENT_INVALID', details: { reason: 'describe-timeout', timeoutMs: 500 } });
+      await expect(registry.registerWasmTools(file)).rejects.toMatchObject({ code: 'COMPONENT_INVALID', details: { reason: 'describe-timeout', timeoutMs: 1500 } });
       const honest = join(dir, 'grower1.wasm');
       await writeFile(honest, await growerComponent({ holders: 1 }));
       await registry.registerWasmTools(honest);
