@@ -135,7 +135,7 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
   const parking = new CallParking({ maxPerPrincipal: maxParkedCalls, onRefused: () => limitMetrics?.refused('mcp', 'parked_calls_full') });
   limitMetrics?.trackParkedCalls?.('mcp', () => parking.size);
   if (fleetRelay !== undefined) {
-    const relay = new ResumeRelay(fleetRelay.link, fleetRelay.prefix, parking, registry.logger);
+    const relay = new ResumeRelay(fleetRelay.link, fleetRelay.prefix, parking, registry.logger, registry.tracer);
     parking.useRelay(relay);
     // Redis may be away now: the link subscribes again when it is back.
     await relay.start().catch((error: unknown) => registry.logger.warn({ err: (error as Error).message }, 'mcp http: could not listen for relayed 2026-07-28 retries yet'));

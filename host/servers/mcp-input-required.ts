@@ -43,6 +43,8 @@ import { randomBytes } from 'node:crypto';
 import { ToolhostError } from '../base/errors.js';
 import type { CallStream } from '../core/call/options.js';
 import type { CallClient, ElicitResult, SamplingResult } from '../core/client-requests.js';
+import type { TraceSpan } from '../core/tracing.js';
+import { requestSpan } from './mcp-trace.js';
 import { ParkedCall, type Leg, type Parking } from './mcp-parked-call.js';
 
 export type { EmbeddedInputRequest, InputRequiredResult, Leg } from './mcp-parked-call.js';
@@ -73,9 +75,15 @@ export interface Refusal {
   reason: 'request_state_unknown';
 }
 
-/** Relays a retry to the host holding its call (mcp-resume-relay.ts, in a fleet). */
+/** Relays a retry to the host holding its call (mcp-resume-relay.ts, in a fleet); `span`: the retry's request span, when traced. */
 export interface RetryRelay {
-  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal): Leg;
+  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, span?: TraceSpan): Leg;
+}
+
+/** How a retry is resumed: `relay` false serves it here whatever host its state names (a relayed retry); `span`: its request's span. */
+export interface ResumeOptions {
+  relay?: boolean;
+  span?: TraceSpan | undefined;
 }
 
 /** The parked calls of one server (one per MCP endpoint, shared by its requests). */
@@ -134,10 +142,10 @@ export class CallParking implements Parking {
    * A client's retry: the parked call it continues, now driven by this request; or a refusal. A
    * state naming another host is relayed there when `relay` (and a fleet relay is set).
    */
-  resume(state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, relay = true): { ok: true; leg: Leg } | Refusal {
+  resume(state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, options: ResumeOptions = {}): { ok: true; leg: Leg } | Refusal {
     const host = CallParking.hostOf(state);
-    if (relay && this.#relay !== undefined && host !== undefined && host !== this.#hostId) {
-      return { ok: true, leg: this.#relay.resume(host, state, principal, responses, signal) };
+    if (options.relay !== false && this.#relay !== undefined && host !== undefined && host !== this.#hostId) {
+      return { ok: true, leg: this.#relay.resume(host, state, principal, responses, signal, options.span) };
     }
     const call = this.#parked.get(state);
     if (call === undefined || call.principal !== principal) {
@@ -230,7 +238,7 @@ export function driveCall(
 ): { ok: true; leg: Leg } | Refusal {
   const principal = options.principal ?? '';
   const state = ctx.mcpReq.requestState<unknown>();
-  if (typeof state === 'string') return parking.resume(state, principal, ctx.mcpReq.inputResponses, ctx.mcpReq.signal);
+  if (typeof state === 'string') return parking.resume(state, principal, ctx.mcpReq.inputResponses, ctx.mcpReq.signal, { span: requestSpan(ctx) });
   const declared = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES_KEY];
   const capabilities = typeof declared === 'object' && declared !== null ? (declared as DeclaredCapabilities) : {};
   return { ok: true, leg: parking.start(principal, capabilities, ctx.mcpReq.signal, run) };

@@ -19,11 +19,19 @@
  * (INVALID_INPUT, `request_state_unknown`), and one that goes away mid-call is
  * noticed within `PING_MS` (FLEET_UNAVAILABLE); the relaying client's
  * disconnect cancels the call on the holder, as it would locally.
+ *
+ * Traced hosts: a relayed retry is one trace. The relaying host opens a CLIENT
+ * span `fleet.mcp.resume.relay` under the retry's `tools/call` server span and
+ * sends its context with the retry (capped on arrival, core/tracing.ts
+ * `carrierOf`); the holder serves it inside a SERVER span `fleet.mcp.resume`,
+ * its child, which ends when the call's end went back. No answer, argument or
+ * event is put in either span: only the hosts and the outcome.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../base/logger.js';
 import type { CallStream } from '../core/call/options.js';
 import type { TerminalEvent, ToolEvent } from '../core/events.js';
+import { carrierOf, type CallTracer, type TraceCarrier, type TraceSpan } from '../core/tracing.js';
 import type { CallParking, Refusal } from './mcp-input-required.js';
 import type { InputRequiredResult, Leg } from './mcp-parked-call.js';
 
@@ -39,7 +47,7 @@ export interface RelayLink {
 export const PING_MS = 5_000;
 
 type Message =
-  | { k: 'resume'; id: string; from: string; state: string; principal: string; responses?: Record<string, unknown> }
+  | { k: 'resume'; id: string; from: string; state: string; principal: string; responses?: Record<string, unknown>; trace?: TraceCarrier }
   | { k: 'abort'; id: string }
   | { k: 'ping' }
   | { k: 'event'; id: string; event: ToolEvent }
@@ -52,17 +60,20 @@ export class ResumeRelay {
   readonly #prefix: string;
   readonly #parking: CallParking;
   readonly #logger: Logger;
+  readonly #tracer: CallTracer | undefined;
   /** Retries relayed from here, by relay id: where their messages go. */
   readonly #waiting = new Map<string, (message: Message) => void>();
   /** Retries served here for another host, by relay id: their drivers' signals. */
   readonly #serving = new Map<string, AbortController>();
   #retrying = false;
 
-  constructor(link: RelayLink, prefix: string, parking: CallParking, logger: Logger) {
+  /** `tracer`: this host's, when it traces (a relayed retry it serves continues the relaying host's trace). */
+  constructor(link: RelayLink, prefix: string, parking: CallParking, logger: Logger, tracer?: CallTracer) {
     this.#link = link;
     this.#prefix = prefix;
     this.#parking = parking;
     this.#logger = logger;
+    this.#tracer = tracer;
   }
 
   /** Listen on this host's channel (Redis may be away: the link subscribes when it comes back). */
@@ -81,9 +92,11 @@ export class ResumeRelay {
     }
   }
 
-  /** Relay a retry to `host`, the holder of its call; the leg reads what the holder sends back. */
-  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal): Leg {
+  /** Relay a retry to `host`, the holder of its call; the leg reads what the holder sends back (`span`: the retry's request span). */
+  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, span?: TraceSpan): Leg {
     const id = randomBytes(12).toString('base64url');
+    const relaySpan = span?.child('fleet.mcp.resume.relay', { kind: 'client', attributes: { 'toolhost.fleet.host': host } });
+    const trace = relaySpan?.carrier();
     const queue: Message[] = [];
     let wake: (() => void) | undefined;
     let inputRequired: InputRequiredResult | undefined;
@@ -97,6 +110,7 @@ export class ResumeRelay {
     const holder = this.#channel(host);
     const send = (message: Message): Promise<number> => this.#link.publish(holder, JSON.stringify(message));
     const fail = (code: 'INVALID_INPUT' | 'FLEET_UNAVAILABLE', message: string, reason: string): void => {
+      relaySpan?.fail(code, reason);
       push({ k: 'event', id, event: failure(code, message, reason) });
       push({ k: 'end', id });
     };
@@ -108,11 +122,12 @@ export class ResumeRelay {
       }, () => fail('FLEET_UNAVAILABLE', 'the fleet\'s Redis is unreachable, so the host holding this call cannot be reached', 'redis'));
     }, PING_MS);
     ping.unref();
-    send({ k: 'resume', id, from: this.#parking.hostId, state, principal, ...(responses === undefined ? {} : { responses }) }).then((listeners) => {
+    send({ k: 'resume', id, from: this.#parking.hostId, state, principal, ...(responses === undefined ? {} : { responses }), ...(trace === undefined ? {} : { trace }) }).then((listeners) => {
       if (listeners === 0) fail('INVALID_INPUT', 'the requestState names no call waiting for an answer here (it ended, was answered already, or is not yours): call the tool again', 'request_state_unknown');
     }, () => fail('FLEET_UNAVAILABLE', 'the fleet\'s Redis is unreachable, so the host holding this call cannot be reached', 'redis'));
 
     const finish = (): void => {
+      relaySpan?.end();
       clearInterval(ping);
       signal.removeEventListener('abort', onAbort);
       this.#waiting.delete(id);
@@ -173,21 +188,27 @@ export class ResumeRelay {
     });
     const driver = new AbortController();
     this.#serving.set(request.id, driver);
+    // Client-shaped context (it came through the relaying host): capped before anything parses it.
+    const parent = carrierOf(request.trace as Record<string, unknown> | undefined);
+    const span = this.#tracer?.startSpan('fleet.mcp.resume', { kind: 'server', ...(parent === undefined ? {} : { parent }), attributes: { 'toolhost.fleet.from': String(request.from).slice(0, 64) } });
     try {
-      const resumed: { ok: true; leg: Leg } | Refusal = this.#parking.resume(request.state, request.principal, request.responses, driver.signal, false);
+      const resumed: { ok: true; leg: Leg } | Refusal = this.#parking.resume(request.state, request.principal, request.responses, driver.signal, { relay: false, ...(span === undefined ? {} : { span }) });
       if (!resumed.ok) {
+        span?.fail(resumed.code, resumed.reason);
         await send({ k: 'event', id: request.id, event: failure(resumed.code, resumed.message, resumed.reason) });
         await send({ k: 'end', id: request.id });
         return;
       }
       for await (const event of resumed.leg.events as AsyncIterable<ToolEvent>) {
         if (!RELAYED_EVENTS.has(event.type)) continue;
+        if (event.type === 'error') span?.fail(event.code);
         await send({ k: 'event', id: request.id, event });
         if (event.type === 'result' || event.type === 'error') break;
       }
       const inputRequired = resumed.leg.inputRequired();
       await send({ k: 'end', id: request.id, ...(inputRequired === undefined ? {} : { inputRequired }) });
     } finally {
+      span?.end();
       this.#serving.delete(request.id);
     }
   }
