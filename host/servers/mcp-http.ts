@@ -47,6 +47,7 @@ import { createModernMcp } from './mcp-modern.js';
 import { CallParking, DEFAULT_MAX_PARKED_CALLS } from './mcp-input-required.js';
 import { DEFAULT_EVENT_STORE_LIMITS } from './mcp-event-store.js';
 import { ResumeRelay } from './mcp-resume-relay.js';
+import { endListenSpan, openListenSpan, type ListenEnd } from './mcp-listen-span.js';
 import { checkMcpServerOptions, type McpToolSource } from './mcp-server.js';
 import { packageVersion } from './package-version.js';
 import { atExpiry, createLegacySessions, DEFAULT_RESUME_RETRY_MS } from './mcp-legacy.js';
@@ -200,18 +201,24 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       // The SDK's own classification: a request with the 2026-07-28 envelope is the modern leg's.
       if (!(await isLegacyRequest(new Request('http://mcp.invalid/mcp', { method: 'POST', headers: webHeaders(req) }), body, { maxRequestBodySize: maxBodyBytes }))) {
         if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
+        const listening = isListen(body);
+        // Traced hosts: the listen stream's own span (the SDK serves it outside the traced handlers).
+        const span = listening ? openListenSpan(registry.tracer, req, body) : undefined;
+        let ended: ListenEnd = 'closed';
         // A subscriptions/listen stream ends when its token expires: the client listens again with a fresh one.
-        const expiry = isListen(body) ? atExpiry(req, () => {
+        const expiry = listening ? atExpiry(req, () => {
           limitMetrics?.refused('mcp', 'token_expired');
+          ended = 'token_expired';
           res.destroy();
         }) : undefined;
         // The resource URIs a listen stream asks about get notifications/resources/updated while it is open.
-        const forget = isListen(body) ? modern.listen(body) : undefined;
+        const forget = listening ? modern.listen(body) : undefined;
         try {
           return await serveModern(req, res, body);
         } finally {
           clearTimeout(expiry);
           forget?.();
+          endListenSpan(span, closing && ended === 'closed' ? 'server_closing' : ended);
         }
       }
     }
