@@ -192,7 +192,7 @@ export class ResumeRelay {
     const parent = carrierOf(request.trace as Record<string, unknown> | undefined);
     const span = this.#tracer?.startSpan('fleet.mcp.resume', { kind: 'server', ...(parent === undefined ? {} : { parent }), attributes: { 'toolhost.fleet.from': String(request.from).slice(0, 64) } });
     try {
-      const resumed: { ok: true; leg: Leg } | Refusal = this.#parking.resume(request.state, request.principal, request.responses, driver.signal, { relay: false, ...(span === undefined ? {} : { span }) });
+      const resumed: { ok: true; leg: Leg } | Refusal = this.#parking.resume(request.state, request.principal, request.responses, driver.signal, { relay: false });
       if (!resumed.ok) {
         span?.fail(resumed.code, resumed.reason);
         await send({ k: 'event', id: request.id, event: failure(resumed.code, resumed.message, resumed.reason) });
