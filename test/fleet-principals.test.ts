@@ -183,6 +183,22 @@ describe.runIf(hasRedis)('principals across a fleet', () => {
     }
   });
 
+  it('gives the places back before the terminal even when Redis is slow to take them (hostile: a give-back sent without waiting loses this race)', async () => {
+    // A's writes reach Redis 150 ms late, as on a loaded host or network: its call's end must still find the places free.
+    const link = a.fleet.link;
+    const batch = link.batch.bind(link);
+    link.batch = async (commands) => {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      return batch(commands);
+    };
+    try {
+      expect(await terminal(a.registry.stream('wait', { ms: 0 }, { principal: 'dave' }))).toMatchObject({ type: 'result' });
+      expect(await terminal(b.registry.stream('wait', { ms: 0 }, { principal: 'dave' }))).toMatchObject({ type: 'result' });
+    } finally {
+      link.batch = batch;
+    }
+  });
+
   it('never lets a caller without a principal name a principal\'s conversation key', async () => {
     expect((await a.registry.execute('state', { op: 'set', key: 'secret', value: 'alice-only' }, { conversationId: 'diary', principal: 'alice' })).isError).toBeFalsy();
     expect((await b.registry.execute('state', { op: 'get', key: 'secret' }, { conversationId: 'diary', principal: 'alice' })).structuredContent).toEqual({ value: 'alice-only' });
