@@ -12,6 +12,7 @@ import type { TerminalEvent, ToolRegistry } from '../host/index.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { createMetrics, type HostMetrics } from '../host/servers/metrics.js';
 import { fixture, hasCGuests, makeRegistry } from './helpers.js';
+import { rawCall, rawMessage, UNKNOWN_STATE } from './mcp-raw-2026.js';
 
 type Structured = { replies?: string[]; model?: string; error?: { code: string; message: string; details?: Record<string, unknown> }; action?: string; content?: unknown };
 const structured = (result: CallToolResult): Structured => result.structuredContent as Structured;
@@ -34,40 +35,6 @@ async function pinnedClient(url: string, handlers: Handlers, headers?: Record<st
   return client;
 }
 
-/** One raw 2026-07-28 request (no SDK driver): to see the input_required result and misuse it. */
-async function rawCall(url: string, body: Record<string, unknown>, token?: string): Promise<Record<string, unknown>> {
-  const message = await rawMessage(url, body, token);
-  if (message.result === undefined) throw new Error(`no result: ${JSON.stringify(message)}`);
-  return message.result;
-}
-
-/** The JSON-RPC error of a refused retry (a requestState that names no call of this caller's). */
-const UNKNOWN_STATE = { code: -32602, data: { code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } } };
-
-async function rawMessage(url: string, body: Record<string, unknown>, token?: string): Promise<{ result?: Record<string, unknown>; error?: unknown }> {
-  const meta = {
-    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-    'io.modelcontextprotocol/clientCapabilities': { sampling: {}, elicitation: { form: {} } },
-    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
-  };
-  const params = body.params as Record<string, unknown>;
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': String(params.name),
-      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { ...params, _meta: { ...meta, ...(params._meta as object | undefined) } } }),
-  });
-  const text = await response.text();
-  const line = text.split('\n').reverse().find((entry) => entry.startsWith('data: '));
-  return JSON.parse(line === undefined ? text : line.slice(6)) as { result?: Record<string, unknown>; error?: unknown };
-}
-
 describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients through input-required results', () => {
   let registry: ToolRegistry;
   let server: McpHttpServer;
@@ -76,8 +43,9 @@ describe.skipIf(!hasCGuests)('sampling and elicitation for 2026-07-28 clients th
   const clients: Client[] = [];
 
   beforeAll(async () => {
-    // Three workers: a parked guest keeps its worker.
-    registry = makeRegistry({ defaults: { wallMs: 60_000 }, sandbox: { threads: 3 } });
+    // Three workers: a parked guest keeps its worker; two may wait for clients, both one principal's, so that the
+    // per-principal cap on parked calls is what refuses here (test/client-waits.test.ts has the pool's own caps).
+    registry = makeRegistry({ defaults: { wallMs: 60_000 }, sandbox: { threads: 3, clientWaits: 2, clientWaitsPerPrincipal: 2 } });
     await registry.registerWasmTools(fixture('mcp_rich'), { grant: { sampling: { maxRequests: 3, maxTokens: 1000 }, elicitation: { maxRequests: 2 } } });
     registry.onCallFinished((_tool, event) => finished.push(event));
     metrics = createMetrics(registry);

@@ -23,7 +23,7 @@ export const ERROR_CODES = {
   CANCELLED: 'The call was cancelled by its caller.',
   TOOL_CRASHED: 'The guest trapped, exited, or its worker died.',
   TOOL_ERROR: 'The tool ran and reported an error of its own; its code is in `details.code`.',
-  OVERLOADED: 'The pool\'s queue is full, or a fleet-wide concurrency cap (per tool or per tenant) is reached; try again later.',
+  OVERLOADED: 'The pool\'s queue is full, the workers that may wait for clients are all waiting, or a fleet-wide concurrency cap (per tool or per tenant) is reached; try again later.',
   COMPONENT_INVALID: 'A component could not be loaded: not a component, or it does not export toolhost:tool/tool.',
   INTERNAL: 'A bug or an unexpected failure inside toolhost.',
   FLEET_UNAVAILABLE: 'The fleet\'s shared store (Redis) is unreachable: shared state cannot be written and fleet-wide cancel cannot answer; local calls still run.',

@@ -190,6 +190,8 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   if (pool.kept_instances_mb !== undefined) sandbox.keptInstanceMb = pool.kept_instances_mb;
   if (pool.memory_budget_mb !== undefined) sandbox.memoryBudgetMb = pool.memory_budget_mb;
   if (pool.idle_release_ms !== undefined) sandbox.idleReleaseMs = pool.idle_release_ms;
+  if (pool.client_waits !== undefined) sandbox.clientWaits = pool.client_waits;
+  if (pool.client_waits_per_principal !== undefined) sandbox.clientWaitsPerPrincipal = pool.client_waits_per_principal;
   const limits = host.output_limits;
   if (limits) {
     const outputLimits: NonNullable<SandboxOptions['outputLimits']> = {};

@@ -107,6 +107,8 @@ export interface HostSection {
     kept_instances_mb?: number;
     memory_budget_mb?: number;
     idle_release_ms?: number;
+    client_waits?: number;
+    client_waits_per_principal?: number;
   };
   output_limits?: {
     stdio_bytes?: number;

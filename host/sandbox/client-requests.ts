@@ -19,7 +19,8 @@ import type { ToolContext } from '../core/context.js';
 import type { ElicitRequest, ElicitResult, SamplingRequest, SamplingResult } from '../core/client-requests.js';
 import type { ClientElicitAnswer, ClientSampleAnswer, GuestClientError } from './client-wire.js';
 
-function failure(error: unknown): { ok: false; error: GuestClientError } {
+/** A refusal as the guest gets it: its request's error (`code` a toolhost error code), never a trap. */
+export function failure(error: unknown): { ok: false; error: GuestClientError } {
   if (error instanceof ToolhostError) {
     const out: GuestClientError = { code: error.code, message: error.message };
     if (error.details !== undefined) out.details = JSON.stringify(error.details);

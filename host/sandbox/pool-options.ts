@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULT_IDLE_RELEASE_MS, DEFAULT_KEPT_INSTANCE_MB, DEFAULT_MEMORY_BUDGET_MB } from './protocol.js';
+import { defaultClientWaits, type ClientWaitLimits } from './client-waits.js';
 
 export interface SandboxPoolOptions {
   /** Worker threads (default: the machine's cores). */
@@ -47,6 +48,13 @@ export interface SandboxPoolOptions {
   memoryBudgetMb?: number;
   /** A component uncalled this long (ms, default 60 000; 0: never) has its instances dropped by every worker. */
   idleReleaseMs?: number;
+  /**
+   * Workers that may wait for their calls' clients at once (a guest's sampling or elicitation request; default: all
+   * workers but one, at least one); past it a guest's request is refused with OVERLOADED (see client-waits.ts).
+   */
+  clientWaits?: number;
+  /** Of those, how many one principal may hold (default: half of `clientWaits`, rounded up). */
+  clientWaitsPerPrincipal?: number;
 }
 
 export interface ResolvedPoolOptions {
@@ -60,6 +68,7 @@ export interface ResolvedPoolOptions {
   keptInstanceMb: number;
   memoryBudgetMb: number;
   idleReleaseMs: number;
+  clientWaitLimits: ClientWaitLimits;
 }
 
 /** See SandboxPoolOptions.spinMicros: longer than a main thread's turnaround between two calls at concurrency 1 (~35 µs). */
@@ -86,7 +95,12 @@ export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions
   if (!Number.isInteger(memoryBudgetMb) || memoryBudgetMb < 1) throw new TypeError('options.memoryBudgetMb must be a positive integer');
   const idleReleaseMs = options.idleReleaseMs ?? DEFAULT_IDLE_RELEASE_MS;
   if (!Number.isInteger(idleReleaseMs) || idleReleaseMs < 0) throw new TypeError('options.idleReleaseMs must be a non-negative integer');
-  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros, keptInstanceMb, memoryBudgetMb, idleReleaseMs };
+  const max = options.clientWaits ?? defaultClientWaits(threads).max;
+  if (!Number.isInteger(max) || max < 1) throw new TypeError('options.clientWaits must be a positive integer');
+  const perPrincipal = options.clientWaitsPerPrincipal ?? defaultClientWaits(threads, max).perPrincipal;
+  if (!Number.isInteger(perPrincipal) || perPrincipal < 1) throw new TypeError('options.clientWaitsPerPrincipal must be a positive integer');
+  const clientWaitLimits = { max, perPrincipal: Math.min(perPrincipal, max) };
+  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros, keptInstanceMb, memoryBudgetMb, idleReleaseMs, clientWaitLimits };
 }
 
 /**

@@ -17,6 +17,7 @@ import { ToolhostError } from '../base/errors.js';
 import { ChurnTable } from '../core/churn-table.js';
 import { ControlSlots } from './transport/control-slots.js';
 import { resolveOptions, workerScript, type ResolvedPoolOptions, type SandboxPoolOptions } from './pool-options.js';
+import { ClientWaits } from './client-waits.js';
 import { PoolTask, type PoolTaskHandlers, type StoppedMeasures } from './pool-task.js';
 import { WorkerHoldings } from './worker-holdings.js';
 import { WorkerStops } from './worker-stops.js';
@@ -94,9 +95,11 @@ export class SandboxPool {
   readonly #handedBack = { abandoned: 0, reposted: 0 };
   /** Which tasks each worker holds (what decides whether a task may wait behind another). */
   readonly #held: WorkerHoldings;
+  readonly clientWaits: ClientWaits;
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
+    this.clientWaits = new ClientWaits(this.#options.clientWaitLimits);
     this.#held = new WorkerHoldings(this.#options.waitBehind);
     this.#bells = new LaneBells(this.#options.threads, this.#options.spinMicros);
     this.#spares = new SpareWatch(this.#options.spareTimeoutMs, (threadId) => this.#terminate(threadId));

@@ -6,6 +6,7 @@
  */
 import type { TaskHandlers, TaskInput } from './pool.js';
 import type { WorkerHeap, WorkerOutcome } from './protocol.js';
+import type { ClientWaits } from './client-waits.js';
 
 /** Where guest code runs: worker threads of the host process, or of a supervised child process. */
 export type Containment = 'thread' | 'process';
@@ -27,6 +28,8 @@ export interface SandboxRunner {
   readonly spins?: { readonly caught: number; readonly missed: number };
   /** The sandbox process, with process containment (for tests and metrics). */
   readonly process?: { readonly pid: number | undefined; readonly restarts: number };
+  /** The workers calls may keep waiting for their clients (see client-waits.ts). */
+  readonly clientWaits: ClientWaits;
   run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome>;
   /** Collect every worker's garbage and read its heap (measurements only; the in-process pool only). */
   collectGarbage?(): Promise<WorkerHeap[]>;

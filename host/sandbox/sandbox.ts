@@ -70,6 +70,7 @@ export class Sandbox implements SandboxHandle {
     const pool = this.#pool;
     if (!pool) return undefined;
     const stats: SandboxStats = { threads: pool.threads, queueSize: pool.queueSize, utilization: pool.utilization, containment: this.containment };
+    stats.clientWaits = { waiting: pool.clientWaits.waiting, ...pool.clientWaits.limits };
     if (pool.process) stats.process = { ...pool.process };
     if (pool.handedBack) stats.handedBack = { ...pool.handedBack };
     if (pool.spins) stats.spins = { ...pool.spins };

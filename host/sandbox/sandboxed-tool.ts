@@ -11,7 +11,8 @@ import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
-import { answerElicit, answerSample } from './client-requests.js';
+import { answerElicit, answerSample, failure } from './client-requests.js';
+import type { CallClientWaits } from './client-waits.js';
 import { DEFAULT_CLIENT_REQUEST_BYTES, type ClientAllowances } from '../core/client-requests.js';
 import { richResult } from '../core/result.js';
 import { contentBlock } from './load/content-block.js';
@@ -184,6 +185,7 @@ export class SandboxedTool implements Tool {
     let stoppedQueuedMs: number | undefined;
     // What the host refuses the guest is kept by the call: a tool that ends with one ends the call with it (core/call/refusals.ts).
     const refused = (error: ToolhostError): void => events.refused?.(error.toData());
+    const guest: GuestHostCalls = { refused, limit: (limit) => events.limit?.(limit), clientWaits: this.#pool().clientWaits.forCall(ctx.principal, ctx.callId) };
     const handlers: TaskHandlers = {
       signal: stop,
       onStopped: (measured) => {
@@ -206,7 +208,7 @@ export class SandboxedTool implements Tool {
         } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes);
       },
-      rpc: (request) => span === undefined ? this.#answer(request, ctx, guestNetwork, hostCalls, limits, refused) : this.#traced(span, request, ctx, guestNetwork, hostCalls, limits, refused),
+      rpc: (request) => span === undefined ? this.#answer(request, ctx, guestNetwork, hostCalls, limits, guest) : this.#traced(span, request, ctx, guestNetwork, hostCalls, limits, guest),
     };
     if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
     else handlers.cancelSignal = ctx.signal;
@@ -225,6 +227,7 @@ export class SandboxedTool implements Tool {
       throw error;
     } finally {
       unwatch();
+      guest.clientWaits.close();
     }
     const { accounting } = outcome;
     if (span !== undefined) this.#runSpans(span, runStart, accounting, overLimit !== undefined ? 'OUTPUT_LIMIT_EXCEEDED' : outcome.ok ? undefined : outcome.error.code);
@@ -300,12 +303,12 @@ export class SandboxedTool implements Tool {
   }
 
   /** `#answer` inside a span of its own (the guest's host calls of a traced call). */
-  async #traced(parent: TraceSpan, request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, refused: (error: ToolhostError) => void): Promise<unknown> {
+  async #traced(parent: TraceSpan, request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, guest: GuestHostCalls): Promise<unknown> {
     // Sampling and elicitation get their spans from the call's client gate (core/call/client-gate.ts), as a native tool's do.
-    if (request.op === 'modules' || request.op === 'sample' || request.op === 'elicit') return this.#answer(request, ctx, network, hostCalls, limits, refused);
+    if (request.op === 'modules' || request.op === 'sample' || request.op === 'elicit') return this.#answer(request, ctx, network, hostCalls, limits, guest);
     const span = parent.child(HOST_CALL_SPANS[request.op], { attributes: hostCallAttributes(request) });
     try {
-      const answer = await this.#answer(request, ctx, network, hostCalls, limits, refused, span);
+      const answer = await this.#answer(request, ctx, network, hostCalls, limits, guest, span);
       if (request.op === 'get-state') span.setAttributes({ 'toolhost.state.found': answer !== undefined && answer !== null });
       return answer;
     } catch (error) {
@@ -316,7 +319,7 @@ export class SandboxedTool implements Tool {
     }
   }
 
-  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, refused: (error: ToolhostError) => void, span?: TraceSpan): Promise<unknown> {
+  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, guest: GuestHostCalls, span?: TraceSpan): Promise<unknown> {
     if (request.op === 'modules') {
       if (request.componentId !== this.#component.id) throw new Error('unknown component');
       return this.#component.modulesFor(request.memoryMb);
@@ -333,18 +336,40 @@ export class SandboxedTool implements Tool {
         } catch (error) {
           // The guest gets a string: lead with the stable code so it can tell a limit from a failure.
           if (!(error instanceof ToolhostError)) throw error;
-          refused(error);
+          guest.refused(error);
           throw new Error(`${error.code}: ${error.message}`);
         }
         return null;
       case 'http':
         return network().send(request.request, span);
       case 'sample':
-        return answerSample(ctx, request.request, limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES);
-      case 'elicit':
-        return answerElicit(ctx, request.request, limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES);
+      case 'elicit': {
+        // The worker waits, blocked, until the client answers: only with a place (client-waits.ts).
+        const full = guest.clientWaits.enter();
+        if (full !== undefined) {
+          guest.limit((full.details as { limit: string }).limit);
+          guest.refused(full);
+          return failure(full);
+        }
+        try {
+          const maxBytes = limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES;
+          return await (request.op === 'sample' ? answerSample(ctx, request.request, maxBytes) : answerElicit(ctx, request.request, maxBytes));
+        } finally {
+          guest.clientWaits.leave();
+        }
+      }
     }
   }
+}
+
+/** What answering a guest's host calls needs of its call. */
+interface GuestHostCalls {
+  /** The host refused the guest: the refusal the call may end with (core/call/refusals.ts). */
+  refused(error: ToolhostError): void;
+  /** One of the host's limits was hit (toolhost_limit_hits_total). */
+  limit(limit: string): void;
+  /** The call's places among the workers waiting for clients. */
+  clientWaits: CallClientWaits;
 }
 
 /** Span names of the guest's host calls (sampling's and elicitation's: core/call/client-gate.ts `CLIENT_REQUEST_SPANS`). */

@@ -153,6 +153,14 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
       this.set(registry.sandboxStats()?.queueSize ?? 0);
     },
   });
+  new Gauge({
+    name: 'toolhost_pool_client_waits',
+    help: 'Sandbox workers held by calls whose guest waits for its client\'s answer (sampling, elicitation; a parked 2026-07-28 call), at most host.pool.client_waits; a request past it, or past client_waits_per_principal, is refused (a limit hit of that name).',
+    registers: [prometheus],
+    collect() {
+      this.set(registry.sandboxStats()?.clientWaits?.waiting ?? 0);
+    },
+  });
   new Counter({
     name: 'toolhost_sandbox_process_restarts_total',
     help: 'Times the sandbox process (process containment) died and was started again.',

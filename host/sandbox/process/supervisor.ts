@@ -26,6 +26,7 @@ import type { WorkerOutcome } from '../protocol.js';
 import type { SandboxRunner } from '../sandbox-runner.js';
 import type { StopSignal } from '../task-stop.js';
 import { TaskQueue } from '../task-queue.js';
+import { ClientWaits } from '../client-waits.js';
 import { childScript } from './child-script.js';
 import type { Job, SandboxChild } from './child-record.js';
 import { DEFAULT_HEARTBEAT_MS, Heartbeat, HeartbeatPipe } from './heartbeat.js';
@@ -62,6 +63,7 @@ export class ProcessSandboxPool implements SandboxRunner {
   readonly #heartbeatMs: number;
   /** The sandbox's queue (task-queue.ts, as in thread containment): admission, and the jobs not yet handed to a child. */
   readonly #queue: TaskQueue<Job>;
+  readonly clientWaits: ClientWaits;
   readonly #wedgedListeners = new Set<(componentId: string, threadId: number) => void>();
   /** Components compiled ahead of their first call, again in every new child. */
   readonly #warm = new Map<string, { componentId: string; memoryMb: number }>();
@@ -83,6 +85,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     const resolved = resolveOptions(pool);
     // The child's own queue never fills: it is given at most `threads` tasks (and the lookahead) at a time.
     this.#options = resolved;
+    this.clientWaits = new ClientWaits(resolved.clientWaitLimits);
     this.#queue = new TaskQueue(resolved.threads, resolved.maxQueue);
     this.#moduleBytes = moduleBytes;
     this.#start();
