@@ -72,6 +72,10 @@ describe.skipIf(!built)('the conformance component, as conformance.yaml serves i
       expect(asked).toEqual(['What is your name?', 'Step 1: What is your name?', 'Step 2: What is your favorite color?']);
       const sampled = (await able.callTool({ name: 'test_input_required_result_sampling', arguments: {} })) as CallToolResult;
       expect(sampled.content).toEqual([{ type: 'text', text: 'The model says: Paris' }]);
+      // A prompt asks its caller as a tool does.
+      able.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { context: 'the 2025 session' } }));
+      const prompt = await able.getPrompt({ name: 'test_input_required_result_prompt' });
+      expect(prompt.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Prompt with context: the 2025 session' } }]);
     } finally {
       await able.close();
     }
@@ -85,8 +89,15 @@ describe.skipIf(!built)('the conformance component, as conformance.yaml serves i
   });
 });
 
+type ModernAnswer = { status: number; result?: Record<string, unknown>; error?: { code: number; message: string; data?: Record<string, unknown> } };
+
 /** One raw 2026-07-28 tools/call, as the suite sends it: the HTTP status and the JSON-RPC message. */
-async function modernCall(url: string, params: Record<string, unknown>, capabilities: Record<string, unknown>): Promise<{ status: number; result?: Record<string, unknown>; error?: { code: number; message: string; data?: Record<string, unknown> } }> {
+function modernCall(url: string, params: Record<string, unknown>, capabilities: Record<string, unknown>): Promise<ModernAnswer> {
+  return modernRequest(url, 'tools/call', { arguments: {}, ...params }, capabilities);
+}
+
+/** One raw 2026-07-28 request of `method`. */
+async function modernRequest(url: string, method: string, params: Record<string, unknown>, capabilities: Record<string, unknown>): Promise<ModernAnswer> {
   const meta = {
     'io.modelcontextprotocol/protocolVersion': '2026-07-28',
     'io.modelcontextprotocol/clientCapabilities': capabilities,
@@ -94,8 +105,8 @@ async function modernCall(url: string, params: Record<string, unknown>, capabili
   };
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': String(params.name) },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { arguments: {}, ...params, _meta: meta } }),
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': String(params.name) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } }),
   });
   const text = await response.text();
   const line = text.split('\n').reverse().find((entry) => entry.startsWith('data: '));
@@ -128,6 +139,19 @@ describe.skipIf(!built)('the conformance component\'s input-required tools, as c
     expect(request).toMatchObject({ method: 'elicitation/create', params: { message: 'What is your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } });
     const done = await modernCall(server.url, { name: 'test_input_required_result_elicitation', inputResponses: { [key]: { action: 'accept', content: { name: 'Alice' } } }, requestState: first.result!.requestState }, ABLE);
     expect(done.result?.content).toEqual([{ type: 'text', text: 'Hello, Alice!' }]);
+  });
+
+  it('test_input_required_result_prompt asks from prompts/get by input_required; only a prompts/get retry resumes it', async () => {
+    const first = await modernRequest(server.url, 'prompts/get', { name: 'test_input_required_result_prompt' }, ABLE);
+    expect(first.result).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
+    const [key, request] = Object.entries(first.result!.inputRequests as InputRequests)[0]!;
+    expect(request).toMatchObject({ method: 'elicitation/create', params: { message: 'What context should the prompt use?' } });
+    const answer = { [key]: { action: 'accept', content: { context: 'test context' } } };
+    // The prompt's state is no tool call's: a tools/call retry with it is refused, and the call stays parked.
+    const crossed = await modernCall(server.url, { name: 'test_input_required_result_elicitation', inputResponses: answer, requestState: first.result!.requestState }, ABLE);
+    expect(crossed.error).toMatchObject({ code: -32602, data: { code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } } });
+    const done = await modernRequest(server.url, 'prompts/get', { name: 'test_input_required_result_prompt', inputResponses: answer, requestState: first.result!.requestState }, ABLE);
+    expect(done.result?.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Prompt with context: test context' } }]);
   });
 
   it('test_input_required_result_multi_round asks twice, each round with a requestState of its own', async () => {

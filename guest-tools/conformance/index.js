@@ -292,6 +292,8 @@ const PROMPTS = [
   },
   { name: 'test_prompt_with_embedded_resource', title: undefined, description: 'A prompt with an embedded resource', arguments: [{ name: 'resourceUri', description: 'URI of the resource to embed', required: true }] },
   { name: 'test_prompt_with_image', title: undefined, description: 'A prompt with an image', arguments: [] },
+  // SEP-2322 on a request that is not a tool call: the prompt asks its caller, as a tool does (parked on 2026-07-28).
+  { name: 'test_input_required_result_prompt', title: undefined, description: 'Asks the caller for context (elicitation), then returns a prompt with it', arguments: [] },
 ];
 
 export const prompts = {
@@ -310,6 +312,10 @@ export const prompts = {
         return { description: undefined, messages: [user(embedded(args.resourceUri ?? 'test://example-resource', 'text/plain', 'Embedded resource content for testing.')), user(text('Please process the embedded resource above.'))] };
       case 'test_prompt_with_image':
         return { description: undefined, messages: [user(image(PNG, 'image/png')), user(text('Please analyze the image above.'))] };
+      case 'test_input_required_result_prompt': {
+        const answer = ask(() => elicit('What context should the prompt use?', JSON.stringify(oneField('context', 'string'))));
+        return { description: undefined, messages: [user(text(`Prompt with context: ${field(answer, 'context') ?? 'none'}`))] };
+      }
       default:
         throw toolError('UNKNOWN_PROMPT', `no prompt named "${name}"`);
     }

@@ -107,7 +107,7 @@ export class ToolRegistry {
     const surfaceTools = new Map<Tool, RegisteredTool>();
     this.surfaces = new ComponentSurfaces((tool, args, call) => {
       if (!surfaceTools.has(tool)) surfaceTools.set(tool, tool.checksOwnArgs === true ? { tool } : { tool, validate: this.#schemas.compile(tool.name, tool.inputSchema) });
-      return this.#start(tool.name, args, call, surfaceTools.get(tool)).terminal();
+      return this.#start(tool.name, args, call, surfaceTools.get(tool));
     }, {
       ...(options.surfaceItems === undefined ? {} : { maxItems: options.surfaceItems }),
       ...(options.surfaceListingWaitMs === undefined ? {} : { listingWaitMs: options.surfaceListingWaitMs }),

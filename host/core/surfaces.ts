@@ -28,7 +28,7 @@
  */
 import { ToolhostError } from '../base/errors.js';
 import { createDefaultLogger, type Logger } from '../base/logger.js';
-import type { CallOptions } from './call/options.js';
+import type { CallOptions, CallStream } from './call/options.js';
 import { ComponentListings, DEFAULT_SURFACE_LISTING_WAIT_MS, type ListingOp } from './surface-listings.js';
 import { compileUriTemplate, isRefusal, matchUriTemplate, URI_TEMPLATE_LIMITS, type CompiledUriTemplate, type MatchBudget } from './uri-template-match.js';
 import type { TerminalEvent } from './events.js';
@@ -66,8 +66,21 @@ export interface ComponentSurface {
   resources: boolean;
 }
 
+/** One surface operation's call: its events (the terminal last), and the terminal. */
+export interface SurfaceStream extends CallStream {
+  terminal(): Promise<TerminalEvent>;
+}
+
 /** Runs one surface operation as a call of the surface tool (the registry's call path). */
-export type SurfaceCall = (tool: Tool, args: Record<string, unknown>, options: CallOptions) => Promise<TerminalEvent>;
+export type SurfaceCall = (tool: Tool, args: Record<string, unknown>, options: CallOptions) => SurfaceStream;
+
+/**
+ * A prompt found and its arguments checked, not yet run: `start` runs its `prompts/get` under the options given
+ * (a server that may park the call while the guest asks its caller passes the client and signal it drives it with).
+ */
+export interface PromptRequest {
+  start(options: CallOptions): SurfaceStream;
+}
 
 interface Entry extends ComponentSurface {
   listings: ComponentListings;
@@ -163,12 +176,19 @@ export class ComponentSurfaces {
   }
 
   async getPrompt(name: string, args: Record<string, string>, options: CallOptions = {}): Promise<PromptResult> {
+    return promptResultOf(await (await this.prompt(name, args, options)).start(options).terminal());
+  }
+
+  /** The prompt `name` with `args`, checked (INVALID_INPUT: no such prompt, a required argument missing), to run. */
+  async prompt(name: string, args: Record<string, string>, options: CallOptions = {}): Promise<PromptRequest> {
     const prompt = (await this.listPrompts(options)).find((candidate) => candidate.name === name);
     if (!prompt) throw new ToolhostError('INVALID_INPUT', `no prompt named "${name}"`, { details: { reason: 'unknown-prompt', prompt: name } });
     for (const argument of prompt.arguments ?? []) {
       if (argument.required === true && args[argument.name] === undefined) throw new ToolhostError('INVALID_INPUT', `prompt "${name}" needs the argument "${argument.name}"`, { details: { reason: 'missing-argument', argument: argument.name } });
     }
-    return (await this.#call(this.#entries.get(prompt.component)!, { op: 'prompts/get', name: prompt.guestName, arguments: args }, options)) as PromptResult;
+    const entry = this.#entries.get(prompt.component)!;
+    const op = { op: 'prompts/get', name: prompt.guestName, arguments: args };
+    return { start: (call) => this.#run(entry.tool, op, call) };
   }
 
   /** Every component's resources; a URI an earlier component listed is left out. */
@@ -287,10 +307,19 @@ export class ComponentSurfaces {
   }
 
   async #call(entry: Entry, args: Record<string, unknown>, options: CallOptions): Promise<unknown> {
-    const terminal = await this.#run(entry.tool, args, options);
-    if (terminal.type === 'error') throw ToolhostError.fromData({ code: terminal.code, message: terminal.message, details: terminal.details, callId: terminal.callId });
-    return terminal.result.structuredContent ?? JSON.parse(textOf(terminal.result.content));
+    return surfaceValueOf(await this.#run(entry.tool, args, options).terminal());
   }
+}
+
+/** What a surface operation's call answered (its error thrown as a ToolhostError). */
+function surfaceValueOf(terminal: TerminalEvent): unknown {
+  if (terminal.type === 'error') throw ToolhostError.fromData({ code: terminal.code, message: terminal.message, details: terminal.details, callId: terminal.callId });
+  return terminal.result.structuredContent ?? JSON.parse(textOf(terminal.result.content));
+}
+
+/** A `prompts/get` call's prompt, from its terminal (its error thrown as a ToolhostError). */
+export function promptResultOf(terminal: TerminalEvent): PromptResult {
+  return surfaceValueOf(terminal) as PromptResult;
 }
 
 /** A URI as an error quotes it: at most 200 characters. */

@@ -40,14 +40,16 @@
  * call emits while parked wait for the retry).
  */
 import { randomBytes } from 'node:crypto';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { ToolhostError } from '../base/errors.js';
 import type { CallStream } from '../core/call/options.js';
 import type { CallClient, ElicitResult, SamplingResult } from '../core/client-requests.js';
+import type { TerminalEvent } from '../core/events.js';
 import type { TraceSpan } from '../core/tracing.js';
 import { requestSpan } from './mcp-trace.js';
-import { ParkedCall, type Leg, type Parking } from './mcp-parked-call.js';
+import { ParkedCall, type Leg, type ParkedMethod, type Parking } from './mcp-parked-call.js';
 
-export type { EmbeddedInputRequest, InputRequiredResult, Leg } from './mcp-parked-call.js';
+export type { EmbeddedInputRequest, InputRequiredResult, Leg, ParkedMethod } from './mcp-parked-call.js';
 
 /** Parked calls one principal may hold at once (default of `servers.mcp.max_parked_calls`). */
 export const DEFAULT_MAX_PARKED_CALLS = 16;
@@ -77,13 +79,15 @@ export interface Refusal {
 
 /** Relays a retry to the host holding its call (mcp-resume-relay.ts, in a fleet); `span`: the retry's request span, when traced. */
 export interface RetryRelay {
-  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, span?: TraceSpan): Leg;
+  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, span?: TraceSpan, method?: ParkedMethod): Leg;
 }
 
 /** How a retry is resumed: `relay` false serves it here whatever host its state names (a relayed retry); `span`: its request's span. */
 export interface ResumeOptions {
   relay?: boolean;
   span?: TraceSpan | undefined;
+  /** The request the retry is (default `tools/call`): a state is good only for a retry of the request that parked. */
+  method?: ParkedMethod;
 }
 
 /** The parked calls of one server (one per MCP endpoint, shared by its requests). */
@@ -127,8 +131,8 @@ export class CallParking implements Parking {
    * Start a call that may park. `run` starts it with the hooks the client declared (a hook parks
    * the call) and the call's own signal (aborted while a request drives it and that request ends).
    */
-  start(principal: string, capabilities: DeclaredCapabilities, signal: AbortSignal, run: (client: CallClient, signal: AbortSignal) => CallStream): Leg {
-    const call = new ParkedCall(this, principal);
+  start(principal: string, capabilities: DeclaredCapabilities, signal: AbortSignal, run: (client: CallClient, signal: AbortSignal) => CallStream, method: ParkedMethod = 'tools/call'): Leg {
+    const call = new ParkedCall(this, principal, method);
     call.begin(run, hooksFor(call, capabilities));
     return call.attach(signal);
   }
@@ -145,10 +149,10 @@ export class CallParking implements Parking {
   resume(state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, options: ResumeOptions = {}): { ok: true; leg: Leg } | Refusal {
     const host = CallParking.hostOf(state);
     if (options.relay !== false && this.#relay !== undefined && host !== undefined && host !== this.#hostId) {
-      return { ok: true, leg: this.#relay.resume(host, state, principal, responses, signal, options.span) };
+      return { ok: true, leg: this.#relay.resume(host, state, principal, responses, signal, options.span, options.method) };
     }
     const call = this.#parked.get(state);
-    if (call === undefined || call.principal !== principal) {
+    if (call === undefined || call.principal !== principal || call.method !== (options.method ?? 'tools/call')) {
       return { ok: false, code: 'INVALID_INPUT', reason: 'request_state_unknown', message: 'the requestState names no call waiting for an answer here (it ended, was answered already, or is not yours): call the tool again' };
     }
     this.#parked.delete(state);
@@ -225,21 +229,31 @@ export interface ModernRequestContext {
 const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 
 /**
- * The leg a 2026 `tools/call` request drives: a new call (`run` starts it) or, when the request
- * carries a `requestState`, the parked call it answers. `options.principal` is the request's
- * authenticated principal (never a client-chosen name).
+ * The leg a 2026 `tools/call` or `prompts/get` request (`method`) drives: a new call (`run` starts it) or, when
+ * the request carries a `requestState`, the parked call it answers (parked by a request of the same method).
+ * `options.principal` is the request's authenticated principal (never a client-chosen name).
  */
 export function driveCall(
   parking: CallParking,
-  _tool: string,
+  method: ParkedMethod,
   options: { principal?: string | undefined },
   ctx: ModernRequestContext,
   run: (client: CallClient, signal: AbortSignal) => CallStream,
 ): { ok: true; leg: Leg } | Refusal {
   const principal = options.principal ?? '';
   const state = ctx.mcpReq.requestState<unknown>();
-  if (typeof state === 'string') return parking.resume(state, principal, ctx.mcpReq.inputResponses, ctx.mcpReq.signal, { span: requestSpan(ctx) });
+  if (typeof state === 'string') return parking.resume(state, principal, ctx.mcpReq.inputResponses, ctx.mcpReq.signal, { span: requestSpan(ctx), method });
   const declared = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES_KEY];
   const capabilities = typeof declared === 'object' && declared !== null ? (declared as DeclaredCapabilities) : {};
-  return { ok: true, leg: parking.start(principal, capabilities, ctx.mcpReq.signal, run) };
+  return { ok: true, leg: parking.start(principal, capabilities, ctx.mcpReq.signal, run, method) };
+}
+
+/** A retry whose `requestState` names no call waiting for this caller's answer (SEP-2322: a JSON-RPC error). */
+export function unknownState(message: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, `INVALID_INPUT: ${message}`, { code: 'INVALID_INPUT', message, details: { reason: 'request_state_unknown' } });
+}
+
+/** The same refusal, when it came from the host a fleet relayed the retry to (mcp-resume-relay.ts) as the leg's terminal. */
+export function throwIfRelayedUnknownState(terminal: TerminalEvent, ctx: ModernRequestContext): void {
+  if (terminal.type === 'error' && terminal.code === 'INVALID_INPUT' && typeof ctx.mcpReq.requestState<unknown>() === 'string' && (terminal.details as { reason?: unknown } | undefined)?.reason === 'request_state_unknown') throw unknownState(terminal.message);
 }

@@ -18,7 +18,10 @@
 import { ProtocolError, ProtocolErrorCode, type Server, type ServerContext } from '@modelcontextprotocol/server';
 import { ToolhostError } from '../base/errors.js';
 import type { CallOptions } from '../core/call/options.js';
-import type { ComponentSurfaces } from '../core/surfaces.js';
+import { promptResultOf, type ComponentSurfaces } from '../core/surfaces.js';
+import { isTerminal, type TerminalEvent } from '../core/events.js';
+import type { CallStream } from '../core/call/options.js';
+import { driveCall, throwIfRelayedUnknownState, unknownState, type CallParking } from './mcp-input-required.js';
 
 /** MCP's "Resource not found" (the 2026 codec sends it as -32602). */
 const RESOURCE_NOT_FOUND = -32002;
@@ -30,8 +33,12 @@ const MAX_LISTENED_URI_LENGTH = 4096;
 /** The capabilities the surfaces add to a modern server. */
 export const MODERN_SURFACE_CAPABILITIES = { prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true }, completions: {} } as const;
 
-/** Register the surface handlers on `server`; `callOptions` gives each request's caller. */
-export function serveModernSurfaces(server: Server, surfaces: ComponentSurfaces, callOptions: (ctx: ServerContext) => CallOptions): void {
+/**
+ * Register the surface handlers on `server`; `callOptions` gives each request's caller. With `parking`, a prompt
+ * whose guest asks its caller (sampling, elicitation) parks as a tool call does, and `prompts/get` answers
+ * input_required; the client's retry (`prompts/get` with `inputResponses` and the `requestState`) resumes it.
+ */
+export function serveModernSurfaces(server: Server, surfaces: ComponentSurfaces, callOptions: (ctx: ServerContext) => CallOptions, parking?: CallParking): void {
   const run = async <T>(ctx: ServerContext, work: (call: CallOptions) => Promise<T>): Promise<T> => {
     try {
       return await work(callOptions(ctx));
@@ -42,8 +49,17 @@ export function serveModernSurfaces(server: Server, surfaces: ComponentSurfaces,
   server.setRequestHandler('prompts/list', (_request, ctx) => run(ctx, async (call) => ({
     prompts: (await surfaces.listPrompts(call)).map(({ component: _component, guestName: _guest, ...prompt }) => prompt),
   })));
-  server.setRequestHandler('prompts/get', (request, ctx) => run(ctx, async (call) =>
-    (await surfaces.getPrompt(request.params.name, request.params.arguments ?? {}, call)) as never));
+  server.setRequestHandler('prompts/get', (request, ctx) => run(ctx, async (call) => {
+    const prompt = await surfaces.prompt(request.params.name, request.params.arguments ?? {}, call);
+    if (parking === undefined) return promptResultOf(await prompt.start(call).terminal()) as never;
+    const leg = driveCall(parking, 'prompts/get', call, ctx, (client, signal) => prompt.start({ ...call, signal, client }));
+    if (!leg.ok) throw unknownState(leg.message);
+    const terminal = await terminalOf(leg.leg.events);
+    const asked = leg.leg.inputRequired();
+    if (asked !== undefined) return asked as never;
+    throwIfRelayedUnknownState(terminal, ctx);
+    return promptResultOf(terminal) as never;
+  }));
   server.setRequestHandler('resources/list', (_request, ctx) => run(ctx, async (call) => ({
     resources: (await surfaces.listResources(call)).map(({ component: _component, ...resource }) => resource),
   })));
@@ -107,4 +123,11 @@ function toProtocolError(error: unknown): ProtocolError {
   if (reason === 'unknown-resource' && typeof uri === 'string') Object.assign(data, { uri });
   const rpcCode = reason === 'unknown-resource' ? RESOURCE_NOT_FOUND : failure.code === 'INVALID_INPUT' ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
   return new ProtocolError(rpcCode, `${failure.code}: ${failure.message}`, data);
+}
+
+/** A leg's last event: its terminal, or none when the leg ended asking (its events end before the call does). */
+async function terminalOf(events: CallStream): Promise<TerminalEvent> {
+  let terminal: TerminalEvent | undefined;
+  for await (const event of events) if (isTerminal(event)) terminal = event;
+  return terminal ?? { type: 'error', callId: events.callId, code: 'INTERNAL', message: 'the call ended without a terminal event', stage: 'run', accounting: { wallMs: 0, queuedMs: 0, attempts: 0, events: 0 } };
 }

@@ -52,7 +52,7 @@ import type { CallOptions, CallStream } from '../core/call/options.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import { metaCallOptions } from './mcp-meta.js';
-import { CallParking, driveCall } from './mcp-input-required.js';
+import { CallParking, driveCall, throwIfRelayedUnknownState, unknownState } from './mcp-input-required.js';
 import { listTools, MCP_META_KEYS, outputSchemaOf, toCallToolResult, type McpServerOptions, type McpToolSource } from './mcp-server.js';
 import { requestSpan, traceMcpRequests } from './mcp-trace.js';
 import { ListenedUris, MODERN_SURFACE_CAPABILITIES, serveModernSurfaces } from './mcp-modern-surfaces.js';
@@ -130,7 +130,7 @@ export function modernServerFactory(
         };
       });
     }
-    if (registry.surfaces !== undefined) serveModernSurfaces(server, registry.surfaces, surfaceCallOptions);
+    if (registry.surfaces !== undefined) serveModernSurfaces(server, registry.surfaces, surfaceCallOptions, state.parking);
     if (connection !== undefined) pushChanges(server, registry, connection);
     server.setRequestHandler('tools/list', () => ({ tools: listTools(registry) as Tool[] }));
     server.setRequestHandler('tools/call', (request, ctx) => callTool(registry, options, state, request, ctx));
@@ -201,15 +201,14 @@ ctx: ServerContext,
   state.inFlight += 1;
   try {
     // A tool that asks its caller parks until the client's retry answers (mcp-input-required.ts).
-    const leg = driveCall(state.parking, name, call, ctx, (client, signal) => registry.stream(name, args, { ...call, signal, client }));
+    const leg = driveCall(state.parking, 'tools/call', call, ctx, (client, signal) => registry.stream(name, args, { ...call, signal, client }));
     // A requestState that names no call of this caller's is a protocol error, not a tool's result (SEP-2322:
     // state that fails verification MUST be rejected with a JSON-RPC error).
     if (!leg.ok) throw unknownState(leg.message);
     const terminal = await forward(leg.leg.events, name, ctx);
     const asked = leg.leg.inputRequired();
     if (asked !== undefined) return asked as unknown as CallToolResult;
-    // The same refusal from the host a fleet relayed the retry to (mcp-resume-relay.ts).
-    if (terminal.type === 'error' && terminal.code === 'INVALID_INPUT' && typeof ctx.mcpReq.requestState<unknown>() === 'string' && (terminal.details as { reason?: unknown } | undefined)?.reason === 'request_state_unknown') throw unknownState(terminal.message);
+    throwIfRelayedUnknownState(terminal, ctx);
     if (terminal.type === 'error' && terminal.code === 'TOOL_NOT_FOUND' && terminal.stage === 'rejected') {
       const data = { code: terminal.code, message: terminal.message, ...(terminal.details === undefined ? {} : { details: terminal.details }), callId: terminal.callId };
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `TOOL_NOT_FOUND: ${terminal.message}`, data);
@@ -224,11 +223,6 @@ ctx: ServerContext,
     state.inFlight -= 1;
     if (state.inFlight === 0) for (const done of [...state.idle]) done();
   }
-}
-
-/** A retry whose `requestState` names no call waiting for this caller's answer. */
-function unknownState(message: string): ProtocolError {
-  return new ProtocolError(ProtocolErrorCode.InvalidParams, `INVALID_INPUT: ${message}`, { code: 'INVALID_INPUT', message, details: { reason: 'request_state_unknown' } });
 }
 
 /**

@@ -12,6 +12,9 @@ import type { ToolEvent } from '../core/events.js';
 
 export type InputMethod = 'sampling/createMessage' | 'elicitation/create';
 
+/** The client requests whose calls may park: a retry must be a request of the same method. */
+export type ParkedMethod = 'tools/call' | 'prompts/get';
+
 /** One embedded request of an input-required result. */
 export interface EmbeddedInputRequest {
   method: InputMethod;
@@ -57,6 +60,8 @@ export interface Parking {
 /** A call started by a 2026 request, with what it needs to park and resume. */
 export class ParkedCall {
   readonly principal: string;
+  /** The request that started it; only a retry of the same method resumes it. */
+  readonly method: ParkedMethod;
   readonly #parking: Parking;
   readonly #abort = new AbortController();
   #stream: CallStream | undefined;
@@ -71,9 +76,10 @@ export class ParkedCall {
   #state: string | undefined;
   #result: InputRequiredResult | undefined;
 
-  constructor(parking: Parking, principal: string) {
+  constructor(parking: Parking, principal: string, method: ParkedMethod = 'tools/call') {
     this.#parking = parking;
     this.principal = principal;
+    this.method = method;
   }
 
   begin(run: (client: CallClient, signal: AbortSignal) => CallStream, client: CallClient): void {

@@ -32,7 +32,7 @@ import type { Logger } from '../base/logger.js';
 import type { CallStream } from '../core/call/options.js';
 import type { TerminalEvent, ToolEvent } from '../core/events.js';
 import { carrierOf, type CallTracer, type TraceCarrier, type TraceSpan } from '../core/tracing.js';
-import type { CallParking, Refusal } from './mcp-input-required.js';
+import type { CallParking, ParkedMethod, Refusal } from './mcp-input-required.js';
 import type { InputRequiredResult, Leg } from './mcp-parked-call.js';
 
 /** What the relay needs of the fleet's Redis connection. */
@@ -47,7 +47,7 @@ export interface RelayLink {
 export const PING_MS = 5_000;
 
 type Message =
-  | { k: 'resume'; id: string; from: string; state: string; principal: string; responses?: Record<string, unknown>; trace?: TraceCarrier }
+  | { k: 'resume'; id: string; from: string; state: string; principal: string; responses?: Record<string, unknown>; trace?: TraceCarrier; method?: ParkedMethod }
   | { k: 'abort'; id: string }
   | { k: 'ping' }
   | { k: 'event'; id: string; event: ToolEvent }
@@ -93,7 +93,7 @@ export class ResumeRelay {
   }
 
   /** Relay a retry to `host`, the holder of its call; the leg reads what the holder sends back (`span`: the retry's request span). */
-  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, span?: TraceSpan): Leg {
+  resume(host: string, state: string, principal: string, responses: Record<string, unknown> | undefined, signal: AbortSignal, span?: TraceSpan, method: ParkedMethod = 'tools/call'): Leg {
     const id = randomBytes(12).toString('base64url');
     const relaySpan = span?.child('fleet.mcp.resume.relay', { kind: 'client', attributes: { 'toolhost.fleet.host': host } });
     const trace = relaySpan?.carrier();
@@ -122,7 +122,7 @@ export class ResumeRelay {
       }, () => fail('FLEET_UNAVAILABLE', 'the fleet\'s Redis is unreachable, so the host holding this call cannot be reached', 'redis'));
     }, PING_MS);
     ping.unref();
-    send({ k: 'resume', id, from: this.#parking.hostId, state, principal, ...(responses === undefined ? {} : { responses }), ...(trace === undefined ? {} : { trace }) }).then((listeners) => {
+    send({ k: 'resume', id, from: this.#parking.hostId, state, principal, ...(responses === undefined ? {} : { responses }), ...(trace === undefined ? {} : { trace }), ...(method === 'tools/call' ? {} : { method }) }).then((listeners) => {
       if (listeners === 0) fail('INVALID_INPUT', 'the requestState names no call waiting for an answer here (it ended, was answered already, or is not yours): call the tool again', 'request_state_unknown');
     }, () => fail('FLEET_UNAVAILABLE', 'the fleet\'s Redis is unreachable, so the host holding this call cannot be reached', 'redis'));
 
@@ -192,7 +192,7 @@ export class ResumeRelay {
     const parent = carrierOf(request.trace as Record<string, unknown> | undefined);
     const span = this.#tracer?.startSpan('fleet.mcp.resume', { kind: 'server', ...(parent === undefined ? {} : { parent }), attributes: { 'toolhost.fleet.from': String(request.from).slice(0, 64) } });
     try {
-      const resumed: { ok: true; leg: Leg } | Refusal = this.#parking.resume(request.state, request.principal, request.responses, driver.signal, { relay: false });
+      const resumed: { ok: true; leg: Leg } | Refusal = this.#parking.resume(request.state, request.principal, request.responses, driver.signal, { relay: false, method: request.method === 'prompts/get' ? 'prompts/get' : 'tools/call' });
       if (!resumed.ok) {
         span?.fail(resumed.code, resumed.reason);
         await send({ k: 'event', id: request.id, event: failure(resumed.code, resumed.message, resumed.reason) });

@@ -288,7 +288,11 @@ export function createMcpServer(registry: McpToolSource, options: McpServerOptio
   // Components' prompts and resources (mcp-surfaces.ts), each operation a call under the same caller.
   const stopSurfaces = registry.surfaces === undefined
     ? undefined
-    : serveSurfaces(server, registry.surfaces, { callOptions: (extra) => callerOptions(extra, resolved), debounceMs: resolved.listChangedDebounceMs, logger: registry.logger });
+    : serveSurfaces(server, registry.surfaces, {
+      callOptions: (extra) => callerOptions(extra, resolved),
+      // A prompt may ask its caller (sampling, elicitation) as a tool does: server-to-client requests of this session.
+      promptCallOptions: (extra) => ({ ...callerOptions(extra, resolved), client: clientHooks(server, extra) }),
+      debounceMs: resolved.listChangedDebounceMs, logger: registry.logger });
   server.onclose = () => {
     stopSurfaces?.();
     unsubscribe();

@@ -51,6 +51,8 @@ const RESOURCE_NOT_FOUND = -32002;
 export interface SurfaceHandlerOptions {
   /** The options every surface call of this request gets (signal, principal, tenant). */
   callOptions: (extra: Extra) => CallOptions;
+  /** A `prompts/get`'s options, when they differ: with the session's client, so a prompt may ask its caller. */
+  promptCallOptions?: (extra: Extra) => CallOptions;
   /** How long to gather changes before sending a list_changed notification (ms). */
   debounceMs: number;
   logger: Logger;
@@ -74,8 +76,13 @@ export function serveSurfaces(server: Server, surfaces: ComponentSurfaces, optio
   server.setRequestHandler(ListPromptsRequestSchema, (_request, extra) => run(extra, async (call) => ({
     prompts: (await surfaces.listPrompts(call)).map(({ component: _component, guestName: _guest, ...prompt }) => prompt),
   })));
-  server.setRequestHandler(GetPromptRequestSchema, (request, extra) => run(extra, async (call) =>
-    (await surfaces.getPrompt(request.params.name, request.params.arguments ?? {}, call)) as GetPromptResult));
+  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+    try {
+      return (await surfaces.getPrompt(request.params.name, request.params.arguments ?? {}, (options.promptCallOptions ?? options.callOptions)(extra))) as GetPromptResult;
+    } catch (error) {
+      throw toMcpError(error);
+    }
+  });
   server.setRequestHandler(ListResourcesRequestSchema, (_request, extra) => run(extra, async (call) => ({
     resources: (await surfaces.listResources(call)).map(({ component: _component, ...resource }) => resource),
   })));
