@@ -97,7 +97,7 @@ function modernCall(url: string, params: Record<string, unknown>, capabilities: 
 }
 
 /** One raw 2026-07-28 request of `method`. */
-async function modernRequest(url: string, method: string, params: Record<string, unknown>, capabilities: Record<string, unknown>): Promise<ModernAnswer> {
+async function modernRequest(url: string, method: string, params: Record<string, unknown>, capabilities: Record<string, unknown>, headers: Record<string, string> = {}): Promise<ModernAnswer> {
   const meta = {
     'io.modelcontextprotocol/protocolVersion': '2026-07-28',
     'io.modelcontextprotocol/clientCapabilities': capabilities,
@@ -105,7 +105,7 @@ async function modernRequest(url: string, method: string, params: Record<string,
   };
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': String(params.name) },
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': String(params.name), ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } }),
   });
   const text = await response.text();
@@ -152,6 +152,20 @@ describe.skipIf(!built)('the conformance component\'s input-required tools, as c
     expect(crossed.error).toMatchObject({ code: -32602, data: { code: 'INVALID_INPUT', details: { reason: 'request_state_unknown' } } });
     const done = await modernRequest(server.url, 'prompts/get', { name: 'test_input_required_result_prompt', inputResponses: answer, requestState: first.result!.requestState }, ABLE);
     expect(done.result?.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Prompt with context: test context' } }]);
+  });
+
+  it('test_custom_header\'s Mcp-Param-Region header must say what its body says (SEP-2243): else HTTP 400, -32020, and no call', async () => {
+    expect((await modernRequest(server.url, 'tools/list', {}, {})).result?.tools).toEqual(expect.arrayContaining([expect.objectContaining({
+      name: 'test_custom_header', inputSchema: expect.objectContaining({ properties: { region: expect.objectContaining({ 'x-mcp-header': 'Region' }) } }),
+    })]));
+    const call = (region: string, headers: Record<string, string>): Promise<ModernAnswer> => modernRequest(server.url, 'tools/call', { name: 'test_custom_header', arguments: { region } }, {}, headers);
+    expect((await call('eu-west', { 'mcp-param-region': 'eu-west' })).result?.content).toEqual([{ type: 'text', text: 'region=eu-west' }]);
+    expect((await call('Zürich', { 'mcp-param-region': `=?base64?${Buffer.from('Zürich').toString('base64')}?=` })).result?.content).toEqual([{ type: 'text', text: 'region=Zürich' }]);
+    for (const [headers, reason] of [[{}, 'param-header-missing'], [{ 'mcp-param-region': 'us-east' }, 'param-header-mismatch'], [{ 'mcp-param-region': '=?base64?ZXUtd2VzdA?=' }, 'param-header-invalid-encoding']] as const) {
+      const refused = await call('eu-west', headers);
+      expect(refused.status).toBe(400);
+      expect(refused.error).toMatchObject({ code: -32020, data: { reason, header: 'Mcp-Param-Region' } });
+    }
   });
 
   it('test_input_required_result_multi_round asks twice, each round with a requestState of its own', async () => {

@@ -240,6 +240,13 @@ const TOOLS = {
     },
     run: (args) => output([text(`JSON Schema 2020-12 tool called with ${JSON.stringify(args)}`)]),
   },
+  // SEP-2243 (2026-07-28): `x-mcp-header` makes a 2026 client mirror the argument into an `Mcp-Param-Region`
+  // header, which the host checks against the body before the call starts (HTTP 400, -32020 when they disagree).
+  test_custom_header: {
+    description: 'Echoes its region, which clients also send as the Mcp-Param-Region header.',
+    inputSchema: { type: 'object', properties: { region: { type: 'string', description: 'Where to route the call', 'x-mcp-header': 'Region' } }, required: ['region'] },
+    run: (args) => output([text(`region=${requireString(args, 'region')}`)]),
+  },
 };
 
 /** A host call that returns a result: its error (the host's refusal) becomes this tool's error (the toolkit's hostCall). */

@@ -103,8 +103,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-export function rpcError(res: ServerResponse, status: number, code: number, message: string, data?: Record<string, unknown>): void {
-  sendJson(res, status, { jsonrpc: '2.0', error: { code, message, ...(data === undefined ? {} : { data }) }, id: null });
+export function rpcError(res: ServerResponse, status: number, code: number, message: string, data?: Record<string, unknown>, id: string | number | null = null): void {
+  sendJson(res, status, { jsonrpc: '2.0', error: { code, message, ...(data === undefined ? {} : { data }) }, id });
 }
 
 export function methodNotAllowed(res: ServerResponse, allow: string): void {

@@ -58,6 +58,7 @@ import type { Caller } from './auth/caller.js';
 import { callScopeRefusal, metricsScopeRefusal, sendScopeRefusal } from './mcp-step-up.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_SUBSCRIPTIONS, type McpHttpServer, type McpHttpServerOptions } from './mcp-http-options.js';
 import { defaultAllowedHosts, defaultAllowedOrigins, header, hostForUrl, hostMatcher, methodNotAllowed, originMatcher, pathOf, readJson, rpcError, sendJson } from './http-edges.js';
+import { checkParamHeaders, HEADER_MISMATCH, paramHeadersOf, type ParamHeaderMismatch } from './mcp-param-headers.js';
 
 
 const MCP_PATH = '/mcp';
@@ -201,6 +202,12 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       // The SDK's own classification: a request with the 2026-07-28 envelope is the modern leg's.
       if (!(await isLegacyRequest(new Request('http://mcp.invalid/mcp', { method: 'POST', headers: webHeaders(req) }), body, { maxRequestBodySize: maxBodyBytes }))) {
         if (closing) return rpcError(res, 503, -32000, 'the server is closing', { code: 'OVERLOADED', reason: 'closing' });
+        // SEP-2243: the Mcp-Param-* headers must say what the body says (mcp-param-headers.ts).
+        const headerMismatch = paramHeaderMismatch(registry, body, req);
+        if (headerMismatch !== undefined) {
+          limitMetrics?.refused('mcp', 'header_mismatch');
+          return rpcError(res, 400, HEADER_MISMATCH, headerMismatch.message, headerMismatch.data, requestIdOf(body));
+        }
         const listening = isListen(body);
         // Traced hosts: the listen stream's own span (the SDK serves it outside the traced handlers).
         const span = listening ? openListenSpan(registry.tracer, req, body) : undefined;
@@ -324,6 +331,25 @@ export async function startMcpHttpServer(registry: McpToolSource, options: McpHt
       return closed;
     },
   };
+}
+
+/** A modern `tools/call`'s `Mcp-Param-*` headers checked against its arguments (undefined: agree, or nothing to check). */
+function paramHeaderMismatch(registry: McpToolSource, body: unknown, req: IncomingMessage): ParamHeaderMismatch | undefined {
+  if (typeof body !== 'object' || body === null || (body as { method?: unknown }).method !== 'tools/call') return undefined;
+  const params = (body as { params?: { name?: unknown; arguments?: unknown } }).params;
+  if (typeof params?.name !== 'string') return undefined;
+  const declarations = paramHeadersOf(registry.get(params.name)?.inputSchema);
+  if (declarations.length === 0) return undefined;
+  return checkParamHeaders(declarations, params.arguments, (name) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  });
+}
+
+/** A JSON-RPC request's id, to echo in an error answered before the SDK reads it. */
+function requestIdOf(body: unknown): string | number | null {
+  const id = (body as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
 function isListen(body: unknown): boolean {
