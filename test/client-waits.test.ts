@@ -5,6 +5,9 @@
  * wall budgets ran out. Here a hostile principal tries exactly that against `toolhost`'s MCP server.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TerminalEvent, ToolRegistry } from '../host/index.js';
 import { ClientWaits, defaultClientWaits } from '../host/sandbox/client-waits.js';
 import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
@@ -118,6 +121,26 @@ describe.skipIf(!hasCGuests)('a principal whose client never answers does not fr
     const carol = await parkedBy('carol-token');
     expect(carol.resultType).toBe('input_required');
     await answer(carol, 'carol-token');
+  });
+
+  it('on 2025-11-25 too: a session that never answers its elicitation holds one place, and cancelling the call gives it back', async () => {
+    const silent = new Client({ name: 'never-answers', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    silent.setRequestHandler(ElicitRequestSchema, () => new Promise<never>(() => {}));
+    await silent.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { authorization: 'Bearer mallory-token' } } }));
+    const stop = new AbortController();
+    const hanging = silent.callTool({ name: 'ask_user', arguments: {} }, undefined, { timeout: 60_000, signal: stop.signal }).catch((error: unknown) => error);
+    await expect.poll(gauge, { timeout: 10_000 }).toBe('1');
+    // The same principal's next request (here on 2026-07-28) is refused at once; another principal's is not.
+    const refused = await parkedBy('mallory-token');
+    expect(JSON.stringify(refused.structuredContent)).toMatch(/OVERLOADED.*client_waits_per_principal/);
+    const bob = await parkedBy('bob-token');
+    expect(bob.resultType).toBe('input_required');
+    await answer(bob, 'bob-token');
+    // Cancelled (notifications/cancelled): the guest's request fails CANCELLED, the call ends, the place is free.
+    stop.abort();
+    await hanging;
+    await expect.poll(gauge, { timeout: 10_000 }).toBe('0');
+    await silent.close();
   });
 
   it('gives the place back when the call ends at its wall budget while its guest waits', async () => {

@@ -185,7 +185,13 @@ export class SandboxedTool implements Tool {
     let stoppedQueuedMs: number | undefined;
     // What the host refuses the guest is kept by the call: a tool that ends with one ends the call with it (core/call/refusals.ts).
     const refused = (error: ToolhostError): void => events.refused?.(error.toData());
-    const guest: GuestHostCalls = { refused, limit: (limit) => events.limit?.(limit), clientWaits: this.#pool().clientWaits.forCall(ctx.principal, ctx.callId) };
+    // The call's places among the workers waiting for clients: made at its first sampling or elicitation request.
+    let clientWaits: CallClientWaits | undefined;
+    const guest: GuestHostCalls = {
+      refused,
+      limit: (limit) => events.limit?.(limit),
+      clientWaits: () => (clientWaits ??= this.#pool().clientWaits.forCall(ctx.principal, ctx.callId)),
+    };
     const handlers: TaskHandlers = {
       signal: stop,
       onStopped: (measured) => {
@@ -227,7 +233,7 @@ export class SandboxedTool implements Tool {
       throw error;
     } finally {
       unwatch();
-      guest.clientWaits.close();
+      clientWaits?.close();
     }
     const { accounting } = outcome;
     if (span !== undefined) this.#runSpans(span, runStart, accounting, overLimit !== undefined ? 'OUTPUT_LIMIT_EXCEEDED' : outcome.ok ? undefined : outcome.error.code);
@@ -345,7 +351,8 @@ export class SandboxedTool implements Tool {
       case 'sample':
       case 'elicit': {
         // The worker waits, blocked, until the client answers: only with a place (client-waits.ts).
-        const full = guest.clientWaits.enter();
+        const waits = guest.clientWaits();
+        const full = waits.enter();
         if (full !== undefined) {
           guest.limit((full.details as { limit: string }).limit);
           guest.refused(full);
@@ -355,7 +362,7 @@ export class SandboxedTool implements Tool {
           const maxBytes = limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES;
           return await (request.op === 'sample' ? answerSample(ctx, request.request, maxBytes) : answerElicit(ctx, request.request, maxBytes));
         } finally {
-          guest.clientWaits.leave();
+          waits.leave();
         }
       }
     }
@@ -368,8 +375,8 @@ interface GuestHostCalls {
   refused(error: ToolhostError): void;
   /** One of the host's limits was hit (toolhost_limit_hits_total). */
   limit(limit: string): void;
-  /** The call's places among the workers waiting for clients. */
-  clientWaits: CallClientWaits;
+  /** The call's places among the workers waiting for clients (given back when its run ends). */
+  clientWaits(): CallClientWaits;
 }
 
 /** Span names of the guest's host calls (sampling's and elicitation's: core/call/client-gate.ts `CLIENT_REQUEST_SPANS`). */
