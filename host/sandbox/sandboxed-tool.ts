@@ -11,14 +11,13 @@ import type { ExecutionPolicyInput } from '../policy/execution-policy.js';
 import type { CoreModuleBytes } from './process/messages.js';
 import type { SandboxRunner } from './sandbox-runner.js';
 import { GuestNetwork } from './guest-network.js';
-import { answerElicit, answerSample, failure } from './client-requests.js';
-import type { CallClientWaits } from './client-waits.js';
-import { DEFAULT_CLIENT_REQUEST_BYTES, type ClientAllowances } from '../core/client-requests.js';
+import { GuestHostCalls } from './guest-host-calls.js';
+import type { ClientAllowances } from '../core/client-requests.js';
 import { richResult } from '../core/result.js';
 import { contentBlock } from './load/content-block.js';
 import { TaskStop } from './task-stop.js';
 import type { TaskHandlers, TaskInput } from './pool.js';
-import type { ArgsSchema, CoreModules, GuestCallContext, GuestOutputLimits, Isolation, RpcRequest, WorkerAccounting, WorkerOutcome } from './protocol.js';
+import type { ArgsSchema, CoreModules, GuestCallContext, GuestOutputLimits, Isolation, WorkerAccounting, WorkerOutcome } from './protocol.js';
 
 /** What a sandboxed tool needs from the component it belongs to. */
 export interface ComponentHandle {
@@ -135,7 +134,6 @@ export class SandboxedTool implements Tool {
     const guestNetwork = (): GuestNetwork => (network ??= new GuestNetwork(ctx, () => events.hardSignal));
     /** What the guest went past in the worker (it then ends with OUTPUT_LIMIT_EXCEEDED, whatever it returned). */
     let overLimit: { limit: string; message: string; max: number } | undefined;
-    const hostCalls = { count: 0 };
     // Past a limit the guest is stopped at once (its worker is replaced: it
     // may well go on looping over refusals otherwise), through the signal the
     // pool hands piscina, so piscina itself retires the worker. (Terminating the
@@ -185,13 +183,16 @@ export class SandboxedTool implements Tool {
     let stoppedQueuedMs: number | undefined;
     // What the host refuses the guest is kept by the call: a tool that ends with one ends the call with it (core/call/refusals.ts).
     const refused = (error: ToolhostError): void => events.refused?.(error.toData());
-    // The call's places among the workers waiting for clients: made at its first sampling or elicitation request.
-    let clientWaits: CallClientWaits | undefined;
-    const guest: GuestHostCalls = {
+    const host = new GuestHostCalls({
+      ctx,
+      component: this.#component,
+      limits,
+      maxHostCalls: this.#limits.maxHostCalls,
+      network: guestNetwork,
+      clientWaits: () => this.#pool().clientWaits,
       refused,
       limit: (limit) => events.limit?.(limit),
-      clientWaits: () => (clientWaits ??= this.#pool().clientWaits.forCall(ctx.principal, ctx.callId)),
-    };
+    });
     const handlers: TaskHandlers = {
       signal: stop,
       onStopped: (measured) => {
@@ -214,7 +215,7 @@ export class SandboxedTool implements Tool {
         } else if (message.type === 'log') events.log(message.level, message.message, message.source);
         else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes);
       },
-      rpc: (request) => span === undefined ? this.#answer(request, ctx, guestNetwork, hostCalls, limits, guest) : this.#traced(span, request, ctx, guestNetwork, hostCalls, limits, guest),
+      rpc: (request) => span === undefined ? host.answer(request) : host.traced(span, request),
     };
     if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
     else handlers.cancelSignal = ctx.signal;
@@ -233,7 +234,7 @@ export class SandboxedTool implements Tool {
       throw error;
     } finally {
       unwatch();
-      clientWaits?.close();
+      host.close();
     }
     const { accounting } = outcome;
     if (span !== undefined) this.#runSpans(span, runStart, accounting, overLimit !== undefined ? 'OUTPUT_LIMIT_EXCEEDED' : outcome.ok ? undefined : outcome.error.code);
@@ -306,92 +307,6 @@ export class SandboxedTool implements Tool {
     });
     if (failed !== undefined) run.fail(failed);
     run.end(end);
-  }
-
-  /** `#answer` inside a span of its own (the guest's host calls of a traced call). */
-  async #traced(parent: TraceSpan, request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, guest: GuestHostCalls): Promise<unknown> {
-    // Sampling and elicitation get their spans from the call's client gate (core/call/client-gate.ts), as a native tool's do.
-    if (request.op === 'modules' || request.op === 'sample' || request.op === 'elicit') return this.#answer(request, ctx, network, hostCalls, limits, guest);
-    const span = parent.child(HOST_CALL_SPANS[request.op], { attributes: hostCallAttributes(request) });
-    try {
-      const answer = await this.#answer(request, ctx, network, hostCalls, limits, guest, span);
-      if (request.op === 'get-state') span.setAttributes({ 'toolhost.state.found': answer !== undefined && answer !== null });
-      return answer;
-    } catch (error) {
-      span.fail(error instanceof ToolhostError ? error.code : /^([A-Z_]+):/.exec((error as Error).message)?.[1] ?? 'INTERNAL');
-      throw error;
-    } finally {
-      span.end();
-    }
-  }
-
-  async #answer(request: RpcRequest, ctx: ToolContext, network: () => GuestNetwork, hostCalls: { count: number }, limits: GuestOutputLimits, guest: GuestHostCalls, span?: TraceSpan): Promise<unknown> {
-    if (request.op === 'modules') {
-      if (request.componentId !== this.#component.id) throw new Error('unknown component');
-      return this.#component.modulesFor(request.memoryMb);
-    }
-    // The worker refuses host calls past the limit; this is the main thread's own check.
-    hostCalls.count += 1;
-    if (hostCalls.count > this.#limits.maxHostCalls) throw new Error(`OUTPUT_LIMIT_EXCEEDED: more than ${this.#limits.maxHostCalls} host calls in one call`);
-    switch (request.op) {
-      case 'get-state':
-        return ctx.state.getRaw(request.key);
-      case 'set-state':
-        try {
-          await ctx.state.setRaw(request.key, request.value);
-        } catch (error) {
-          // The guest gets a string: lead with the stable code so it can tell a limit from a failure.
-          if (!(error instanceof ToolhostError)) throw error;
-          guest.refused(error);
-          throw new Error(`${error.code}: ${error.message}`);
-        }
-        return null;
-      case 'http':
-        return network().send(request.request, span);
-      case 'sample':
-      case 'elicit': {
-        // The worker waits, blocked, until the client answers: only with a place (client-waits.ts).
-        const waits = guest.clientWaits();
-        const full = waits.enter();
-        if (full !== undefined) {
-          guest.limit((full.details as { limit: string }).limit);
-          guest.refused(full);
-          return failure(full);
-        }
-        try {
-          const maxBytes = limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES;
-          return await (request.op === 'sample' ? answerSample(ctx, request.request, maxBytes) : answerElicit(ctx, request.request, maxBytes));
-        } finally {
-          waits.leave();
-        }
-      }
-    }
-  }
-}
-
-/** What answering a guest's host calls needs of its call. */
-interface GuestHostCalls {
-  /** The host refused the guest: the refusal the call may end with (core/call/refusals.ts). */
-  refused(error: ToolhostError): void;
-  /** One of the host's limits was hit (toolhost_limit_hits_total). */
-  limit(limit: string): void;
-  /** The call's places among the workers waiting for clients (given back when its run ends). */
-  clientWaits(): CallClientWaits;
-}
-
-/** Span names of the guest's host calls (sampling's and elicitation's: core/call/client-gate.ts `CLIENT_REQUEST_SPANS`). */
-const HOST_CALL_SPANS: Record<Exclude<RpcRequest['op'], 'modules' | 'sample' | 'elicit'>, string> = {
-  'get-state': 'state.get',
-  'set-state': 'state.set',
-  http: 'http.client',
-};
-
-/** What a host call's span says of it: its kind and sizes, never a key's or a value's text. */
-function hostCallAttributes(request: Exclude<RpcRequest, { op: 'modules' | 'sample' | 'elicit' }>): Record<string, string | number> {
-  switch (request.op) {
-    case 'get-state': return { 'toolhost.host_call': request.op };
-    case 'set-state': return { 'toolhost.host_call': request.op, 'toolhost.state.value.size': request.value.length };
-    case 'http': return { 'toolhost.host_call': request.op, 'http.request.method': request.request.method };
   }
 }
 
