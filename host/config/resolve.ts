@@ -176,6 +176,7 @@ export function resolveConfig(config: ConfigFile, context: ResolveContext): Reso
   const pool = host.pool ?? {};
   if (pool.threads !== undefined) sandbox.threads = pool.threads;
   if (pool.max_queue !== undefined) sandbox.maxQueue = pool.max_queue;
+  if (pool.max_queue_per_principal !== undefined) sandbox.maxQueuePerPrincipal = pool.max_queue_per_principal;
   if (pool.max_heap_mb !== undefined) sandbox.maxHeapMb = pool.max_heap_mb;
   if (pool.idle_timeout_ms !== undefined) sandbox.idleTimeoutMs = pool.idle_timeout_ms;
   if (pool.spin_us !== undefined) sandbox.spinMicros = pool.spin_us;

@@ -97,6 +97,7 @@ export interface HostSection {
   pool?: {
     threads?: number;
     max_queue?: number;
+    max_queue_per_principal?: number;
     max_heap_mb?: number;
     cache_dir?: string;
     idle_timeout_ms?: number;

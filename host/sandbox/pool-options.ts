@@ -10,6 +10,11 @@ export interface SandboxPoolOptions {
   threads?: number;
   /** Tasks that may wait for a worker before calls are refused with OVERLOADED (default: 64 per thread). */
   maxQueue?: number;
+  /**
+   * Of those, how many one principal's calls may be (default: half of `maxQueue`, rounded up); waiting calls
+   * are served principal by principal in turn (see task-queue.ts).
+   */
+  maxQueuePerPrincipal?: number;
   /** Idle workers above `minThreads` exit after this long (ms; default 60 s). */
   idleTimeoutMs?: number;
   /** V8 heap cap of each worker, in MiB (default 512). */
@@ -60,6 +65,7 @@ export interface SandboxPoolOptions {
 export interface ResolvedPoolOptions {
   threads: number;
   maxQueue: number;
+  maxQueuePerPrincipal: number;
   idleTimeoutMs: number;
   maxHeapMb: number;
   spareTimeoutMs: number;
@@ -79,6 +85,8 @@ export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions
   if (!Number.isInteger(threads) || threads < 1) throw new TypeError('options.threads must be a positive integer');
   const maxQueue = options.maxQueue ?? threads * 64;
   if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new TypeError('options.maxQueue must be a non-negative integer');
+  const maxQueuePerPrincipal = Math.min(maxQueue, options.maxQueuePerPrincipal ?? Math.ceil(maxQueue / 2));
+  if (!Number.isInteger(maxQueuePerPrincipal) || maxQueuePerPrincipal < 0) throw new TypeError('options.maxQueuePerPrincipal must be a non-negative integer');
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   if (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs < 0) throw new TypeError('options.idleTimeoutMs must be a non-negative number');
   const maxHeapMb = options.maxHeapMb ?? 512;
@@ -100,7 +108,7 @@ export function resolveOptions(options: SandboxPoolOptions): ResolvedPoolOptions
   const perPrincipal = options.clientWaitsPerPrincipal ?? defaultClientWaits(threads, max).perPrincipal;
   if (!Number.isInteger(perPrincipal) || perPrincipal < 1) throw new TypeError('options.clientWaitsPerPrincipal must be a positive integer');
   const clientWaitLimits = { max, perPrincipal: Math.min(perPrincipal, max) };
-  return { threads, maxQueue, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros, keptInstanceMb, memoryBudgetMb, idleReleaseMs, clientWaitLimits };
+  return { threads, maxQueue, maxQueuePerPrincipal, idleTimeoutMs, maxHeapMb, spareTimeoutMs, waitBehind, spinMicros, keptInstanceMb, memoryBudgetMb, idleReleaseMs, clientWaitLimits };
 }
 
 /**

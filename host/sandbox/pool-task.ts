@@ -45,6 +45,8 @@ export interface PoolTaskHandlers {
   onCancel?(raise: () => void): () => void;
   /** CPU time the guest's thread may use (ms); past it the worker is terminated with CPU_BUDGET_EXCEEDED. */
   cpuBudgetMs?: number;
+  /** Whose share of the queue the task counts against: the call's authenticated principal (task-queue.ts). */
+  principal?: string | undefined;
   /** A task's events (after a `limit` message the caller stops the task through `signal`). */
   onMessage(message: Exclude<WorkerMessage, { type: 'rpc' }>): void;
   rpc(request: RpcRequest): Promise<unknown>;
@@ -73,6 +75,8 @@ export class PoolTask {
   readonly submittedAt: number;
   /** What the pool watches: aborting it stops the task (the caller's signal, or the budget's controller). */
   readonly signal: StopSignal | undefined;
+  /** Whose share of the queue it counts against (PoolTaskHandlers.principal). */
+  readonly principal: string | undefined;
   readonly #handlers: PoolTaskHandlers;
   readonly #reply: (threadId: number, reply: RpcReply) => void;
   #budgetAbort: TaskStop | undefined;
@@ -91,6 +95,7 @@ export class PoolTask {
     this.slot = slot;
     this.submittedAt = performance.timeOrigin + performance.now();
     this.#handlers = handlers;
+    this.principal = handlers.principal;
     this.#reply = reply;
     const budget = handlers.cpuBudgetMs;
     if (budget !== undefined) {

@@ -180,7 +180,7 @@ export class SandboxPool {
    * TOOL_CRASHED for a dead worker, or the abort reason).
    */
   run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
-    const refusal = this.#dispatch.queue.refusal();
+    const refusal = this.#dispatch.queue.refusal(handlers.principal);
     if (refusal) return Promise.reject(refusal);
     // Not async itself: an async function returning #run's promise would add turns to every call's answer.
     return this.#run(input, handlers);
@@ -236,7 +236,7 @@ export class SandboxPool {
    */
   async #work(task: PoolTask, message: TaskWire, profile: ProfileEntry | undefined): Promise<WorkerOutcome | TaskAbandoned> {
     const queue = this.#dispatch.queue;
-    const accepted = queue.accept();
+    const accepted = queue.accept(task.principal);
     if (accepted === 1) this.#keepAlive.ref();
     this.#bells.inFlight(accepted);
     let answered = false;
@@ -259,7 +259,7 @@ export class SandboxPool {
       }
     } finally {
       this.#held.release(task);
-      const left = queue.giveBack();
+      const left = queue.giveBack(task.principal);
       if (left === 0) this.#keepAlive.unref();
       this.#bells.inFlight(left);
       if (answered) this.#slots.release(task.slot);

@@ -195,6 +195,7 @@ export class SandboxedTool implements Tool {
     });
     const handlers: TaskHandlers = {
       signal: stop,
+      principal: ctx.principal,
       onStopped: (measured) => {
         stoppedQueuedMs = measured.queuedMs;
         events.account({
@@ -228,9 +229,10 @@ export class SandboxedTool implements Tool {
       if (span !== undefined) this.#runSpans(span, runStart, { queuedMs: stoppedQueuedMs }, overLimit !== undefined && !hardStopped ? 'OUTPUT_LIMIT_EXCEEDED' : error instanceof ToolhostError ? error.code : 'INTERNAL');
       // Stopped for the limit (unless a hard stop came first): the limit is why.
       if (overLimit !== undefined && !hardStopped) throw overLimitError();
-      // The sandbox process was replaced at one of the host's limits (heartbeat_ms): counted for each call it ended.
+      // The sandbox process was replaced at one of the host's limits (heartbeat_ms): counted for each call it ended;
+      // and a call refused at the queue's limits (max_queue, max_queue_per_principal).
       const limit = error instanceof ToolhostError ? (error.details as { limit?: unknown } | undefined)?.limit : undefined;
-      if (typeof limit === 'string' && (error as ToolhostError).code === 'TOOL_CRASHED') events.limit?.(limit);
+      if (typeof limit === 'string' && ((error as ToolhostError).code === 'TOOL_CRASHED' || (error as ToolhostError).code === 'OVERLOADED')) events.limit?.(limit);
       throw error;
     } finally {
       unwatch();

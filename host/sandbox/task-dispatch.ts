@@ -45,8 +45,9 @@ export class TaskDispatch {
    * `queue`: the pool's limits (a queue of its own, unbounded, by default: a test's);
    * `lanes`: where the lanes hand a task's events and host calls, and say a worker's lane closed.
    */
-  constructor(workers: WorkerStates, held: WorkerHoldings, lanes: Pick<TaskLaneEvents, 'event' | 'closed'> = {}, limits?: { threads: number; maxQueue: number }) {
-    this.queue = new TaskQueue(limits?.threads ?? 1, limits?.maxQueue ?? Number.POSITIVE_INFINITY);
+  constructor(workers: WorkerStates, held: WorkerHoldings, lanes: Pick<TaskLaneEvents, 'event' | 'closed'> = {}, limits?: { threads: number; maxQueue: number; maxQueuePerPrincipal?: number }) {
+    const maxQueue = limits?.maxQueue ?? Number.POSITIVE_INFINITY;
+    this.queue = new TaskQueue(limits?.threads ?? 1, maxQueue, (queued: QueuedTask) => queued.task.principal, limits?.maxQueuePerPrincipal ?? maxQueue);
     this.#workers = workers;
     this.#held = held;
     this.lanes = new TaskLanes({ ...lanes, freed: () => this.drain(), stopping: (threadId) => workers.isDying(threadId) });

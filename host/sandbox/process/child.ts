@@ -29,7 +29,9 @@ if (process.send === undefined) {
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildPoolOptions;
-const pool = new SandboxPool(options);
+// The supervisor's queue decides who runs next, and each principal's share (task-queue.ts): tasks reach this
+// pool with no principal, at most `threads` and the lookahead at a time, so no share applies here.
+const pool = new SandboxPool({ ...options, ...(options.maxQueue === undefined ? {} : { maxQueuePerPrincipal: options.maxQueue }) });
 
 function send(message: FromChild): void {
   // The channel is gone only when the host is: nothing is waiting for this then.

@@ -86,7 +86,7 @@ export class ProcessSandboxPool implements SandboxRunner {
     // The child's own queue never fills: it is given at most `threads` tasks (and the lookahead) at a time.
     this.#options = resolved;
     this.clientWaits = new ClientWaits(resolved.clientWaitLimits);
-    this.#queue = new TaskQueue(resolved.threads, resolved.maxQueue);
+    this.#queue = new TaskQueue(resolved.threads, resolved.maxQueue, (job: Job) => job.handlers.principal, resolved.maxQueuePerPrincipal);
     this.#moduleBytes = moduleBytes;
     this.#start();
   }
@@ -121,11 +121,11 @@ export class ProcessSandboxPool implements SandboxRunner {
 
   async run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
     if (this.#closed) throw new ToolhostError('TOOL_CRASHED', 'the sandbox pool is closed', { details: { reason: 'worker-exit' } });
-    const refusal = this.#queue.refusal();
+    const refusal = this.#queue.refusal(handlers.principal);
     if (refusal) throw refusal;
     if (Date.now() < this.#brokenUntil) throw this.#crashLoopError();
     if (handlers.signal?.aborted) throw abortFailure(handlers.signal);
-    this.#queue.accept();
+    this.#queue.accept(handlers.principal);
     try {
       return await new Promise<WorkerOutcome>((resolve, reject) => {
         const job: Job = { id: this.#nextId++, input, handlers, resolve, reject, submittedAt: performance.now() };
@@ -165,7 +165,7 @@ export class ProcessSandboxPool implements SandboxRunner {
         this.#dispatch();
       });
     } finally {
-      this.#queue.giveBack();
+      this.#queue.giveBack(handlers.principal);
     }
   }
 
