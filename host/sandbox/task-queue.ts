@@ -10,11 +10,13 @@
  *   OVERLOADED, `details.limit` naming the key (`host.pool.max_queue`,
  *   default 64 per thread; `max_queue_per_principal`, default half of it),
  *   so one principal can never fill the queue another needs;
- * - waiting tasks leave principal by principal in turn (round robin), each
- *   principal's oldest first, so a principal that queued many delays no one
- *   else's next task by more than one of its own (with one principal
- *   waiting, the order is plain FIFO; a sandbox process is handed one task
- *   per worker ahead, in the order the turns give);
+ * - waiting tasks leave in turns: next is the oldest task of the waiting
+ *   principal with the fewest tasks in service (accepted and not waiting
+ *   here: running, or handed to a sandbox process ahead), ties in turn
+ *   order (round robin), so a principal that queued many delays no one
+ *   else's next task by more than one of its own, and never gets a second
+ *   task into service while another waits with none (with one principal
+ *   waiting, the order is plain FIFO);
  * - `size` (tasks accepted beyond one per worker) is the pool's `queueSize`
  *   in its stats and metrics;
  * - one taken back by its caller leaves from wherever it is.
@@ -109,23 +111,42 @@ export class TaskQueue<T> {
     this.#length += 1;
   }
 
-  /** The task served next (the oldest of the principal whose turn it is), left in place. */
+  /** The task served next (see the header), left in place. */
   head(): T | undefined {
-    const key = this.#turns[0];
-    return key === undefined ? undefined : this.#waiting.get(key)![0];
+    const at = this.#nextTurn();
+    return at === -1 ? undefined : this.#waiting.get(this.#turns[at]!)![0];
   }
 
-  /** The task served next, taken out; its principal's turn passes to the next. */
+  /** The task served next, taken out; its principal goes to the back of the turns. */
   shift(): T | undefined {
-    const key = this.#turns[0];
-    if (key === undefined) return undefined;
+    const at = this.#nextTurn();
+    if (at === -1) return undefined;
+    const key = this.#turns[at]!;
     const list = this.#waiting.get(key)!;
     const item = list.shift()!;
     this.#length -= 1;
-    this.#turns.shift();
+    this.#turns.splice(at, 1);
     if (list.length === 0) this.#waiting.delete(key);
     else this.#turns.push(key);
     return item;
+  }
+
+  /** Where in the turns the next principal is: the first with the fewest tasks in service (-1: none waits). */
+  #nextTurn(): number {
+    const turns = this.#turns;
+    if (turns.length <= 1) return turns.length - 1;
+    let best = 0;
+    let fewest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < turns.length; i += 1) {
+      const key = turns[i]!;
+      const inService = (this.#acceptedBy.get(key) ?? 0) - this.#waiting.get(key)!.length;
+      if (inService < fewest) {
+        fewest = inService;
+        best = i;
+        if (inService <= 0) break;
+      }
+    }
+    return best;
   }
 
   /** Take `item` out from wherever it waits; false when it was not waiting. */
