@@ -94,6 +94,10 @@ describe.runIf(hasRedis && hasCGuests)('a relayed 2026-07-28 retry, traced', () 
     const resumed = inTrace.find((span) => span.name === 'fleet.mcp.resume');
     expect(resumed).toMatchObject({ kind: 2, service: 'host-a', parentSpanId: relay!.spanId });
     expect(resumed!.statusCode).not.toBe(2);
+    // How much each side carried (the call's result, and no further question), never what.
+    expect(relay!.attributes).toMatchObject({ 'toolhost.fleet.events': expect.any(Number), 'toolhost.mcp.input_required': false });
+    expect(relay!.attributes['toolhost.fleet.events']).toBeGreaterThanOrEqual(1);
+    expect(resumed!.attributes).toMatchObject({ 'toolhost.fleet.events': relay!.attributes['toolhost.fleet.events'], 'toolhost.mcp.input_required': false });
     // The answer went through both hosts and Redis, and into no span.
     for (const body of receiver.bodies) expect(body.toString('utf8')).not.toContain(secret);
   });

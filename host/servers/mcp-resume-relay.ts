@@ -126,7 +126,10 @@ export class ResumeRelay {
       if (listeners === 0) fail('INVALID_INPUT', 'the requestState names no call waiting for an answer here (it ended, was answered already, or is not yours): call the tool again', 'request_state_unknown');
     }, () => fail('FLEET_UNAVAILABLE', 'the fleet\'s Redis is unreachable, so the host holding this call cannot be reached', 'redis'));
 
+    let relayed = 0;
     const finish = (): void => {
+      // What the relay carried back: how many of the call's events, and whether it asked again (never their content).
+      relaySpan?.setAttributes({ 'toolhost.fleet.events': relayed, 'toolhost.mcp.input_required': inputRequired !== undefined });
       relaySpan?.end();
       clearInterval(ping);
       signal.removeEventListener('abort', onAbort);
@@ -142,8 +145,10 @@ export class ResumeRelay {
             });
             continue;
           }
-          if (message.k === 'event') yield message.event;
-          else if (message.k === 'end') {
+          if (message.k === 'event') {
+            relayed += 1;
+            yield message.event;
+          } else if (message.k === 'end') {
             inputRequired = message.inputRequired;
             return;
           }
@@ -199,13 +204,16 @@ export class ResumeRelay {
         await send({ k: 'end', id: request.id });
         return;
       }
+      let sent = 0;
       for await (const event of resumed.leg.events as AsyncIterable<ToolEvent>) {
         if (!RELAYED_EVENTS.has(event.type)) continue;
         if (event.type === 'error') span?.fail(event.code);
         await send({ k: 'event', id: request.id, event });
+        sent += 1;
         if (event.type === 'result' || event.type === 'error') break;
       }
       const inputRequired = resumed.leg.inputRequired();
+      span?.setAttributes({ 'toolhost.fleet.events': sent, 'toolhost.mcp.input_required': inputRequired !== undefined });
       await send({ k: 'end', id: request.id, ...(inputRequired === undefined ? {} : { inputRequired }) });
     } finally {
       span?.end();
