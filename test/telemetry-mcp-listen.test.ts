@@ -10,10 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ToolRegistry } from '../host/index.js';
 import type { CallTracer } from '../host/core/tracing.js';
-import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
-import { createTracer } from '../host/telemetry/sdk.js';
-import { telemetrySettings } from '../host/telemetry/settings.js';
-import { fixture, hasCGuests, makeRegistry } from './helpers.js';
+import type { McpHttpServer } from '../host/servers/mcp-http.js';
+import { fixture, hasCGuests } from './helpers.js';
+import { startTracedMcpHost, type TracedMcpHost } from './traced-mcp-host.js';
 import { OtlpReceiver } from './otlp-receiver.js';
 
 const wasm = fixture('mcp_surface');
@@ -24,18 +23,14 @@ describe.skipIf(!hasCGuests)('a traced subscriptions/listen stream', () => {
   let registry: ToolRegistry;
   let server: McpHttpServer;
 
+  let host: TracedMcpHost | undefined;
+
   beforeAll(async () => {
-    await receiver.start();
-    tracer = await createTracer(telemetrySettings(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })!, 'test');
-    registry = makeRegistry({ tracer });
-    await registry.registerWasmTools(wasm);
-    server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0 });
+    host = await startTracedMcpHost(receiver, wasm);
+    ({ tracer, registry, server } = host);
   });
   afterAll(async () => {
-    await server?.close();
-    await registry?.close();
-    await tracer?.shutdown();
-    await receiver.stop();
+    await host?.stop();
   });
 
   it('spans the stream from the request to its close, as the caller\'s child, with counts and no URI', async () => {

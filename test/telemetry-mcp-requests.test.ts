@@ -24,6 +24,7 @@ import { createTracer } from '../host/telemetry/sdk.js';
 import { telemetrySettings } from '../host/telemetry/settings.js';
 import { fixture, hasCGuests, makeRegistry } from './helpers.js';
 import { StreamPairTransport } from './mcp-stdio-pair.js';
+import { startTracedMcpHost, type TracedMcpHost } from './traced-mcp-host.js';
 import { OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
 
 const wasm = fixture('mcp_surface');
@@ -81,18 +82,14 @@ describe.runIf(hasCGuests)('MCP server spans for every request, both eras and bo
     return spans.find((span) => span.traceId === caller.traceId && span.parentSpanId === parent && span.kind === 2)!;
   }
 
+  let host: TracedMcpHost | undefined;
+
   beforeAll(async () => {
-    await receiver.start();
-    tracer = await createTracer(telemetrySettings(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })!, 'test');
-    registry = makeRegistry({ tracer });
-    await registry.registerWasmTools(wasm);
-    server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0 });
+    host = await startTracedMcpHost(receiver, wasm);
+    ({ tracer, registry, server } = host);
   });
   afterAll(async () => {
-    await server?.close();
-    await registry?.close();
-    await tracer?.shutdown();
-    await receiver.stop();
+    await host?.stop();
   });
 
   it('2025-11-25 over Streamable HTTP: a span per method, named per the conventions and continuing _meta.traceparent (hostile: fails on tools/call-only tracing)', async () => {
