@@ -10,7 +10,7 @@
 import { parse } from '@bytecodealliance/jco';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GLUE_RESOURCES, GLUE_STATE, type GlueHandleTable, type GlueResources } from '../host/sandbox/load/glue-patch.js';
-import { SNAPSHOT_EXPORT_PREFIX } from '../host/sandbox/load/snapshot-exports.js';
+import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_TABLES_UNWRITTEN } from '../host/sandbox/load/snapshot-exports.js';
 import { InstanceSnapshot, restoreMemory, saveMemory, savedImage, type ResettableHost } from '../host/sandbox/worker/instance-snapshot.js';
 
 const P = SNAPSHOT_EXPORT_PREFIX;
@@ -107,6 +107,48 @@ describe('a snapshot reset', () => {
     const { snapshot } = instance(glue);
     glue.state = 'a borrow left behind';
     expect(snapshot.restore()).toBe('glue-state-changed');
+  });
+});
+
+describe('tables no module writes', () => {
+  /** The probe's module with the tables-unwritten marker (its table's `swap` is never called here: a marked module has no table write). */
+  const marked = WAT.replace(`(table $t (export "${P}table")`, `(table $t (export "${P}table") (export "${SNAPSHOT_TABLES_UNWRITTEN}")`);
+  const reads = (run: () => void): number => {
+    const table = WebAssembly.Table.prototype as unknown as { get: (index: number) => unknown };
+    const original = table.get;
+    let count = 0;
+    table.get = function (this: unknown, index: number) {
+      count += 1;
+      return original.call(this, index);
+    };
+    try {
+      run();
+    } finally {
+      table.get = original;
+    }
+    return count;
+  };
+
+  it('are neither saved nor compared entry by entry when every module holding a table is marked, and their size is still checked', async () => {
+    expect(marked).not.toBe(WAT);
+    const core = new WebAssembly.Instance(new WebAssembly.Module(await parse(marked)), {});
+    const exports = core.exports as unknown as Probe;
+    let snapshot: InstanceSnapshot | undefined;
+    expect(reads(() => (snapshot = InstanceSnapshot.take([core.exports], { [GLUE_STATE]: () => ['pristine'] } as unknown as Record<string, unknown>)))).toBe(0);
+    exports.poke(3);
+    expect(reads(() => expect(snapshot!.restore()).toBeUndefined())).toBe(0);
+    exports.grow_table();
+    expect(snapshot!.restore()).toBe('table-changed');
+  });
+
+  it('are compared as before when one module holding a table is not marked', async () => {
+    const unmarked = new WebAssembly.Instance(module, {});
+    const markedCore = new WebAssembly.Instance(new WebAssembly.Module(await parse(marked)), {});
+    const exports = unmarked.exports as unknown as Probe;
+    const snapshot = InstanceSnapshot.take([markedCore.exports, unmarked.exports], { [GLUE_STATE]: () => ['pristine'] } as unknown as Record<string, unknown>)!;
+    exports.swap();
+    expect(reads(() => expect(snapshot.restore()).toBeUndefined())).toBeGreaterThan(0);
+    expect(exports.first()).toBe(1);
   });
 });
 

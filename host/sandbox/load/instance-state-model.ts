@@ -10,7 +10,13 @@
  * - mutable globals: exported by ../snapshot-exports.ts, value put back.
  * - memories: exported, bytes put back; a memory that grew refuses (memory
  *   never shrinks). Shared memories the same.
- * - tables: exported, entries put back; a table whose size changed refuses.
+ * - tables: exported; a table whose size changed refuses. Its entries are
+ *   compared and put back, unless no module of the component can write a
+ *   table from its code (`tablesUnwritten` below, marked per module by
+ *   ../snapshot-exports.ts): nothing else writes one after instantiation (the
+ *   glue never does; active element segments run before the snapshot), so
+ *   the entries are then what instantiation made. A componentize-js guest's
+ *   7,700-entry table was two thirds of its reset (~0.8 of ~1.2 ms).
  * - passive data segments: each has a "dropped" flag (`data.drop`) that JS can
  *   neither read nor clear; once set, `memory.init` from it traps. A module
  *   that has a passive data segment and whose code may drop one is marked
@@ -27,14 +33,19 @@
  *   tables are put back with the memory that names them.
  * - the WASI capability objects: built per call, never carried over.
  *
- * What this does not guarantee: the code scan is conservative, not exact. It
+ * What this does not guarantee: the segment scan is conservative, not exact. It
  * looks for the bytes of a `data.drop`/`elem.drop` instruction anywhere in the
  * code section, so immediates that happen to look like one also mark a module
  * (it is then replaced after every call: correct, only slower); it never
  * misses a real one, since every such instruction starts with its 0xFC prefix
  * byte followed by its sub-opcode as an unsigned LEB128 (padded forms too).
+ * The table scan is exact instead (./table-writes.ts walks every instruction
+ * with its immediates), since a write's opcode is one common byte; anything
+ * it cannot read counts as a write.
  */
+import { createHash } from 'node:crypto';
 
+import { scanTableWrites } from './table-writes.js';
 import { ModuleReader, moduleSections } from './wasm-binary.js';
 
 /** Why a module's instances may not be reset; each ends up in the marker export's name. */
@@ -187,4 +198,37 @@ export function analyseInstanceState(bytes: Uint8Array): InstanceStateVerdict {
   if (dataDrops && mayContainPrefixed(bytes, shape.code, new Set([DATA_DROP]))) return { resettable: false, reason: 'drops-data-segment' };
   if (elementDrops && mayContainPrefixed(bytes, shape.code, new Set([ELEM_DROP]))) return { resettable: false, reason: 'drops-element-segment' };
   return { resettable: true };
+}
+
+/** Verdicts of `tablesUnwritten` by the sha256 of the code section (componentize-js tools share one engine's). */
+const tableVerdicts = new Map<string, boolean>();
+/** Verdicts kept (each ~100 bytes); the oldest goes first. */
+const TABLE_VERDICTS_KEPT = 256;
+
+/**
+ * Whether this module's code can never write a table (table.set, table.fill,
+ * table.copy, table.init, table.grow): true for a module without a table or
+ * without code, and for one whose every instruction was read and none writes.
+ * An instance's tables may skip the entry comparison only when every module
+ * of its component holding a table says so (see the file comment). The walk
+ * is linear in the code's size (~140 ms for a componentize-js engine's 9 MB,
+ * once per distinct code section: remembered by its hash).
+ */
+export function tablesUnwritten(bytes: Uint8Array): boolean {
+  let shape: ModuleShape;
+  try {
+    shape = readShape(bytes);
+  } catch {
+    return false;
+  }
+  if (!shape.hasTable || !shape.code) return true;
+  const code = bytes.subarray(shape.code.start, shape.code.end);
+  const key = createHash('sha256').update(code).digest('hex');
+  let unwritten = tableVerdicts.get(key);
+  if (unwritten === undefined) {
+    unwritten = scanTableWrites(code, { start: 0, end: code.length }) === 'none';
+    if (tableVerdicts.size >= TABLE_VERDICTS_KEPT) tableVerdicts.delete(tableVerdicts.keys().next().value as string);
+    tableVerdicts.set(key, unwritten);
+  }
+  return unwritten;
 }

@@ -18,16 +18,25 @@
  *     toolhost:snapshot:refuse:<reason>  naming one of its memories or tables
  *
  * and a snapshot of an instance with that export is never taken, so each of
- * its calls gets a new instance. The verdict travels with the module's bytes
- * (thread and process containment alike).
+ * its calls gets a new instance. A module with a table whose code can never
+ * write one (the model's `tablesUnwritten`) gets
+ *
+ *     toolhost:snapshot:tables-unwritten  naming its first table
+ *
+ * and a reset skips the entries of an instance's tables when every module
+ * holding a table carries it (a module rewritten before this marker existed
+ * lacks it, and is compared as before). The verdicts travel with the module's
+ * bytes (thread and process containment alike).
  */
 
-import { analyseInstanceState } from './instance-state-model.js';
+import { analyseInstanceState, tablesUnwritten } from './instance-state-model.js';
 import { ModuleReader, concatBytes, encodeLeb, moduleSections } from './wasm-binary.js';
 
 export const SNAPSHOT_EXPORT_PREFIX = 'toolhost:snapshot:';
 /** The marker export of a module whose instances are never reset (see the file comment). */
 export const SNAPSHOT_REFUSE_PREFIX = `${SNAPSHOT_EXPORT_PREFIX}refuse:`;
+/** The marker export of a module whose code never writes a table (see the file comment). */
+export const SNAPSHOT_TABLES_UNWRITTEN = `${SNAPSHOT_EXPORT_PREFIX}tables-unwritten`;
 
 const SECTION = { custom: 0, import: 2, table: 4, memory: 5, global: 6, export: 7 } as const;
 /** Known sections in the order the binary format requires them (tag, 13, sits between memory and global). */
@@ -114,6 +123,8 @@ export function exposeSnapshotState(bytes: Uint8Array): Uint8Array {
     // A refusal needs a memory or a table to be observable, so one is there to name (see the model).
     const named = wanted.find(({ kind }) => kind === KIND.memory || kind === KIND.table) ?? wanted[0]!;
     wanted.push({ name: `refuse:${verdict.reason}`, kind: named.kind, index: named.index });
+  } else if (tables > 0 && tablesUnwritten(bytes)) {
+    wanted.push({ name: SNAPSHOT_TABLES_UNWRITTEN.slice(SNAPSHOT_EXPORT_PREFIX.length), kind: KIND.table, index: 0 });
   }
 
   const entries: number[] = [...existing];

@@ -16,6 +16,10 @@
  * - a core module was marked unresettable at load (../instance-state-model.ts:
  *   it may drop a passive data or element segment, a flag JS cannot put back):
  *   no snapshot is taken, so every call gets a new instance.
+ * A table's entries are compared and put back only when some core module of
+ * the component may write a table from its code; when every module holding a
+ * table is marked as never writing one (`SNAPSHOT_TABLES_UNWRITTEN`, decided
+ * by ../load/instance-state-model.ts), only its size is checked.
  * One exception to the second rule: handles made to host objects that hold
  * nothing of a call (the stdout and stderr streams a guest's first write asks
  * for: `resettable`) are dropped by putting the glue's resource tables back
@@ -25,7 +29,7 @@
  * killed never get here: their instance is poisoned or their worker is gone.
  */
 import { GLUE_RESOURCES, GLUE_STATE, type GlueResources, type GlueStateDigest } from '../load/glue-patch.js';
-import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_REFUSE_PREFIX } from '../load/snapshot-exports.js';
+import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_REFUSE_PREFIX, SNAPSHOT_TABLES_UNWRITTEN } from '../load/snapshot-exports.js';
 
 /** The parts of WasmGlobal and WasmTable used here (Node's typings do not declare them). */
 interface WasmGlobal {
@@ -153,7 +157,9 @@ interface SavedGlobal {
 
 interface SavedTable {
   table: WasmTable;
-  entries: unknown[];
+  length: number;
+  /** Its entries then; undefined when no module can write a table (the entries need no comparison). */
+  entries: unknown[] | undefined;
 }
 
 /** One of the glue's resource tables as it was: its handle array, the reps it had created, its capture table. */
@@ -211,16 +217,25 @@ export class InstanceSnapshot {
     const memories = new Set<WebAssembly.Memory>();
     const globals = new Set<WasmGlobal>();
     const tables = new Set<WasmTable>();
+    // Whether some core module holding a table may write one (see the file comment): then every table's entries are compared.
+    let tablesWritable = false;
     for (const exports of coreExports) {
       let marked = false;
+      let holdsTable = false;
+      let unwritten = false;
       for (const [name, value] of Object.entries(exports)) {
         if (!name.startsWith(SNAPSHOT_EXPORT_PREFIX)) continue;
         if (name.startsWith(SNAPSHOT_REFUSE_PREFIX)) return undefined;
         marked = true;
+        if (name === SNAPSHOT_TABLES_UNWRITTEN) unwritten = true;
         if (value instanceof WebAssembly.Memory) memories.add(value);
         else if (value instanceof WasmGlobalClass) globals.add(value);
-        else if (value instanceof WasmTableClass) tables.add(value);
+        else if (value instanceof WasmTableClass) {
+          tables.add(value);
+          holdsTable = true;
+        }
       }
+      if (holdsTable && !unwritten) tablesWritable = true;
       // A core instance with state but no snapshot exports was not rewritten: its state is out of reach.
       const hasState = Object.values(exports).some((value) => value instanceof WebAssembly.Memory || value instanceof WasmTableClass || value instanceof WasmGlobalClass);
       if (hasState && !marked) return undefined;
@@ -228,7 +243,7 @@ export class InstanceSnapshot {
     return new InstanceSnapshot(
       [...memories].map(saveMemory),
       [...globals].map((global) => ({ global, value: global.value })),
-      [...tables].map((table) => ({ table, entries: Array.from({ length: table.length }, (_, i) => table.get(i)) })),
+      [...tables].map((table) => ({ table, length: table.length, entries: tablesWritable ? Array.from({ length: table.length }, (_, i) => table.get(i)) : undefined })),
       glueState as () => GlueStateDigest,
       glueResources && host ? saveResources(glueResources) : undefined,
       host,
@@ -243,7 +258,7 @@ export class InstanceSnapshot {
   /** Whether the instance can be put back as it was (checks only; changes nothing). */
   check(): RestoreRefusal | undefined {
     for (const saved of this.#memories) if (saved.memory.buffer.byteLength !== saved.byteLength) return 'memory-grew';
-    for (const saved of this.#tables) if (saved.table.length !== saved.entries.length) return 'table-changed';
+    for (const saved of this.#tables) if (saved.table.length !== saved.length) return 'table-changed';
     if (!sameItems(this.#glueState(), this.#glueDigest)) return 'glue-state-changed';
     return undefined;
   }
@@ -262,6 +277,7 @@ export class InstanceSnapshot {
     for (const saved of this.#globals) saved.global.value = saved.value;
     for (const saved of this.#tables) {
       const { table, entries } = saved;
+      if (entries === undefined) continue;
       for (let i = 0; i < entries.length; i += 1) if (table.get(i) !== entries[i]) table.set(i, entries[i]);
     }
     return undefined;
