@@ -114,7 +114,8 @@ describe('tables no module writes', () => {
   /** The probe's module with the tables-unwritten marker (its table's `swap` is never called here: a marked module has no table write). */
   const marked = WAT.replace(`(table $t (export "${P}table")`, `(table $t (export "${P}table") (export "${SNAPSHOT_TABLES_UNWRITTEN}")`);
   const reads = (run: () => void): number => {
-    const table = WebAssembly.Table.prototype as unknown as { get: (index: number) => unknown };
+    // Node's typings do not declare WebAssembly.Table.
+    const table = (WebAssembly as unknown as { Table: { prototype: { get: (index: number) => unknown } } }).Table.prototype;
     const original = table.get;
     let count = 0;
     table.get = function (this: unknown, index: number) {
