@@ -16,6 +16,7 @@ import { MemoryAuditLog } from '../policy/memory-audit-log.js';
 import type { BenchCommandOptions } from './bench.js';
 import type { ServeOptions } from './serve.js';
 import { UsageError } from './usage-error.js';
+import { tuneGarbageCollection } from '../base/gc-tuning.js';
 import { checkRedisUrl, clusterNodes } from './redis-flags.js';
 import { addPublishCommand, addTrustOptions, collect, interruptible, trustOf, unverifiedComponents, type TrustFlags } from './distribution.js';
 import { addPullCommands } from './pull.js';
@@ -351,6 +352,7 @@ Examples:
 }
 
 async function main(argv: string[]): Promise<void> {
+  tuneGarbageCollection();
   try {
     await program().parseAsync(argv).finally(stopProgress);
   } catch (error) {

@@ -16,6 +16,7 @@
  * message is a bounded copy. Its heartbeat is answered by a thread of its own.
  */
 import { ToolhostError, type ToolErrorData } from '../../base/errors.js';
+import { tuneGarbageCollection } from '../../base/gc-tuning.js';
 import { ChurnTable } from '../../core/churn-table.js';
 import { SandboxPool } from '../pool.js';
 import type { CoreModules, RpcRequest } from '../protocol.js';
@@ -28,6 +29,8 @@ if (process.send === undefined) {
   process.exit(2);
 }
 
+// The same V8 settings as the host's own process (base/gc-tuning.ts): this main thread carries every call's lane traffic too.
+tuneGarbageCollection();
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildPoolOptions;
 // The supervisor's queue decides who runs next, and each principal's share (task-queue.ts): tasks reach this
 // pool with no principal, at most `threads` and the lookahead at a time, so no share applies here.
