@@ -15,8 +15,10 @@ import { join } from 'node:path';
 import { parse } from '@bytecodealliance/jco';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { analyseInstanceState } from '../host/sandbox/load/instance-state-model.js';
-import { SNAPSHOT_REFUSE_PREFIX, exposeSnapshotState } from '../host/sandbox/load/snapshot-exports.js';
+import { analyseInstanceState, tablesUnwritten } from '../host/sandbox/load/instance-state-model.js';
+import { SNAPSHOT_EXPORT_PREFIX, SNAPSHOT_REFUSE_PREFIX, SNAPSHOT_TABLES_UNWRITTEN, exposeSnapshotState } from '../host/sandbox/load/snapshot-exports.js';
+import { GLUE_STATE } from '../host/sandbox/load/glue-patch.js';
+import { InstanceSnapshot } from '../host/sandbox/worker/instance-snapshot.js';
 import { segmentSmugglerComponent } from './fixtures/wat/segment-smuggler.js';
 import { freshCacheDir, makeRegistry } from './helpers.js';
 
@@ -67,6 +69,23 @@ describe('the instance-state model on core modules', () => {
   it('does not read a declarative or active element segment as passive', async () => {
     const bytes = await core('(module (table 1 funcref) (func $g) (elem (i32.const 0) func $g) (elem declare func $g) (func (export "f") (elem.drop 0) (elem.drop 1)))');
     expect(analyseInstanceState(bytes)).toEqual({ resettable: true });
+  });
+
+  it('refuses a module that exports a name under the snapshot prefix itself: a forged tables-unwritten marker never skips the comparison', async () => {
+    // Hostile: its code writes its table, and it exports the marker the rewrite gives modules that never do.
+    const bytes = await core(`(module (table $t 1 funcref) (func $g) (elem declare func $g)
+      (export "${SNAPSHOT_TABLES_UNWRITTEN}" (table $t))
+      (func (export "swap") (table.set $t (i32.const 0) (ref.func $g))))`);
+    expect(analyseInstanceState(bytes)).toEqual({ resettable: false, reason: 'exports-reserved-name' });
+    expect(tablesUnwritten(bytes)).toBe(false);
+    const rewritten = exposeSnapshotState(bytes);
+    expect(exportNames(rewritten)).toContain(`${SNAPSHOT_REFUSE_PREFIX}exports-reserved-name`);
+    // So no snapshot is taken of its instances: each call gets a new one.
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(rewritten), {});
+    expect(InstanceSnapshot.take([instance.exports], { [GLUE_STATE]: () => [] } as unknown as Record<string, unknown>)).toBeUndefined();
+    // Any name under the prefix counts, whatever it exports.
+    const other = await core(`(module (memory 1) (func (export "${SNAPSHOT_EXPORT_PREFIX}mine")))`);
+    expect(analyseInstanceState(other)).toEqual({ resettable: false, reason: 'exports-reserved-name' });
   });
 
   it('treats a module it cannot read as not resettable', () => {

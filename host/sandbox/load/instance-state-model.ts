@@ -32,6 +32,11 @@
  *   handles to host objects that hold nothing of a call (stdio streams), whose
  *   tables are put back with the memory that names them.
  * - the WASI capability objects: built per call, never carried over.
+ * The markers themselves: the rewrite's exports are named under
+ * `toolhost:snapshot:`, and a reset trusts what they say (a
+ * `tables-unwritten` marker skips the table comparison). A module that
+ * exports a name under that prefix itself could forge one, so it is never
+ * reset (`exports-reserved-name`).
  *
  * What this does not guarantee: the segment scan is conservative, not exact. It
  * looks for the bytes of a `data.drop`/`elem.drop` instruction anywhere in the
@@ -44,17 +49,19 @@
  * it cannot read counts as a write.
  */
 import { createHash } from 'node:crypto';
-
 import { scanTableWrites } from './table-writes.js';
 import { ModuleReader, moduleSections } from './wasm-binary.js';
 
+/** The prefix of the snapshot rewrite's export names (../snapshot-exports.ts); no module may use it itself. */
+export const SNAPSHOT_EXPORT_PREFIX = 'toolhost:snapshot:';
+
 /** Why a module's instances may not be reset; each ends up in the marker export's name. */
-export type ResetRefusal = 'drops-data-segment' | 'drops-element-segment' | 'unreadable';
+export type ResetRefusal = 'drops-data-segment' | 'drops-element-segment' | 'exports-reserved-name' | 'unreadable';
 
 /** The verdict on one core module. */
 export type InstanceStateVerdict = { resettable: true } | { resettable: false; reason: ResetRefusal };
 
-const SECTION = { import: 2, table: 4, memory: 5, element: 9, code: 10, data: 11 } as const;
+const SECTION = { import: 2, table: 4, memory: 5, export: 7, element: 9, code: 10, data: 11 } as const;
 const IMPORT_KIND = { func: 0, table: 1, memory: 2, global: 3, tag: 4 } as const;
 /** Sub-opcodes after the 0xFC prefix. */
 const FC_PREFIX = 0xfc;
@@ -66,11 +73,13 @@ interface ModuleShape {
   hasTable: boolean;
   passiveData: boolean;
   passiveElements: boolean;
+  /** Whether the module exports a name under SNAPSHOT_EXPORT_PREFIX itself. */
+  reservedExport: boolean;
   code: { start: number; end: number } | undefined;
 }
 
 function readShape(bytes: Uint8Array): ModuleShape {
-  const shape: ModuleShape = { hasMemory: false, hasTable: false, passiveData: false, passiveElements: false, code: undefined };
+  const shape: ModuleShape = { hasMemory: false, hasTable: false, passiveData: false, passiveElements: false, reservedExport: false, code: undefined };
   for (const section of moduleSections(bytes)) {
     const reader = new ModuleReader(bytes, section.contentStart);
     switch (section.id) {
@@ -103,6 +112,15 @@ function readShape(bytes: Uint8Array): ModuleShape {
       case SECTION.memory:
         if (reader.leb() > 0) shape.hasMemory = true;
         break;
+      case SECTION.export: {
+        const count = reader.leb();
+        for (let i = 0; i < count; i += 1) {
+          if (reader.name().startsWith(SNAPSHOT_EXPORT_PREFIX)) shape.reservedExport = true;
+          reader.byte();
+          reader.leb();
+        }
+        break;
+      }
       case SECTION.code:
         shape.code = { start: section.contentStart, end: section.end };
         break;
@@ -189,6 +207,7 @@ export function analyseInstanceState(bytes: Uint8Array): InstanceStateVerdict {
   } catch {
     return { resettable: false, reason: 'unreadable' };
   }
+  if (shape.reservedExport) return { resettable: false, reason: 'exports-reserved-name' };
   if (!shape.code) return { resettable: true };
   // A dropped data segment is observable only through memory.init, which needs a memory; a dropped
   // element segment only through table.init, which needs a table. (The data count section that data.drop
@@ -221,6 +240,7 @@ export function tablesUnwritten(bytes: Uint8Array): boolean {
   } catch {
     return false;
   }
+  if (shape.reservedExport) return false;
   if (!shape.hasTable || !shape.code) return true;
   const code = bytes.subarray(shape.code.start, shape.code.end);
   const key = createHash('sha256').update(code).digest('hex');

@@ -18,7 +18,8 @@
  *     toolhost:snapshot:refuse:<reason>  naming one of its memories or tables
  *
  * and a snapshot of an instance with that export is never taken, so each of
- * its calls gets a new instance. A module with a table whose code can never
+ * its calls gets a new instance (so is a module that exports a name under
+ * `toolhost:snapshot:` itself: it could forge a marker). A module with a table whose code can never
  * write one (the model's `tablesUnwritten`) gets
  *
  *     toolhost:snapshot:tables-unwritten  naming its first table
@@ -29,10 +30,10 @@
  * bytes (thread and process containment alike).
  */
 
-import { analyseInstanceState, tablesUnwritten } from './instance-state-model.js';
+import { SNAPSHOT_EXPORT_PREFIX, analyseInstanceState, tablesUnwritten } from './instance-state-model.js';
 import { ModuleReader, concatBytes, encodeLeb, moduleSections } from './wasm-binary.js';
 
-export const SNAPSHOT_EXPORT_PREFIX = 'toolhost:snapshot:';
+export { SNAPSHOT_EXPORT_PREFIX };
 /** The marker export of a module whose instances are never reset (see the file comment). */
 export const SNAPSHOT_REFUSE_PREFIX = `${SNAPSHOT_EXPORT_PREFIX}refuse:`;
 /** The marker export of a module whose code never writes a table (see the file comment). */

@@ -227,7 +227,8 @@ export class InstanceSnapshot {
         if (!name.startsWith(SNAPSHOT_EXPORT_PREFIX)) continue;
         if (name.startsWith(SNAPSHOT_REFUSE_PREFIX)) return undefined;
         marked = true;
-        if (name === SNAPSHOT_TABLES_UNWRITTEN) unwritten = true;
+        // Only the rewrite makes this name (a module exporting the prefix itself is refused at load: instance-state-model.ts).
+        if (name === SNAPSHOT_TABLES_UNWRITTEN && value instanceof WasmTableClass) unwritten = true;
         if (value instanceof WebAssembly.Memory) memories.add(value);
         else if (value instanceof WasmGlobalClass) globals.add(value);
         else if (value instanceof WasmTableClass) {
