@@ -201,12 +201,26 @@ function mayContainPrefixed(bytes: Uint8Array, code: { start: number; end: numbe
  * comment). A module this cannot read is not resettable.
  */
 export function analyseInstanceState(bytes: Uint8Array): InstanceStateVerdict {
+  return instanceStateOf(bytes).verdict;
+}
+
+/**
+ * The module's verdict and, when it may be reset, whether its tables stay as
+ * instantiated (`tablesUnwritten`), from one read of its sections (what the
+ * snapshot rewrite asks).
+ */
+export function instanceStateOf(bytes: Uint8Array): { verdict: InstanceStateVerdict; tablesUnwritten: boolean } {
   let shape: ModuleShape;
   try {
     shape = readShape(bytes);
   } catch {
-    return { resettable: false, reason: 'unreadable' };
+    return { verdict: { resettable: false, reason: 'unreadable' }, tablesUnwritten: false };
   }
+  const verdict = verdictOf(bytes, shape);
+  return { verdict, tablesUnwritten: verdict.resettable && tablesUnwrittenOf(bytes, shape) };
+}
+
+function verdictOf(bytes: Uint8Array, shape: ModuleShape): InstanceStateVerdict {
   if (shape.reservedExport) return { resettable: false, reason: 'exports-reserved-name' };
   if (!shape.code) return { resettable: true };
   // A dropped data segment is observable only through memory.init, which needs a memory; a dropped
@@ -240,6 +254,10 @@ export function tablesUnwritten(bytes: Uint8Array): boolean {
   } catch {
     return false;
   }
+  return tablesUnwrittenOf(bytes, shape);
+}
+
+function tablesUnwrittenOf(bytes: Uint8Array, shape: ModuleShape): boolean {
   if (shape.reservedExport) return false;
   if (!shape.hasTable || !shape.code) return true;
   const code = bytes.subarray(shape.code.start, shape.code.end);

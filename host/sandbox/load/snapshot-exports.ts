@@ -30,7 +30,7 @@
  * bytes (thread and process containment alike).
  */
 
-import { SNAPSHOT_EXPORT_PREFIX, analyseInstanceState, tablesUnwritten } from './instance-state-model.js';
+import { SNAPSHOT_EXPORT_PREFIX, instanceStateOf } from './instance-state-model.js';
 import { ModuleReader, concatBytes, encodeLeb, moduleSections } from './wasm-binary.js';
 
 export { SNAPSHOT_EXPORT_PREFIX };
@@ -119,12 +119,12 @@ export function exposeSnapshotState(bytes: Uint8Array): Uint8Array {
     }
   }
   if (wanted.length === 0) return bytes;
-  const verdict = analyseInstanceState(bytes);
+  const { verdict, tablesUnwritten } = instanceStateOf(bytes);
   if (!verdict.resettable) {
     // A refusal needs a memory or a table to be observable, so one is there to name (see the model).
     const named = wanted.find(({ kind }) => kind === KIND.memory || kind === KIND.table) ?? wanted[0]!;
     wanted.push({ name: `refuse:${verdict.reason}`, kind: named.kind, index: named.index });
-  } else if (tables > 0 && tablesUnwritten(bytes)) {
+  } else if (tables > 0 && tablesUnwritten) {
     wanted.push({ name: SNAPSHOT_TABLES_UNWRITTEN.slice(SNAPSHOT_EXPORT_PREFIX.length), kind: KIND.table, index: 0 });
   }
 

@@ -270,17 +270,14 @@ class CodeWalk {
     if (sub <= 7) return false; // saturating truncations
     switch (sub) {
       case 8: // memory.init: data index, memory index
-        this.#u32();
-        this.#u32();
-        return false;
-      case 9: // data.drop
-        this.#u32();
-        return false;
       case 10: // memory.copy: two memory indices
         this.#u32();
         this.#u32();
         return false;
+      case 9: // data.drop
       case 11: // memory.fill
+      case 13: // elem.drop
+      case 16: // table.size
         this.#u32();
         return false;
       case 12: // table.init: element index, table index
@@ -288,10 +285,6 @@ class CodeWalk {
         this.#u32();
         this.#u32();
         return true;
-      case 13: // elem.drop
-      case 16: // table.size
-        this.#u32();
-        return false;
       case 15: // table.grow
       case 17: // table.fill
         this.#u32();
