@@ -182,11 +182,31 @@ function acquireInstance(runtime: ComponentRuntime, task: CallTask, active: Acti
     runtime.spare = undefined;
     return { instance, source: runtime.spareRestored === true ? 'restored' : 'prewarmed', instantiateMs: 0 };
   }
-  const instance = new GuestInstance(runtime.instantiate, runtime.modules);
-  // In the default isolation, record it before its call (unwarmed: warming would delay the call), so it
-  // may be reset afterwards instead of replaced.
-  if (task.isolation === 'call' && runtime.refusedResets < RESETS_BEFORE_GIVING_UP) instance.snapshot();
+  const instance = task.isolation === 'call' && runtime.refusedResets < RESETS_BEFORE_GIVING_UP ? snapshottedInstance(runtime) : new GuestInstance(runtime.instantiate, runtime.modules);
   return { instance, source: 'fresh', instantiateMs: performance.now() - t0 };
+}
+
+/**
+ * A new instance for a call in the default isolation, warmed with describe()
+ * and recorded before the call, as every spare is (prepareSpare), so it may be
+ * reset afterwards instead of replaced. Unwarmed, the reset of a first call's
+ * instance was always refused for a componentize-js guest: jco's glue makes
+ * its per-component async state at the first export call (glue-state-changed),
+ * so a tool's second call on a worker waited for a new spare (10-40 ms)
+ * instead of a reset (~1 ms). Warming costs the first call describe() (a few
+ * ms for componentize-js, µs for C), and the first call now sees what every
+ * later call sees: a warmed instance. If describe() throws, the call gets an
+ * unwarmed instance without a snapshot.
+ */
+function snapshottedInstance(runtime: ComponentRuntime): GuestInstance {
+  const instance = new GuestInstance(runtime.instantiate, runtime.modules);
+  try {
+    instance.describe();
+  } catch {
+    return new GuestInstance(runtime.instantiate, runtime.modules);
+  }
+  instance.snapshot();
+  return instance;
 }
 
 /** What {@link release} did. */
