@@ -10,6 +10,13 @@
  * again: the loop no longer alternates, and what must hold is that every call
  * gets a pristine instance and none is refused. (The routing itself: a worker
  * preparing a slow spare is passed over for an idle one, test/task-lanes.test.ts.)
+ *
+ * A tool's second call goes where its first ran (component-homes.ts) and is
+ * served by a reset: the first call's instance is warmed before it is
+ * recorded, as spares are, so its reset is not refused (jco's glue makes its
+ * per-component async state at the first export call). Before, a
+ * componentize-js tool's second call got a new instance, on the other worker
+ * or from a new spare (10-40 ms against a reset's ~1).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
@@ -33,6 +40,23 @@ describe('a tight loop in the default isolation', () => {
       expect(result.structuredContent).toEqual({ text: `call ${i}` });
       expect(result.accounting).toMatchObject({ isolation: 'call' });
       expect(['restored', 'prewarmed']).toContain(result.accounting?.instance);
+    }
+  });
+
+  it("serves a componentize-js tool's second call by a reset, on the worker its first call ran on", async () => {
+    for (let round = 0; round < 3; round += 1) {
+      const registry = makeRegistry({ sandbox: { threads: 2 } });
+      registries.push(registry);
+      await registry.registerWasmTools(example('text'));
+      await registry.warm();
+      const first = await registry.execute('js_echo', { text: 'first' });
+      const second = await registry.execute('js_echo', { text: 'second' });
+      expect(first.accounting).toMatchObject({ instance: 'fresh', isolation: 'call' });
+      expect(second.structuredContent).toEqual({ text: 'second' });
+      expect(second.accounting).toMatchObject({ instance: 'restored', isolation: 'call' });
+      expect(first.accounting?.workerThreadId).toBeGreaterThan(0);
+      expect(second.accounting?.workerThreadId).toBe(first.accounting?.workerThreadId);
+      await registry.close();
     }
   });
 });

@@ -10,6 +10,8 @@ import { ControlSlots } from '../host/sandbox/transport/control-slots.js';
 import { PoolTask } from '../host/sandbox/pool-task.js';
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type LaneAnswer, type TaskWire } from '../host/sandbox/protocol.js';
 import { TaskDispatch } from '../host/sandbox/task-dispatch.js';
+import { ComponentHomes, type ComponentHome } from '../host/sandbox/component-homes.js';
+import type { ProfileEntry } from '../host/sandbox/transport/task-profiles.js';
 import { LaneBell } from '../host/sandbox/transport/lane-bell.js';
 import { LaneClosed, TaskLanes } from '../host/sandbox/transport/task-lanes.js';
 import { WorkerHoldings } from '../host/sandbox/worker-holdings.js';
@@ -182,6 +184,71 @@ describe('task dispatch', () => {
     expect(first.task.worker).toBe(2);
     expect(first.task.toAwakeWorker).toBe(true);
     expect(bells.map((bell) => bell.rings)).toEqual([0, 1]);
+  });
+
+  /** A call task of a component whose instances workers `homes` hold; a new instance of it takes `instantiateMs`. */
+  function callOf(taskId: number, homes: number[], instantiateMs?: number): { task: PoolTask; wire: TaskWire; home: ComponentHome } {
+    const made = task(taskId);
+    const table = new ComponentHomes();
+    const home = table.of('c', 16);
+    for (const threadId of homes) table.answered(home, { startedAt: 0, instance: 'restored', isolation: 'call', instantiateMs: 0, cpuClock: 'none', threadId });
+    if (instantiateMs !== undefined) table.answered(home, { startedAt: 0, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', threadId: homes[0] ?? 1 });
+    made.task.profile = { id: 1, knownBy: new Set(), home } as unknown as ProfileEntry;
+    return { ...made, home };
+  }
+
+  function openLanes(dispatch: TaskDispatch, count: number): void {
+    for (let i = 1; i <= count; i += 1) {
+      const end = channel();
+      dispatch.lanes.open(i, end.pool);
+      answering(end.worker, (wire) => outcome(wire.taskId));
+    }
+  }
+
+  it('sends a call to an idle worker that holds its component before an awake or idle one that does not', async () => {
+    const states = { isDying: () => false, isPreparing: () => false, isAwake: (threadId: number) => threadId === 1 };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    openLanes(dispatch, 3);
+    const homed = callOf(20, [3]);
+    await dispatch.dispatch(homed.task, homed.wire);
+    expect(homed.task.worker).toBe(3);
+    expect(homed.task.toAwakeWorker).toBe(false);
+    // Nobody's home yet: the awake worker, as before.
+    const unknown = callOf(21, []);
+    await dispatch.dispatch(unknown.task, unknown.wire);
+    expect(unknown.task.worker).toBe(1);
+    expect(unknown.task.toAwakeWorker).toBe(true);
+  });
+
+  it('waits for a home busy preparing only when a new instance of the component is costly', async () => {
+    const states = { isDying: () => false, isPreparing: (threadId: number) => threadId === 2, isAwake: () => false };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    openLanes(dispatch, 2);
+    // componentize-js: a new instance takes ~20 ms, a reset ~1: worker 2 resets, and takes the call next.
+    const costly = callOf(30, [2], 20);
+    expect(costly.home.costly).toBe(true);
+    await dispatch.dispatch(costly.task, costly.wire);
+    expect(costly.task.worker).toBe(2);
+    // C: a new instance is about as cheap as the wait: the idle worker makes one.
+    const cheap = callOf(31, [2], 0.2);
+    expect(cheap.home.costly).toBe(false);
+    await dispatch.dispatch(cheap.task, cheap.wire);
+    expect(cheap.task.worker).toBe(1);
+  });
+
+  it('passes over a home that is busy with a task, or dying', async () => {
+    const states = { isDying: (threadId: number) => threadId === 3, isPreparing: () => false, isAwake: () => false };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    const ends = [channel(), channel(), channel()];
+    for (const [i, end] of ends.entries()) dispatch.lanes.open(i + 1, end.pool);
+    // Worker 1 holds a task it has not answered: its lane is not free.
+    const first = task(40);
+    void dispatch.dispatch(first.task, first.wire);
+    expect(first.task.worker).toBe(1);
+    for (const end of ends) answering(end.worker, (wire) => outcome(wire.taskId));
+    const homed = callOf(41, [1, 3], 20);
+    await dispatch.dispatch(homed.task, homed.wire);
+    expect(homed.task.worker).toBe(2);
   });
 
   it('fails queued tasks when asked (the pool closes)', async () => {

@@ -218,7 +218,10 @@ export class SandboxPool {
       const { accounting } = outcome;
       if (message.kind === 'call' && message.fixed) profile!.knownBy.add(accounting.threadId);
       accounting.queuedMs = Math.max(0, accounting.startedAt - task.submittedAt);
-      if (profile) recordRun(profile, accounting.ranMs ?? performance.timeOrigin + performance.now() - accounting.startedAt);
+      if (profile) {
+        recordRun(profile, accounting.ranMs ?? performance.timeOrigin + performance.now() - accounting.startedAt);
+        this.#profiles.homes.answered(profile.home, accounting);
+      }
       if (accounting.preparing) this.#spares.watch(accounting.threadId, taskId, input.componentId);
       // Its events and host calls were all handled: the lane delivers them before the answer (see transport/host-end.ts).
       return outcome;

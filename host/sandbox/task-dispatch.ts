@@ -1,14 +1,17 @@
 /**
  * Which worker takes a task, and the queue of tasks no worker fits yet.
  *
- * A task goes to an idle worker that is awake: it spins for its next task, or
- * will once its quick reset is done (no wake-up, see lane-bell.ts), else to an idle worker that is not preparing a spare (it would start
- * the task only once its spare is made; a quick reset of the last instance
- * does not count), else to an idle one that is, else
- * behind a short task (see worker-holdings.ts); otherwise it waits here, in
- * order, until a worker's lane frees up or a new worker says hello. A task
- * taken back while it waits (its caller stopped it) leaves without ever
- * reaching a worker.
+ * A task goes to an idle worker, and first to one that holds its component
+ * (its home, see component-homes.ts): it serves the call from an instance it
+ * has instead of making one. Among the rest, an awake worker comes first (it
+ * spins for its next task, or will once its quick reset is done: no wake-up,
+ * see lane-bell.ts), then one that is not preparing a spare (one that is
+ * would start the task only once its spare is made; a quick reset of the last
+ * instance does not count), then one that is; else the task waits behind a
+ * short task (see worker-holdings.ts); otherwise it waits here, in order,
+ * until a worker's lane frees up or a new worker says hello. A task taken
+ * back while it waits (its caller stopped it) leaves without ever reaching a
+ * worker.
  */
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type TaskAnswer, type TaskWire } from './protocol.js';
 import type { PoolTask } from './pool-task.js';
@@ -84,27 +87,52 @@ export class TaskDispatch {
     for (const queued of this.queue.takeAll()) queued.reject(error);
   }
 
-  /** A worker for `task` (recorded as handed over), or undefined when none fits. */
+  /**
+   * A worker for `task` (recorded as handed over), or undefined when none fits.
+   * Among idle workers, one that holds the task's component (its home, see
+   * component-homes.ts) comes first: awake, then asleep, then, when a new
+   * instance of the component is costly, busy preparing (a reset, ~1 ms for
+   * componentize-js, against a new instance's 10-40 ms); then the others as
+   * before: awake, asleep, preparing, behind a short task.
+   */
   #pick(task: PoolTask): number | undefined {
+    const home = task.profile?.home;
+    const homes = home !== undefined && home.threads.size > 0 ? home.threads : undefined;
+    let awake: number | undefined;
     let idle: number | undefined;
     let preparing: number | undefined;
+    let homeIdle: number | undefined;
+    let homePreparing: number | undefined;
     let behind: number | undefined;
     for (const threadId of this.lanes.threads()) {
       if (this.#workers.isDying(threadId)) continue;
       const load = this.lanes.load(threadId);
       if (load === 0) {
+        const isHome = homes?.has(threadId) === true;
         // An awake worker (spinning, or about to once its quick reset is done) takes the task without a wake-up.
         if (this.#workers.isAwake(threadId)) {
-          task.toAwakeWorker = true;
-          return this.#held.handOver(threadId, task);
+          if (isHome || homes === undefined) return this.#toAwake(threadId, task);
+          awake ??= threadId;
+        } else if (!this.#workers.isPreparing(threadId)) {
+          if (isHome) homeIdle ??= threadId;
+          else idle ??= threadId;
+        } else if (isHome) {
+          homePreparing ??= threadId;
+        } else {
+          preparing ??= threadId;
         }
-        if (!this.#workers.isPreparing(threadId)) idle ??= threadId;
-        else preparing ??= threadId;
       } else if (behind === undefined && this.#held.mayWaitBehind(threadId, load)) {
         behind = threadId;
       }
     }
-    const pick = idle ?? preparing ?? behind;
+    const atHome = homeIdle ?? (home?.costly === true ? homePreparing : undefined);
+    if (atHome === undefined && awake !== undefined) return this.#toAwake(awake, task);
+    const pick = atHome ?? idle ?? homePreparing ?? preparing ?? behind;
     return pick === undefined ? undefined : this.#held.handOver(pick, task);
+  }
+
+  #toAwake(threadId: number, task: PoolTask): number {
+    task.toAwakeWorker = true;
+    return this.#held.handOver(threadId, task);
   }
 }

@@ -10,6 +10,7 @@
  * worker, or one that dropped its profiles) answers a ProfileMiss and the
  * pool sends the task again with the profile.
  */
+import { ComponentHomes, type ComponentHome } from '../component-homes.js';
 import type { CallProfile, CallTask, CallWire, ControlRef } from '../protocol.js';
 
 /** Profiles kept before the table starts over (ids are never reused, so workers never mistake one). */
@@ -20,6 +21,8 @@ export interface ProfileEntry {
   profile: CallProfile;
   /** Workers (thread ids) known to hold the profile. */
   knownBy: Set<number>;
+  /** The workers that hold its component's instances (component-homes.ts). */
+  home: ComponentHome;
   /** How long its calls take in a worker, from the task's start there to its answer (ms, moving average of WorkerAccounting.ranMs; undefined before the first). */
   runMs?: number;
 }
@@ -42,6 +45,8 @@ const MEMO_PER_LIMITS = 8;
 
 export class TaskProfiles {
   readonly #byKey = new Map<string, ProfileEntry>();
+  /** Which workers hold each component's instances: one home per component and cap, shared by its profiles. */
+  readonly homes = new ComponentHomes();
   /**
    * The entries found for a limits object: a tool passes the same one with
    * every call, so its entry is found by comparing a few fields instead of
@@ -72,10 +77,11 @@ export class TaskProfiles {
       if (this.#byKey.size >= MAX_PROFILES) {
         this.#byKey.clear();
         this.#byLimits = new WeakMap();
+        this.homes.clear();
       }
       const profile: CallProfile = { componentId: input.componentId, memoryMb: input.memoryMb, moduleUrl: input.moduleUrl, tool: input.tool, isolation: input.isolation, limits: { ...limits }, network };
       if (input.argsSchema !== undefined) profile.argsSchema = input.argsSchema;
-      entry = { id: this.#nextId++, profile, knownBy: new Set() };
+      entry = { id: this.#nextId++, profile, knownBy: new Set(), home: this.homes.of(input.componentId, input.memoryMb) };
       this.#byKey.set(key, entry);
     }
     return entry;
@@ -84,6 +90,7 @@ export class TaskProfiles {
   /** A worker is gone: no profile counts it any more (else hostile calls that kill workers grow every set). */
   forget(threadId: number): void {
     for (const entry of this.#byKey.values()) entry.knownBy.delete(threadId);
+    this.homes.forget(threadId);
   }
 
   /**

@@ -1,0 +1,98 @@
+/**
+ * Which workers hold a component's instances, as far as the pool can tell
+ * from their answers, and what a new instance of it costs: the task dispatch
+ * sends a call to a worker that can serve it from an instance it has (a
+ * spare, or the last call's instance once reset) before one that would make
+ * a new instance.
+ *
+ * Why: a componentize-js instance costs 10-40 ms to make (the engine's
+ * instantiation, its heap image, describe() and a snapshot), its reset ~1 ms.
+ * Without homes a tool's second call went to whichever worker was idle; on a
+ * two-thread host that was the other worker half of the time, and the call
+ * waited for a new instance there. A C instance costs about as much as its
+ * reset, so its calls go on to any idle worker (see `costly`).
+ *
+ * What it is not: a guarantee. A worker may have dropped the component since
+ * its last answer (its memory budget or idle release; the answer after says
+ * so, and the worker stops counting as a home everywhere until it answers for
+ * the component again), and a home that is busy is passed over. A wrong guess
+ * costs what every call cost before: a new instance on the worker chosen.
+ * Bounded: one home per component and memory cap, at most MAX_HOMES before
+ * the table starts over.
+ */
+import type { WorkerAccounting } from './protocol.js';
+
+/** Homes kept before the table starts over (a profile a home at most: the profiles' table starts over at the same size). */
+const MAX_HOMES = 4096;
+
+/**
+ * A new instance that took longer than this (moving average) makes a home
+ * worker that is busy making a spare or resetting worth waiting for, rather
+ * than an idle worker that would make one more instance.
+ */
+const COSTLY_INSTANCE_MS = 2;
+
+/** Weight of the newest fresh instance in `instantiateMs`. */
+const WEIGHT = 0.25;
+
+/** One component at one memory cap. */
+export class ComponentHome {
+  /** Workers (thread ids) that answered a call of it and have not said since that they dropped components. */
+  readonly threads = new Set<number>();
+  /** What its fresh instances took to make in a worker (ms, moving average; undefined before the first). */
+  instantiateMs: number | undefined;
+
+  /** Whether a new instance costs enough that a home busy with its own preparation is worth waiting for. */
+  get costly(): boolean {
+    return this.instantiateMs !== undefined && this.instantiateMs > COSTLY_INSTANCE_MS;
+  }
+}
+
+export class ComponentHomes {
+  #byKey = new Map<string, ComponentHome>();
+  /** The homes each worker is in (so a worker leaves them without a scan of every home). */
+  readonly #ofThread = new Map<number, Set<ComponentHome>>();
+
+  /** The home of a component at a memory cap (made the first time). */
+  of(componentId: string, memoryMb: number): ComponentHome {
+    const key = `${memoryMb}\n${componentId}`;
+    let home = this.#byKey.get(key);
+    if (home === undefined) {
+      if (this.#byKey.size >= MAX_HOMES) this.clear();
+      home = new ComponentHome();
+      this.#byKey.set(key, home);
+    }
+    return home;
+  }
+
+  /** Start over (the call profiles that hold homes start over with them, see task-profiles.ts). */
+  clear(): void {
+    this.#byKey = new Map();
+    this.#ofThread.clear();
+  }
+
+  /** A worker answered a call of the component: it holds an instance (or will, once its spare is made). */
+  answered(home: ComponentHome, accounting: WorkerAccounting): void {
+    // The worker dropped components since its last answer: which ones it does not say, so it is nobody's home now.
+    if (accounting.evictions !== undefined && accounting.evictions > 0) this.forget(accounting.threadId);
+    const { threadId } = accounting;
+    if (!home.threads.has(threadId)) {
+      home.threads.add(threadId);
+      let homes = this.#ofThread.get(threadId);
+      if (homes === undefined) this.#ofThread.set(threadId, (homes = new Set()));
+      homes.add(home);
+    }
+    if (accounting.instance === 'fresh') {
+      const ms = accounting.instantiateMs;
+      home.instantiateMs = home.instantiateMs === undefined ? ms : home.instantiateMs + WEIGHT * (ms - home.instantiateMs);
+    }
+  }
+
+  /** A worker is gone, or dropped components it did not name. */
+  forget(threadId: number): void {
+    const homes = this.#ofThread.get(threadId);
+    if (homes === undefined) return;
+    this.#ofThread.delete(threadId);
+    for (const home of homes) home.threads.delete(threadId);
+  }
+}
