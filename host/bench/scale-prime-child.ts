@@ -4,8 +4,9 @@
  *
  *   node scale-prime-child.js CACHE_DIR|- FILE...
  *
- * loads every component once (transpiling those the cache lacks; nothing is
- * compiled) and prints one JSON line: how many were transpiled.
+ * loads every component once (transpiling those the cache lacks) and warms
+ * it (its modules made for the default cap and kept in the cache), and prints
+ * one JSON line: how many were transpiled.
  */
 const [cacheDir, ...files] = process.argv.slice(2);
 if (cacheDir === undefined || files.length === 0) {
@@ -17,6 +18,9 @@ const { silentLogger } = await import('../base/logger.js');
 const registry = createRegistry({ logger: silentLogger, sandbox: { describeTimeoutMs: 120_000, ...(cacheDir === '-' ? {} : { cacheDir }) } });
 try {
   const report = await registry.registerWasmTools(files);
+  // Each component's modules made once for the default cap and kept beside its entry (variant-cache.ts), as a
+  // host that served them before has them: the measured process reads them back.
+  await registry.warm();
   // A warm cache is warm for the next start too: every file's id remembered, the young ones once they settle
   // (the entries the transpiles wrote were remembered as they were written).
   const { ComponentIds } = await import('../sandbox/load/component-ids.js');

@@ -18,6 +18,7 @@ import { SandboxedTool, type ComponentHandle } from './sandboxed-tool.js';
 import { SUPPORTED_HOST_IMPORTS } from './load/supported-imports.js';
 import { DEFAULT_TABLE_ELEMENTS, tableElementsForHeap } from './load/memory-cap.js';
 import { modulesPerCap, variantDigest, type SharedVariants } from './load/module-variants.js';
+import { VariantCache } from './load/variant-cache.js';
 import { TOOL_EXPORTS, worldOfExports } from './load/tool-world.js';
 import { SURFACE_GUEST_NAME, surfaceOfExports } from './load/surface-exports.js';
 import { SURFACE_TOOL_PREFIX, SURFACE_INPUT_SCHEMA } from '../core/surfaces.js';
@@ -71,6 +72,8 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #variants: SharedVariants = new Map();
   /** Each compiled component's variant digest (module-variants.ts), by component id. */
   readonly #digests = new Map<string, string>();
+  /** Variants made once, kept beside their cache entries for later loads (load/variant-cache.ts). */
+  readonly #stored: VariantCache;
   /** Glue modules by their sha256: the URL the first entry with that glue was imported from (see `#glueUrl`). */
   readonly #glueUrls = new Map<string, string>();
   readonly #sandbox: Sandbox;
@@ -82,6 +85,7 @@ export class SandboxLoader implements WasmToolLoader {
     this.#options = options;
     this.#logger = logger;
     this.#cache = new ComponentCache(options.cacheDir);
+    this.#stored = new VariantCache(this.#cache);
     this.#limits = { ...DEFAULT_GUEST_OUTPUT_LIMITS, ...options.outputLimits };
     this.#schemaLimits = resolveSchemaLimits(options.schemaLimits);
     this.#ownsSandbox = sandbox === undefined;
@@ -232,7 +236,7 @@ export class SandboxLoader implements WasmToolLoader {
     // A component's tables in all, within what a worker's heap can hold while they grow.
     const tableElements = Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512));
     // Compiled modules no worker asked for in the idle-release time are forgotten (module-variants.ts).
-    const variants = modulesPerCap(cached, what, tableElements, this.#cache, this.#variants, this.#options.idleReleaseMs ?? DEFAULT_IDLE_RELEASE_MS);
+    const variants = modulesPerCap(cached, what, tableElements, this.#cache, this.#variants, this.#options.idleReleaseMs ?? DEFAULT_IDLE_RELEASE_MS, this.#stored);
     this.#digests.set(id, variantDigest(cached, tableElements));
     const handle: ComponentHandle = {
       id,

@@ -8,6 +8,7 @@ import { ToolhostError } from '../../base/errors.js';
 import type { CoreModules } from '../protocol.js';
 import type { CoreModuleBytes } from '../process/messages.js';
 import { IMAGE_SUFFIX } from './engine-split.js';
+import type { StoredVariant } from './variant-cache.js';
 
 /**
  * Compiled modules with an estimate of what their code holds (`codeBytes`: an array property, which
@@ -31,15 +32,63 @@ export async function compileCoreModules(modules: CoreModuleBytes, what: string)
   return compiled;
 }
 
+/**
+ * Compiles a stored variant's modules (./variant-cache.ts), each by the sha256 of its bytes: a module this
+ * process compiled from the same bytes (the engine every componentize-js tool carries) is taken again without
+ * reading its bytes.
+ */
+export async function compileStoredModules(stored: StoredVariant, what: string): Promise<CompiledModules> {
+  const compiledModules: CompiledModules = await Promise.all(stored.modules.map(async (module): Promise<[string, WebAssembly.Module]> => [
+    module.name,
+    await stored.compiled.get(module.sha256, () => stored.load(module), (bytes) => compileOne(module.name, bytes, what)),
+  ]));
+  compiledModules.codeBytes = stored.modules.reduce((sum, module) => sum + module.size, 0) * CODE_BYTES_PER_MODULE_BYTE;
+  compiledModules.imageBytes = stored.modules.reduce((sum, module) => sum + (module.name.endsWith(IMAGE_SUFFIX) ? module.size : 0), 0);
+  return compiledModules;
+}
+
 function compileEach(modules: CoreModuleBytes, what: string): Promise<CoreModules> {
-  return Promise.all(modules.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => {
-    try {
-      return [name, await WebAssembly.compile(bytes)];
-    } catch (error) {
-      if (!(error instanceof WebAssembly.CompileError)) throw error;
-      throw new ToolhostError('COMPONENT_INVALID', `${what}: its core module ${name} does not compile (${error.message.replace(/^WebAssembly\.compile\(\): /, '')})`, {
-        details: { reason: 'compile', module: name },
-      });
-    }
-  }));
+  return Promise.all(modules.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => [name, await compileOne(name, bytes, what)]));
+}
+
+async function compileOne(name: string, bytes: Uint8Array, what: string): Promise<WebAssembly.Module> {
+  try {
+    return await WebAssembly.compile(bytes);
+  } catch (error) {
+    if (!(error instanceof WebAssembly.CompileError)) throw error;
+    throw new ToolhostError('COMPONENT_INVALID', `${what}: its core module ${name} does not compile (${error.message.replace(/^WebAssembly\.compile\(\): /, '')})`, {
+      details: { reason: 'compile', module: name },
+    });
+  }
+}
+
+/**
+ * Compiled modules by the sha256 of their bytes, held weakly: a module some variant or worker still holds is
+ * found again; one nothing holds is collected and compiled anew when asked for. One table per loader (its
+ * stored variants, ./variant-cache.ts): a module is taken from it only where it was compiled from checked bytes.
+ */
+export class CompiledByHash {
+  readonly #compiled = new Map<string, WeakRef<WebAssembly.Module>>();
+  readonly #compiling = new Map<string, Promise<WebAssembly.Module>>();
+  /** Dead references are swept when the table passes this size (then it is twice what is alive, at least 256). */
+  #sweepAt = 256;
+
+  /** The module compiled from the bytes of `digest`: the one this table has, or `compile(await bytes())`. */
+  get(digest: string, bytes: () => Promise<Uint8Array>, compile: (bytes: Uint8Array) => Promise<WebAssembly.Module>): Promise<WebAssembly.Module> {
+    const known = this.#compiled.get(digest)?.deref();
+    if (known !== undefined) return Promise.resolve(known);
+    const pending = this.#compiling.get(digest);
+    if (pending !== undefined) return pending;
+    const made = bytes().then(compile).then((module) => {
+      if (this.#compiled.size >= this.#sweepAt) {
+        for (const [key, ref] of this.#compiled) if (ref.deref() === undefined) this.#compiled.delete(key);
+        this.#sweepAt = Math.max(256, this.#compiled.size * 2);
+      }
+      this.#compiled.set(digest, new WeakRef(module));
+      return module;
+    });
+    this.#compiling.set(digest, made);
+    made.then(() => this.#compiling.delete(digest), () => this.#compiling.delete(digest));
+    return made;
+  }
 }

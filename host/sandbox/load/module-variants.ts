@@ -3,16 +3,19 @@
  * memory cap: read back from the transpile cache (hash checked again), memories
  * and tables capped (./memory-cap.ts), snapshot exports and the instance-state
  * verdict added (./snapshot-exports.ts), compiled here or sent as bytes to the
- * sandbox process. Part of the loading pipeline (./loader.ts).
+ * sandbox process. Part of the loading pipeline (./loader.ts). A variant made
+ * once is kept on disk beside its entry (./variant-cache.ts) and read back by
+ * later loads and processes.
  */
 import { ToolhostError } from '../../base/errors.js';
 import { GLUE_FILE, type CachedComponent, type ComponentCache } from './component-cache.js';
-import { compileCoreModules } from './core-compile.js';
+import { compileCoreModules, compileStoredModules, type CompiledModules } from './core-compile.js';
 import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps } from './memory-cap.js';
 import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
 import { engineSplitEnabled, IMAGE_SUFFIX, splitVerified } from './engine-split.js';
+import type { VariantCache } from './variant-cache.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 
 /**
@@ -55,8 +58,41 @@ const KEPT_CALLER_VARIANTS = 2;
  * over every memory the component's core instances define (see
  * `planMemoryCaps`), so it bounds the component's total.
  */
-export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, cache: Pick<ComponentCache, 'readEntryFile'>, shared: SharedVariants = new Map(), releaseMs = 0): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
+export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, cache: Pick<ComponentCache, 'readEntryFile'>, shared: SharedVariants = new Map(), releaseMs = 0, stored?: VariantCache): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
   const digest = variantDigest(cached, tableElements);
+  const storedKey = (memoryMb: number): string => `${memoryMb}-${tableElements}-${engineSplitEnabled() ? 'split' : 'whole'}`;
+  /** Kept for later loads once it compiled (or, for bytes, once made). */
+  const keep = (memoryMb: number, modules: CoreModuleBytes): void => {
+    stored?.write(cached, storedKey(memoryMb), modules).catch(() => {});
+  };
+  const compiledFor = async (memoryMb: number): Promise<CompiledModules> => {
+    const kept = await stored?.read(cached, storedKey(memoryMb));
+    if (kept !== undefined) {
+      try {
+        return await compileStoredModules(kept, what);
+      } catch (error) {
+        // The same bytes made again would not compile either; anything else (a file changed, a chunk gone) is made again.
+        if (error instanceof ToolhostError) throw error;
+      }
+    }
+    const modules = await capped(memoryMb);
+    const compiled = await compileCoreModules(modules, what);
+    keep(memoryMb, modules);
+    return compiled;
+  };
+  const bytesFor = async (memoryMb: number): Promise<CoreModuleBytes> => {
+    const kept = await stored?.read(cached, storedKey(memoryMb));
+    if (kept !== undefined) {
+      try {
+        return await Promise.all(kept.modules.map(async (module): Promise<[string, Uint8Array]> => [module.name, await kept.load(module)]));
+      } catch {
+        // made again below
+      }
+    }
+    const modules = await capped(memoryMb);
+    keep(memoryMb, modules);
+    return modules;
+  };
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
     // (by the memo when the file's stat did not change while it was read, see component-ids.ts; a chunked
@@ -158,7 +194,7 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
     return made;
   };
   return {
-    bytesFor: oncePerCap('bytes', capped, BYTES_KEPT_MS),
-    modulesFor: oncePerCap('modules', async (memoryMb) => compileCoreModules(await capped(memoryMb), what)),
+    bytesFor: oncePerCap('bytes', bytesFor, BYTES_KEPT_MS),
+    modulesFor: oncePerCap('modules', compiledFor),
   };
 }
