@@ -236,6 +236,22 @@ describe('task dispatch', () => {
     expect(cheap.task.worker).toBe(1);
   });
 
+  it('sends the first call of a component no worker holds to the idle worker holding the fewest, the awake one on a tie', async () => {
+    const held = new Map([[1, 5], [2, 0], [3, 0]]);
+    const states = { isDying: () => false, isPreparing: (threadId: number) => threadId === 3, isAwake: (threadId: number) => threadId === 1, homes: (threadId: number) => held.get(threadId) ?? 0 };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    openLanes(dispatch, 3);
+    const unknown = callOf(50, []);
+    await dispatch.dispatch(unknown.task, unknown.wire);
+    // Worker 1 is awake but holds 5 components; worker 3 holds none but is busy preparing.
+    expect(unknown.task.worker).toBe(2);
+    held.set(2, 5);
+    const tie = callOf(51, []);
+    await dispatch.dispatch(tie.task, tie.wire);
+    expect(tie.task.worker).toBe(1);
+    expect(tie.task.toAwakeWorker).toBe(true);
+  });
+
   it('passes over a home that is busy with a task, or dying', async () => {
     const states = { isDying: (threadId: number) => threadId === 3, isPreparing: () => false, isAwake: () => false };
     const dispatch = new TaskDispatch(states, noWaiting);

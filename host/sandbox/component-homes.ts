@@ -88,6 +88,11 @@ export class ComponentHomes {
     }
   }
 
+  /** How many components the worker is believed to hold. */
+  count(threadId: number): number {
+    return this.#ofThread.get(threadId)?.size ?? 0;
+  }
+
   /** A worker is gone, or dropped components it did not name. */
   forget(threadId: number): void {
     const homes = this.#ofThread.get(threadId);

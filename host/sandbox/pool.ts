@@ -107,6 +107,7 @@ export class SandboxPool {
       isDying: (threadId) => this.#closing || this.#stops.isDying(threadId),
       isPreparing: (threadId) => this.#spares.isPreparing(threadId),
       isAwake: (threadId) => this.#bells.isSpinning(threadId) || this.#spares.isQuickPreparing(threadId),
+      homes: (threadId) => this.#profiles.homes.count(threadId),
     }, this.#held, {
       // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
       event: (threadId, taskId, message) => this.#routes.get(taskId)?.receive(message, threadId),

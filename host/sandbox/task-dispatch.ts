@@ -3,7 +3,9 @@
  *
  * A task goes to an idle worker, and first to one that holds its component
  * (its home, see component-homes.ts): it serves the call from an instance it
- * has instead of making one. Among the rest, an awake worker comes first (it
+ * has instead of making one; a call of a component no worker holds goes to
+ * the idle worker that holds the fewest (each worker's memory budget is its
+ * share of the pool's). Among the rest, an awake worker comes first (it
  * spins for its next task, or will once its quick reset is done: no wake-up,
  * see lane-bell.ts), then one that is not preparing a spare (one that is
  * would start the task only once its spare is made; a quick reset of the last
@@ -27,6 +29,8 @@ export interface WorkerStates {
   isPreparing(threadId: number): boolean;
   /** Awake: spinning for its next task, or finishing a quick reset after which it spins; it takes a task without a wake-up (see lane-bell.ts). */
   isAwake(threadId: number): boolean;
+  /** How many components the worker is believed to hold (component-homes.ts); absent: not known. */
+  homes?(threadId: number): number;
 }
 
 interface QueuedTask {
@@ -98,6 +102,8 @@ export class TaskDispatch {
   #pick(task: PoolTask): number | undefined {
     const home = task.profile?.home;
     const homes = home !== undefined && home.threads.size > 0 ? home.threads : undefined;
+    // A component no worker holds yet: a new instance wherever it goes, so it goes where fewer are held.
+    if (home !== undefined && homes === undefined && this.#workers.homes !== undefined) return this.#leastHeld(task, this.#workers.homes);
     let awake: number | undefined;
     let idle: number | undefined;
     let preparing: number | undefined;
@@ -128,6 +134,36 @@ export class TaskDispatch {
     const atHome = homeIdle ?? (home?.costly === true ? homePreparing : undefined);
     if (atHome === undefined && awake !== undefined) return this.#toAwake(awake, task);
     const pick = atHome ?? idle ?? homePreparing ?? preparing ?? behind;
+    return pick === undefined ? undefined : this.#held.handOver(pick, task);
+  }
+
+  /**
+   * For a call of a component no worker holds: the idle worker holding the fewest components (an awake one on a
+   * tie, one preparing only when no other is idle), else one a short task may wait behind. Each worker's
+   * memory budget is its share of the pool's: a run of first calls of distinct tools sent to the awake worker
+   * filled its budget and evicted them all before their second calls while the other worker held none.
+   */
+  #leastHeld(task: PoolTask, homes: (threadId: number) => number): number | undefined {
+    let best: number | undefined;
+    let bestRank = Number.POSITIVE_INFINITY;
+    let behind: number | undefined;
+    for (const threadId of this.lanes.threads()) {
+      if (this.#workers.isDying(threadId)) continue;
+      const load = this.lanes.load(threadId);
+      if (load !== 0) {
+        if (behind === undefined && this.#held.mayWaitBehind(threadId, load)) behind = threadId;
+        continue;
+      }
+      const awake = this.#workers.isAwake(threadId);
+      // Preparing outranks any count; a held component counts 2, so one held fewer beats awake.
+      const rank = (!awake && this.#workers.isPreparing(threadId) ? 1e9 : 0) + 2 * homes(threadId) + (awake ? 0 : 1);
+      if (rank < bestRank) {
+        best = threadId;
+        bestRank = rank;
+      }
+    }
+    if (best !== undefined && this.#workers.isAwake(best)) return this.#toAwake(best, task);
+    const pick = best ?? behind;
     return pick === undefined ? undefined : this.#held.handOver(pick, task);
   }
 
