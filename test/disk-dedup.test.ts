@@ -6,7 +6,7 @@
  * to is never used.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,6 +54,25 @@ describe('content-addressed chunks', () => {
     expect(await chunks.get(recipe)).toBeUndefined();
     await chunks.put(bytes);
     expect(Buffer.compare((await chunks.get(recipe))!, bytes)).toBe(0);
+  });
+
+  it('never answers with a chunk cut short, grown, or missing, nor a recipe whose lengths do not add up', async () => {
+    const chunks = new ChunkStore(await mkdtemp(join(tmpdir(), 'toolhost-chunks-')));
+    const bytes = randomBytes(2 * 1024 * 1024);
+    const recipe = await chunks.put(bytes);
+    const [first, second] = chunkFiles(chunks.root);
+    const original = readFileSync(first!);
+    writeFileSync(first!, original.subarray(0, original.length - 1));
+    expect(await chunks.get(recipe)).toBeUndefined();
+    // Grown: the bytes read are the chunk's length, and those still hash right; what follows is never read.
+    writeFileSync(first!, Buffer.concat([original, Buffer.from('trailing')]));
+    expect(Buffer.compare((await chunks.get(recipe))!, bytes)).toBe(0);
+    writeFileSync(first!, original);
+    rmSync(second!);
+    expect(await chunks.get(recipe)).toBeUndefined();
+    await chunks.put(bytes);
+    expect(await chunks.get({ ...recipe, size: recipe.size - 1 })).toBeUndefined();
+    expect(await chunks.get({ ...recipe, size: recipe.size + 1 })).toBeUndefined();
   });
 });
 

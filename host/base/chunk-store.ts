@@ -30,7 +30,7 @@
  * No imports but Node's: the lowest layer, so both its users can reach it.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Smallest chunk (but the last). */
@@ -141,19 +141,28 @@ export class ChunkStore {
     return { format: RECIPE_FORMAT, size: bytes.length, sha256: sha256(bytes), chunks };
   }
 
-  /** The bytes a recipe names; undefined when a chunk is missing or no longer matches its hash. */
+  /**
+   * The bytes a recipe names; undefined when a chunk is missing or no longer matches its hash. Each chunk is
+   * read straight into its place and hashed there (a chunk file longer than its length is read no further: the
+   * bytes used are the ones hashed): reading whole files into buffers of their own and copying them cost a 3 MB
+   * tool image a copy and a round trip a chunk (200 distinct tools' images: ~0.5 s of the main thread).
+   */
   async get(recipe: ChunkRecipe): Promise<Buffer | undefined> {
     const out = Buffer.allocUnsafe(recipe.size);
     let at = 0;
     for (const [hex, length] of recipe.chunks) {
-      let chunk: Buffer;
+      if (at + length > recipe.size) return undefined;
+      const place = out.subarray(at, at + length);
+      let handle: FileHandle | undefined;
       try {
-        chunk = await readFile(this.#path(hex));
+        handle = await open(this.#path(hex), 'r');
+        if ((await handle.read(place, 0, length, 0)).bytesRead !== length) return undefined;
       } catch {
         return undefined;
+      } finally {
+        await handle?.close().catch(() => {});
       }
-      if (chunk.length !== length || sha256(chunk) !== hex) return undefined;
-      chunk.copy(out, at);
+      if (sha256(place) !== hex) return undefined;
       at += length;
     }
     return at === recipe.size ? out : undefined;
