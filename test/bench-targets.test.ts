@@ -80,6 +80,7 @@ function pairedReport(): BenchReport {
       pairedRow('toolhost:echo:conversation', 1, [1.0, 1.1, 1.2]),
       pairedRow('extism:worker', 1, [2, 2, 2]),
       pairedRow('toolhost:echo:call', 8, [1, 1, 1], [0.6, 0.8, 0.9]), // median 0.8x: P2 met, though the sequential row misses it
+      pairedRow('toolhost:js_echo:call', 1, [4, 6, 5]), // median 5x: D4 met
     ],
   };
   return r;
@@ -98,8 +99,9 @@ describe('the paired phase', () => {
 
   it('is what the ratio targets read when it ran, and they say so', () => {
     const checks = Object.fromEntries(checkTargets(pairedReport()).map((t) => [t.id, t]));
-    expect(Object.fromEntries(Object.entries(checks).map(([id, t]) => [id, t.met]))).toEqual({ P1: false, P2: true, P3: undefined, P4: true, P5: true, M: undefined });
-    for (const id of ['P1', 'P2', 'P4']) expect(checks[id]!.basis).toBe('paired, 3 rounds');
+    expect(Object.fromEntries(Object.entries(checks).map(([id, t]) => [id, t.met]))).toEqual({ P1: false, P2: true, P3: undefined, P4: true, P5: true, M: undefined, D4: true });
+    for (const id of ['P1', 'P2', 'P4', 'D4']) expect(checks[id]!.basis).toBe('paired, 3 rounds');
+    expect(checks.D4!.measured).toContain('5.00x the floor (median of the per-round ratios, per round 4.00x-6.00x');
     expect(checks.P5!.basis).toBeUndefined();
     expect(checks.P1!.measured).toContain('1.60x the floor (median of the per-round ratios, per round 1.30x-1.70x');
     // C echo over Extism, round by round: 1.3/2, 1.6/2, 1.7/2.
@@ -129,7 +131,13 @@ describe('the paired phase', () => {
 describe('benchmark targets', () => {
   it('checks P1-P5 against the rows, and says which were not measured', () => {
     const byId = Object.fromEntries(checkTargets(report()).map((t) => [t.id, t.met]));
-    expect(byId).toEqual({ P1: true, P2: false, P3: undefined, P4: false, P5: true, M: undefined });
+    expect(byId).toEqual({ P1: true, P2: false, P3: undefined, P4: false, P5: true, M: undefined, D4: undefined });
+  });
+
+  it('misses D4 when a componentize-js call is over 5x the floor', () => {
+    const r = report();
+    r.rows.push(row('toolhost:js_echo:call', 1, 0.6, 1500, r.rows[0]));
+    expect(checkTargets(r).find((t) => t.id === 'D4')).toMatchObject({ met: false, measured: 'p50 0.600 ms = 6.00x the floor' });
   });
 
   it('misses P1 when Extism is faster in the same run', () => {

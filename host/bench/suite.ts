@@ -199,6 +199,9 @@ const TARGET_ROWS: ReadonlyArray<{ isolation: Isolation; concurrency: readonly n
   { isolation: 'conversation', concurrency: [1] },
 ];
 
+/** The componentize-js row D4 (issue 37) reads, for the paired phase of the standard suite. */
+const JS_TARGET_ROWS: ReadonlyArray<{ isolation: Isolation; concurrency: readonly number[] }> = [{ isolation: 'call', concurrency: [1] }];
+
 /** The Extism runInWorker peer at concurrency 1 (P1 compares against it), as a paired source. */
 function extismSource(run: Run, calls: number, payload: unknown): PairedSource {
   return {
@@ -217,7 +220,7 @@ function extismSource(run: Run, calls: number, payload: unknown): PairedSource {
   };
 }
 
-/** The paired phase over `sources` (the floor is added); its notes join the run's. */
+/** A paired phase over `sources` (the floor is added); its notes join the run's, its rows the report's. */
 async function measurePaired(run: Run, rounds: number, calls: number, payload: unknown, sources: PairedSource[], report: BenchReport): Promise<void> {
   if (rounds === 0) {
     run.meta.notes.push('paired phase skipped (--paired-rounds 0): the targets read the sequential rows');
@@ -229,7 +232,9 @@ async function measurePaired(run: Run, rounds: number, calls: number, payload: u
   }
   const result = await runPaired({ rounds, calls, threads: run.threads, payload, sources, progress: run.progress });
   run.meta.notes.push(...result.notes);
-  report.paired = result.phase;
+  // A later phase's rows join the first's (each row's ratios are against the floor blocks of its own phase).
+  if (report.paired) report.paired.rows.push(...result.phase.rows);
+  else report.paired = result.phase;
 }
 
 function sandboxedSources(run: Run, config: ResolvedConfig, target: SandboxedTarget, rows: ReadonlyArray<{ isolation: Isolation; concurrency: readonly number[] }>): PairedSource[] {
@@ -327,8 +332,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   } else {
     run.meta.notes.push(`C rows skipped: ${ctools} is missing (building it needs clang: node scripts/build-guests.mjs)`);
   }
+  const jsEcho: SandboxedTarget = { tool: 'js_echo', label: 'JS js_echo (componentize-js)', args: STANDARD_PAYLOAD, calls: jsCalls, sources: [{ path: text, options: {} }] };
   if (existsSync(text)) {
-    const target: SandboxedTarget = { tool: 'js_echo', label: 'JS js_echo (componentize-js)', args: STANDARD_PAYLOAD, calls: jsCalls, sources: [{ path: text, options: {} }] };
+    const target = jsEcho;
     await measureSandboxed(run, config, target, isolations);
     // Kept instances only: a componentize-js instance holds ~9 MiB, and 100,000 of its calls take minutes.
     await measureMemory(run, config, target, 0, 8, report);
@@ -341,6 +347,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     const sources = sandboxedSources(run, config, cEcho, TARGET_ROWS.filter((row) => isolations.includes(row.isolation)));
     if (sources.length > 0 && options.peers !== false && run.concurrency.includes(1)) sources.push(extismSource(run, calls, STANDARD_PAYLOAD));
     await measurePaired(run, pairedRounds, calls, STANDARD_PAYLOAD, sources, report);
+    // Issue 37's D4 reads js_echo at concurrency 1 paired with the floor, as P1 reads C echo: in a phase of its
+    // own (its ~1 ms calls in the same rounds moved C echo's ratios: P1 1.63x and P4 1.36x in one run).
+    const jsSources = existsSync(text) ? sandboxedSources(run, config, jsEcho, JS_TARGET_ROWS.filter((row) => isolations.includes(row.isolation))) : [];
+    if (jsSources.length > 0) await measurePaired(run, pairedRounds, calls, STANDARD_PAYLOAD, jsSources, report);
   }
   if (options.budgets !== false) report.budgets = await measureBudgets(run, config, positive(options.budgetSamples, 20, 'budgetSamples'));
   else run.meta.notes.push('budget rows skipped (--no-budgets)');

@@ -1,5 +1,6 @@
 /**
- * The performance targets of issue 10 (P1-P5, and M: memory), checked against one run's
+ * The performance targets of issue 10 (P1-P5, and M: memory) and issue 37's D4 (a
+ * componentize-js call against the floor), checked against one run's
  * rows. A target whose rows are missing (a skipped build, a filtered run) is
  * reported as not measured, never as met.
  *
@@ -157,8 +158,22 @@ function workerHeaps(check: GrowthCheck): string {
   return `worker heaps ${check.workerHeapGrowthMb.toFixed(2)} MiB (slope ${check.workerHeapSlopeMbPer100k.toFixed(2)})`;
 }
 
+/** Issue 37's D4: a componentize-js call against the floor, paired as P1 is. */
+function d4(report: BenchReport): TargetCheck {
+  const goal = 'componentize-js js_echo, default isolation, concurrency 1: p50 <= 5x the floor (issue 37, D4)';
+  const paired = findPaired(report, 'toolhost:js_echo:call', 1);
+  if (paired) {
+    const ratio = paired.p50VsFloorPerRound;
+    const measured = `p50 ${msText(paired.p50Ms)}, floor ${msText(paired.floorP50Ms)}: ${x(ratio.median)} the floor (median of the per-round ratios, ${range(ratio)}; pooled ${x(paired.p50VsFloor)})`;
+    return { id: 'D4', goal, measured, met: ratio.median <= 5, basis: basis(report) };
+  }
+  const row = find(report, 'toolhost:js_echo:call', 1);
+  if (!row) return notMeasured('D4', goal, 'no js_echo isolation=call row at concurrency 1');
+  return { id: 'D4', goal, measured: `p50 ${msText(row.p50Ms)} = ${x(row.p50VsFloor)} the floor`, met: row.p50VsFloor <= 5 };
+}
+
 export function checkTargets(report: BenchReport): TargetCheck[] {
-  return [p1(report), p2(report), p3(report), p4(report), p5(report), memory(report)];
+  return [p1(report), p2(report), p3(report), p4(report), p5(report), memory(report), d4(report)];
 }
 
 /**
