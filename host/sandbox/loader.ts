@@ -23,19 +23,18 @@ import { TOOL_EXPORTS, worldOfExports } from './load/tool-world.js';
 import { SURFACE_GUEST_NAME, surfaceOfExports } from './load/surface-exports.js';
 import { SURFACE_TOOL_PREFIX, SURFACE_INPUT_SCHEMA } from '../core/surfaces.js';
 import { resolveSchemaLimits, type SchemaLimits } from '../core/schema-limits.js';
-
-/** The reserved call that reaches a component's prompts and resources (its name and grant are added per component). */
-const SURFACE_TOOL_SPEC = { guestName: SURFACE_GUEST_NAME, description: 'A component\'s prompts and resources', inputSchema: SURFACE_INPUT_SCHEMA, idempotent: true, streaming: false };
 import { DEFAULT_POLICY_DEFAULTS } from '../policy/execution-policy.js';
 import { parseEgressAllowlist } from '../net/allowlist.js';
 import type { ToolGrant } from '../policy/grant.js';
 import type { HostOwnedPath } from '../policy/host-owned-paths.js';
+import type { SandboxOptions } from './sandbox-options.js';
+export type { SandboxOptions };
+
+/** The reserved call that reaches a component's prompts and resources (its name and grant are added per component). */
+const SURFACE_TOOL_SPEC = { guestName: SURFACE_GUEST_NAME, description: 'A component\'s prompts and resources', inputSchema: SURFACE_INPUT_SCHEMA, idempotent: true, streaming: false };
 
 /** The interface every 0.1.0 tool component exports (see tool-world.ts for both worlds). */
 export const TOOL_EXPORT = TOOL_EXPORTS['0.1.0'];
-
-import type { SandboxOptions } from './sandbox-options.js';
-export type { SandboxOptions };
 
 /** Hung spare instances after which a component is quarantined. */
 const QUARANTINE_STRIKES = 2;
@@ -47,11 +46,7 @@ export const DEFAULT_DESCRIBE_TIMEOUT_MS = 10_000;
 type LazySource = Omit<ComponentSource, 'bytes'> & { bytes: Uint8Array | (() => Promise<Uint8Array>) };
 
 /** A component compiled in this process. */
-interface CompiledComponent {
-  handle: ComponentHandle;
-  cached: CachedComponent;
-  tools: GuestToolInfo[];
-}
+interface CompiledComponent { handle: ComponentHandle; cached: CachedComponent; tools: GuestToolInfo[] }
 
 export class SandboxLoader implements WasmToolLoader {
   readonly #options: SandboxOptions;
@@ -72,8 +67,8 @@ export class SandboxLoader implements WasmToolLoader {
   readonly #variants: SharedVariants = new Map();
   /** Each compiled component's variant digest (module-variants.ts), by component id. */
   readonly #digests = new Map<string, string>();
-  /** Variants made once, kept beside their cache entries for later loads (load/variant-cache.ts). */
-  readonly #stored: VariantCache;
+  /** Variants kept beside their cache entries for later loads (load/variant-cache.ts), made at the first load. */
+  #stored: VariantCache | undefined;
   /** Glue modules by their sha256: the URL the first entry with that glue was imported from (see `#glueUrl`). */
   readonly #glueUrls = new Map<string, string>();
   readonly #sandbox: Sandbox;
@@ -85,7 +80,6 @@ export class SandboxLoader implements WasmToolLoader {
     this.#options = options;
     this.#logger = logger;
     this.#cache = new ComponentCache(options.cacheDir);
-    this.#stored = new VariantCache(this.#cache);
     this.#limits = { ...DEFAULT_GUEST_OUTPUT_LIMITS, ...options.outputLimits };
     this.#schemaLimits = resolveSchemaLimits(options.schemaLimits);
     this.#ownsSandbox = sandbox === undefined;
@@ -236,7 +230,7 @@ export class SandboxLoader implements WasmToolLoader {
     // A component's tables in all, within what a worker's heap can hold while they grow.
     const tableElements = Math.min(this.#options.tableElements ?? DEFAULT_TABLE_ELEMENTS, tableElementsForHeap(this.#options.maxHeapMb ?? 512));
     // Compiled modules no worker asked for in the idle-release time are forgotten (module-variants.ts).
-    const variants = modulesPerCap(cached, what, tableElements, this.#cache, this.#variants, this.#options.idleReleaseMs ?? DEFAULT_IDLE_RELEASE_MS, this.#stored);
+    const variants = modulesPerCap(cached, what, tableElements, this.#cache, this.#variants, this.#options.idleReleaseMs ?? DEFAULT_IDLE_RELEASE_MS, this.#stored ??= new VariantCache(this.#cache));
     this.#digests.set(id, variantDigest(cached, tableElements));
     const handle: ComponentHandle = {
       id,

@@ -8,7 +8,6 @@ import { ToolhostError } from '../../base/errors.js';
 import type { CoreModules } from '../protocol.js';
 import type { CoreModuleBytes } from '../process/messages.js';
 import { IMAGE_SUFFIX } from './engine-split.js';
-import type { StoredVariant } from './variant-cache.js';
 
 /**
  * Compiled modules with an estimate of what their code holds (`codeBytes`: an array property, which
@@ -32,26 +31,12 @@ export async function compileCoreModules(modules: CoreModuleBytes, what: string)
   return compiled;
 }
 
-/**
- * Compiles a stored variant's modules (./variant-cache.ts), each by the sha256 of its bytes: a module this
- * process compiled from the same bytes (the engine every componentize-js tool carries) is taken again without
- * reading its bytes.
- */
-export async function compileStoredModules(stored: StoredVariant, what: string): Promise<CompiledModules> {
-  const compiledModules: CompiledModules = await Promise.all(stored.modules.map(async (module): Promise<[string, WebAssembly.Module]> => [
-    module.name,
-    await stored.compiled.get(module.sha256, () => stored.load(module), (bytes) => compileOne(module.name, bytes, what)),
-  ]));
-  compiledModules.codeBytes = stored.modules.reduce((sum, module) => sum + module.size, 0) * CODE_BYTES_PER_MODULE_BYTE;
-  compiledModules.imageBytes = stored.modules.reduce((sum, module) => sum + (module.name.endsWith(IMAGE_SUFFIX) ? module.size : 0), 0);
-  return compiledModules;
-}
-
 function compileEach(modules: CoreModuleBytes, what: string): Promise<CoreModules> {
-  return Promise.all(modules.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => [name, await compileOne(name, bytes, what)]));
+  return Promise.all(modules.map(async ([name, bytes]): Promise<[string, WebAssembly.Module]> => [name, await compileCoreModule(name, bytes, what)]));
 }
 
-async function compileOne(name: string, bytes: Uint8Array, what: string): Promise<WebAssembly.Module> {
+/** Compiles one core module; one that does not compile rejects with COMPONENT_INVALID naming it. */
+export async function compileCoreModule(name: string, bytes: Uint8Array, what: string): Promise<WebAssembly.Module> {
   try {
     return await WebAssembly.compile(bytes);
   } catch (error) {

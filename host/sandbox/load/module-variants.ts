@@ -9,13 +9,13 @@
  */
 import { ToolhostError } from '../../base/errors.js';
 import { GLUE_FILE, type CachedComponent, type ComponentCache } from './component-cache.js';
-import { compileCoreModules, compileStoredModules, type CompiledModules } from './core-compile.js';
+import { compileCoreModules, type CompiledModules } from './core-compile.js';
 import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pagesForMb, planMemoryCaps } from './memory-cap.js';
 import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
 import { engineSplitEnabled, IMAGE_SUFFIX, splitVerified } from './engine-split.js';
-import type { VariantCache } from './variant-cache.js';
+import { compileStoredModules, type VariantCache } from './variant-cache.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 
 /**

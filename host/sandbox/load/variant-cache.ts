@@ -35,7 +35,8 @@ import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CHUNKED_MIN_FILE, parseRecipe } from '../../base/chunk-store.js';
 import type { CoreModuleBytes } from '../process/messages.js';
-import { CompiledByHash } from './core-compile.js';
+import { CODE_BYTES_PER_MODULE_BYTE, CompiledByHash, compileCoreModule, type CompiledModules } from './core-compile.js';
+import { IMAGE_SUFFIX } from './engine-split.js';
 import { CHUNKS_SUFFIX, type CachedComponent, type ComponentCache } from './component-cache.js';
 
 /** The modules whose code decides a variant's bytes: their source is part of the variant's key. */
@@ -179,4 +180,18 @@ export class VariantCache {
       if (name !== pipelineDigest && !name.includes('.tmp-')) await rm(join(root, name), { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * Compiles a stored variant's modules, each by the sha256 of its bytes: a module this loader compiled from the
+ * same bytes (the engine every componentize-js tool carries) is taken again without reading its bytes.
+ */
+export async function compileStoredModules(stored: StoredVariant, what: string): Promise<CompiledModules> {
+  const compiledModules: CompiledModules = await Promise.all(stored.modules.map(async (module): Promise<[string, WebAssembly.Module]> => [
+    module.name,
+    await stored.compiled.get(module.sha256, () => stored.load(module), (bytes) => compileCoreModule(module.name, bytes, what)),
+  ]));
+  compiledModules.codeBytes = stored.modules.reduce((sum, module) => sum + module.size, 0) * CODE_BYTES_PER_MODULE_BYTE;
+  compiledModules.imageBytes = stored.modules.reduce((sum, module) => sum + (module.name.endsWith(IMAGE_SUFFIX) ? module.size : 0), 0);
+  return compiledModules;
 }
