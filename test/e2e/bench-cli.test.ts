@@ -4,7 +4,7 @@
  * alternating rounds, writes a self-contained HTML report, and refuses
  * malformed command lines. The standard suite's targets read the paired phase.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -131,14 +131,17 @@ describe.runIf(hasCGuests)('toolhost bench, the standard suite with small number
     const ids = result.paired!.rows.map((row) => `${row.id}@${row.concurrency}`);
     // Extism joins when its package and plugin are there (the sequential rows say so either way).
     const extism = result.rows.some((row) => row.id === 'extism:worker');
+    // js_echo (issue 37's D4) in a paired phase of its own, after C echo's.
+    const js = existsSync(example('text'));
     expect(ids).toEqual([
       'toolhost:echo:call@1', 'toolhost:echo:worker@1', 'toolhost:echo:conversation@1', ...(extism ? ['extism:worker@1'] : []), 'toolhost:echo:call@8',
+      ...(js ? ['toolhost:js_echo:call@1'] : []),
     ]);
     expectWellFormedPaired(result.paired!, 2, 40);
     // The sequential rows stay as they were.
     expect(result.rows.filter((row) => row.id === 'toolhost:echo:call').map((row) => row.calls)).toEqual([40, 40]);
     const byId = Object.fromEntries(result.targets.map((t) => [t.id, t]));
-    for (const id of ['P1', 'P2', 'P4']) {
+    for (const id of ['P1', 'P2', 'P4', ...(js ? ['D4'] : [])]) {
       expect(byId[id]!.basis).toBe('paired, 2 rounds');
       expect(typeof byId[id]!.met).toBe('boolean');
       expect(byId[id]!.measured).toMatch(/medians? of the per-round ratios/);
