@@ -15,7 +15,7 @@ import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
 import { engineSplitEnabled, IMAGE_SUFFIX, splitVerified } from './engine-split.js';
-import { compileStoredModules, type VariantCache } from './variant-cache.js';
+import { compileStoredModules, type StoredVariant, type VariantCache } from './variant-cache.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 
 /**
@@ -65,34 +65,31 @@ export function modulesPerCap(cached: CachedComponent, what: string, tableElemen
   const keep = (memoryMb: number, modules: CoreModuleBytes): void => {
     stored?.write(cached, storedKey(memoryMb), modules).catch(() => {});
   };
-  const compiledFor = async (memoryMb: number): Promise<CompiledModules> => {
+  /**
+   * What `fromStored` makes of the stored variant, else what `fromMade` makes of the variant made from the
+   * entry (then kept). A ToolhostError from the stored bytes stands (the same bytes made again would fail
+   * alike); anything else (a file changed, a chunk gone) makes the variant again.
+   */
+  const storedOr = async <T>(memoryMb: number, fromStored: (kept: StoredVariant) => Promise<T>, fromMade: (modules: CoreModuleBytes) => Promise<T>): Promise<T> => {
     const kept = await stored?.read(cached, storedKey(memoryMb));
     if (kept !== undefined) {
       try {
-        return await compileStoredModules(kept, what);
+        return await fromStored(kept);
       } catch (error) {
-        // The same bytes made again would not compile either; anything else (a file changed, a chunk gone) is made again.
         if (error instanceof ToolhostError) throw error;
       }
     }
     const modules = await capped(memoryMb);
-    const compiled = await compileCoreModules(modules, what);
+    const made = await fromMade(modules);
     keep(memoryMb, modules);
-    return compiled;
+    return made;
   };
-  const bytesFor = async (memoryMb: number): Promise<CoreModuleBytes> => {
-    const kept = await stored?.read(cached, storedKey(memoryMb));
-    if (kept !== undefined) {
-      try {
-        return await Promise.all(kept.modules.map(async (module): Promise<[string, Uint8Array]> => [module.name, await kept.load(module)]));
-      } catch {
-        // made again below
-      }
-    }
-    const modules = await capped(memoryMb);
-    keep(memoryMb, modules);
-    return modules;
-  };
+  const compiledFor = (memoryMb: number): Promise<CompiledModules> => storedOr(memoryMb, (kept) => compileStoredModules(kept, what), (modules) => compileCoreModules(modules, what));
+  const bytesFor = (memoryMb: number): Promise<CoreModuleBytes> => storedOr(
+    memoryMb,
+    (kept) => Promise.all(kept.modules.map(async (module): Promise<[string, Uint8Array]> => [module.name, await kept.load(module)])),
+    async (modules) => modules,
+  );
   const capped = async (memoryMb: number): Promise<CoreModuleBytes> => {
     // The bytes compiled are the bytes hashed: checked again here, not only when the entry was read
     // (by the memo when the file's stat did not change while it was read, see component-ids.ts; a chunked

@@ -147,13 +147,16 @@ export class VariantCache {
     try {
       const meta: VariantMeta = { format: FORMAT, pipeline: pipelineDigest, modules: [] };
       for (const [name, bytes] of modules) {
-        const stored: StoredModule = { name, sha256: sha256(bytes), size: bytes.byteLength };
+        let stored: StoredModule;
         if (bytes.byteLength >= CHUNKED_MIN_FILE) {
-          const recipe = JSON.stringify(await this.#cache.chunks.put(bytes));
-          stored.recipe = sha256(recipe);
-          await writeFile(join(temporary, `${name}${CHUNKS_SUFFIX}`), recipe);
-          written.push([`${name}${CHUNKS_SUFFIX}`, stored.recipe]);
+          // The recipe carries the file's sha256 (the chunk store hashed it whole): not hashed again here.
+          const recipe = await this.#cache.chunks.put(bytes);
+          const text = JSON.stringify(recipe);
+          stored = { name, sha256: recipe.sha256, size: bytes.byteLength, recipe: sha256(text) };
+          await writeFile(join(temporary, `${name}${CHUNKS_SUFFIX}`), text);
+          written.push([`${name}${CHUNKS_SUFFIX}`, stored.recipe!]);
         } else {
+          stored = { name, sha256: sha256(bytes), size: bytes.byteLength };
           await writeFile(join(temporary, name), bytes);
           written.push([name, stored.sha256]);
         }
