@@ -32,6 +32,7 @@ export type { ToolRegistryOptions, WasmLoadOptions, WasmLoadReport } from './cor
 
 // Calls: options, streams, events.
 export type { CallOptions, CallStream } from './core/call/options.js';
+export type { CallClient, ClientRequestKind, ClientRequestOptions, ElicitRequest, ElicitResult, GatedClient, KeyedAnswers, KeyedRequest, ListRootsResult, Root, SamplingRequest, SamplingResult } from './core/client-requests.js';
 export type { CallTracer, TraceCarrier, TraceSpan, TraceSpanOptions, TraceRecording, SpanAttributes } from './core/tracing.js';
 export { LOG_LEVELS, isTerminal } from './core/events.js';
 export type { DeltaEvent, ErrorEvent, LogEvent, LogLevel, ProgressEvent, ResultEvent, StartEvent, TerminalEvent, ToolEvent, ToolEventSink } from './core/events.js';

@@ -28,6 +28,7 @@ import { buildExtismPlugin } from './guests/build-extism.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const witPath = join(root, 'wit', 'tool.wit');
 const witV2Path = join(root, 'wit', 'v0.2', 'tool.wit');
+const witV3Path = join(root, 'wit', 'v0.3', 'tool.wit');
 const sdk = join(root, 'guest-tools', 'c', 'sdk');
 
 const examples = {
@@ -44,9 +45,10 @@ const examples = {
     { name: 'files', kind: 'c', sources: ['guest-tools/c/files/files.c'] },
     // The 0.2.0 world's media content items: a PNG and a WAV generated from the arguments (C SDK).
     { name: 'media', kind: 'c', sources: ['guest-tools/c/media/media.c'], witPath: witV2Path },
-    // The MCP conformance suite's tools, prompts and resources (0.2.0, world mcp-provider). In a folder of its
-    // own, so loading guest-tools/dist as a directory of example tools never sees it; served by conformance.yaml.
-    { name: 'conformance/conformance', kind: 'js', source: 'guest-tools/conformance/index.js', witPath: witV2Path, world: 'mcp-provider' },
+    // The MCP conformance suite's tools, prompts and resources (0.3.0, world mcp-provider: `ask` for keyed rounds).
+    // In a folder of its own, so loading guest-tools/dist as a directory of example tools never sees it; served by
+    // conformance.yaml.
+    { name: 'conformance/conformance', kind: 'js', source: 'guest-tools/conformance/index.js', witPath: witV3Path, world: 'mcp-provider' },
     // Not a component: the Extism plugin `toolhost bench` measures as a peer (its own folder, so loading
     // guest-tools/dist as a directory of components never sees it).
     { name: 'peers/extism-echo', kind: 'extism', sources: ['guest-tools/extism/echo.c'] },
@@ -56,7 +58,7 @@ const examples = {
 const fixtures = {
   outDir: join(root, 'test', 'fixtures', 'dist'),
   guests: [
-    // A JS fixture may carry a build.json with build options ({"disableFeatures": [...], "guardExceptions": false, "world": "0.2.0"}).
+    // A JS fixture may carry a build.json with build options ({"disableFeatures": [...], "guardExceptions": false, "world": "0.2.0" | "0.3.0"}).
     ...listDirs('test/fixtures/guests/js').map((name) => ({ name, kind: 'js', source: `test/fixtures/guests/js/${name}/index.js`, ...buildOptions(`test/fixtures/guests/js/${name}/build.json`) })),
     ...listFiles('test/fixtures/guests/c', '.c').map((file) => ({ name: file.slice(0, -2), kind: 'c', sources: [`test/fixtures/guests/c/${file}`] })),
     // Guests of the 0.2.0 world, their canonical ABI written by hand (the C SDK speaks 0.1.0).
@@ -72,7 +74,8 @@ function buildOptions(file) {
   const path = join(root, file);
   if (!existsSync(path)) return {};
   const { disableFeatures, guardExceptions, world } = JSON.parse(readFileSync(path, 'utf8'));
-  return { ...(Array.isArray(disableFeatures) ? { disableFeatures } : {}), ...(typeof guardExceptions === 'boolean' ? { guardExceptions } : {}), ...(world === '0.2.0' ? { witPath: witV2Path } : {}) };
+  const witPaths = { '0.2.0': witV2Path, '0.3.0': witV3Path };
+  return { ...(Array.isArray(disableFeatures) ? { disableFeatures } : {}), ...(typeof guardExceptions === 'boolean' ? { guardExceptions } : {}), ...(witPaths[world] === undefined ? {} : { witPath: witPaths[world] }) };
 }
 
 function listDirs(dir) {

@@ -1,18 +1,20 @@
 /**
- * conformance.yaml serves guest-tools/conformance (a JS component of the 0.2.0 world mcp-provider, written
+ * conformance.yaml serves guest-tools/conformance (a JS component of the 0.3.0 world mcp-provider, written
  * with the toolkit's defineMcpComponent): through the official SDK client its tools answer with MCP content
  * items, and its prompts and resources are served. (`npm run conformance` runs the official suite against it.)
  * Over Streamable HTTP on 2026-07-28, its SEP-2322 tools ask through input_required results (one round per
  * request, a new requestState each), a tampered requestState is a JSON-RPC error, a tool asks only for what the
  * request's clientCapabilities declare, and a call that needs an undeclared capability is -32021 with HTTP 400
- * (SEP-2575); on 2025-11-25 the same tools ask with server-to-client requests.
+ * (SEP-2575); on 2025-11-25 the same tools ask with server-to-client requests. Its keyed tools (0.3.0's `ask`)
+ * name their requests: a round of three kinds is one input_required result under the tool's keys, a retry that
+ * answers some keys is asked the rest, and answers a first call already carries complete it without a round trip.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createHost, silentLogger, type Host } from '../host/index.js';
 import { loadConfig } from '../host/config/index.js';
 import { MemoryAuditLog } from '../host/policy/memory-audit-log.js';
@@ -81,6 +83,36 @@ describe.skipIf(!built)('the conformance component, as conformance.yaml serves i
     }
   });
 
+  it('on 2025-11-25 a keyed round of three kinds is three server-to-client requests, answered side by side', async () => {
+    const server = createMcpServer(host.registry);
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const able = new Client({ name: 'conformance-component-roots', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} } });
+    const asked: string[] = [];
+    able.setRequestHandler(ElicitRequestSchema, () => {
+      asked.push('elicitation');
+      return { action: 'accept', content: { name: 'Ada' } };
+    });
+    able.setRequestHandler(CreateMessageRequestSchema, () => {
+      asked.push('sampling');
+      return { role: 'assistant', content: { type: 'text', text: 'Hi there' }, model: 'test-model' };
+    });
+    able.setRequestHandler(ListRootsRequestSchema, () => {
+      asked.push('roots');
+      return { roots: [{ uri: 'file:///work/project', name: 'project' }, { uri: 'file:///tmp' }] };
+    });
+    await able.connect(clientSide);
+    try {
+      const result = (await able.callTool({ name: 'test_input_required_result_multiple_inputs', arguments: {} })) as CallToolResult;
+      expect(result.content).toEqual([{ type: 'text', text: 'multiple-inputs-ok: name=Ada, greeting=Hi there, roots=2' }]);
+      expect(asked.sort()).toEqual(['elicitation', 'roots', 'sampling']);
+      const roots = (await able.callTool({ name: 'test_input_required_result_list_roots', arguments: {} })) as CallToolResult;
+      expect(roots.content).toEqual([{ type: 'text', text: 'roots: file:///work/project, file:///tmp' }]);
+    } finally {
+      await able.close();
+    }
+  });
+
   it('serves its prompts and resources', async () => {
     const prompt = await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'hello', arg2: 'world' } });
     expect(prompt.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Prompt with arguments: arg1=\'hello\', arg2=\'world\'' } }]);
@@ -115,6 +147,7 @@ async function modernRequest(url: string, method: string, params: Record<string,
 
 type InputRequests = Record<string, { method: string; params: Record<string, unknown> }>;
 const ABLE = { sampling: {}, elicitation: { form: {} } };
+const ABLE_WITH_ROOTS = { ...ABLE, roots: { listChanged: true } };
 
 describe.skipIf(!built)('the conformance component\'s input-required tools, as conformance.yaml serves them over HTTP', () => {
   let host: Host;
@@ -139,6 +172,55 @@ describe.skipIf(!built)('the conformance component\'s input-required tools, as c
     expect(request).toMatchObject({ method: 'elicitation/create', params: { message: 'What is your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } });
     const done = await modernCall(server.url, { name: 'test_input_required_result_elicitation', inputResponses: { [key]: { action: 'accept', content: { name: 'Alice' } } }, requestState: first.result!.requestState }, ABLE);
     expect(done.result?.content).toEqual([{ type: 'text', text: 'Hello, Alice!' }]);
+  });
+
+  it('a keyed round is one input_required under the tool\'s keys; a retry answering some keys is asked the rest', async () => {
+    const name = 'test_input_required_result_multiple_inputs';
+    const first = await modernCall(server.url, { name }, ABLE_WITH_ROOTS);
+    expect(first.result).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
+    const requests = first.result!.inputRequests as InputRequests;
+    expect(Object.fromEntries(Object.entries(requests).map(([key, request]) => [key, request.method]))).toEqual({ user_name: 'elicitation/create', greeting: 'sampling/createMessage', client_roots: 'roots/list' });
+    expect(requests.user_name!.params).toMatchObject({ mode: 'form', message: 'What is your name?' });
+    expect(requests.greeting!.params).toMatchObject({ messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 });
+    expect(requests.client_roots!.params).toEqual({});
+    // Two of three answered (and a key the round does not have): the rest is asked again, under a new state.
+    const second = await modernCall(server.url, { name, requestState: first.result!.requestState, inputResponses: {
+      user_name: { action: 'accept', content: { name: 'Alice' } },
+      greeting: { role: 'assistant', content: { type: 'text', text: 'Hello there!' }, model: 'test-model' },
+      stray: { action: 'accept', content: {} },
+    } }, ABLE_WITH_ROOTS);
+    expect(second.result).toMatchObject({ resultType: 'input_required' });
+    expect(second.result!.requestState).not.toBe(first.result!.requestState);
+    expect(Object.keys(second.result!.inputRequests as InputRequests)).toEqual(['client_roots']);
+    const done = await modernCall(server.url, { name, requestState: second.result!.requestState, inputResponses: { client_roots: { roots: [{ uri: 'file:///test/root', name: 'Test Root' }] } } }, ABLE_WITH_ROOTS);
+    expect(done.result?.content).toEqual([{ type: 'text', text: 'multiple-inputs-ok: name=Alice, greeting=Hello there!, roots=1' }]);
+  });
+
+  it('answers a first call already carries complete its first round without a round trip; others are asked', async () => {
+    const name = 'test_input_required_result_elicitation';
+    const offered = await modernCall(server.url, { name, inputResponses: { user_name: { action: 'accept', content: { name: 'Bob' } }, extra: { action: 'accept', content: { x: 1 } } } }, ABLE);
+    expect(offered.result?.content).toEqual([{ type: 'text', text: 'Hello, Bob!' }]);
+    const wrong = await modernCall(server.url, { name, inputResponses: { wrong_key: { action: 'accept', content: { name: 'Eve' } } } }, ABLE);
+    expect(wrong.result).toMatchObject({ resultType: 'input_required', inputRequests: { user_name: { method: 'elicitation/create' } } });
+    // A malformed answer offered up front is not taken for one: the request is asked.
+    const malformed = await modernCall(server.url, { name, inputResponses: { user_name: { action: 'maybe' } } }, ABLE);
+    expect(malformed.result).toMatchObject({ resultType: 'input_required' });
+    // Answered, so that they give their workers back (the tests after these need them).
+    for (const parked of [wrong, malformed]) {
+      const done = await modernCall(server.url, { name, requestState: parked.result!.requestState, inputResponses: { user_name: { action: 'decline' } } }, ABLE);
+      expect(done.result?.content).toEqual([{ type: 'text', text: 'Hello, stranger!' }]);
+    }
+  });
+
+  it('roots/list the request did not declare is -32021 naming roots; a malformed roots answer fails the tool\'s round', async () => {
+    const undeclared = await modernCall(server.url, { name: 'test_input_required_result_list_roots' }, ABLE);
+    expect(undeclared.status).toBe(400);
+    expect(undeclared.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { roots: {} } } });
+    const first = await modernCall(server.url, { name: 'test_input_required_result_list_roots' }, ABLE_WITH_ROOTS);
+    expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { client_roots: { method: 'roots/list' } } });
+    const bad = await modernCall(server.url, { name: 'test_input_required_result_list_roots', requestState: first.result!.requestState, inputResponses: { client_roots: { roots: 'everything' } } }, ABLE_WITH_ROOTS);
+    expect(bad.result?.isError).toBe(true);
+    expect(JSON.stringify(bad.result?.content)).toContain('the client\'s answer to roots/list (\\"client_roots\\") is malformed');
   });
 
   it('test_input_required_result_prompt asks from prompts/get by input_required; only a prompts/get retry resumes it', async () => {

@@ -2,13 +2,14 @@
 // conformance suite (@modelcontextprotocol/conformance, server scenarios)
 // calls, as a sandboxed toolhost component.
 //
-// Built with componentize-js against wit/v0.2/tool.wit, world `mcp-provider`
-// (tools with MCP content items, `sample` and `elicit` through the calling
-// client, prompts and resources), with the JS toolkit's errors. Served by
+// Built with componentize-js against wit/v0.3/tool.wit, world `mcp-provider`
+// (tools with MCP content items, `sample`, `elicit` and keyed rounds of
+// requests (`ask`) through the calling client, prompts and resources), with
+// the JS toolkit's errors. Served by
 // `toolhost serve --config conformance.yaml`; run the suite with
 // `npm run conformance` (scripts/conformance.mjs).
 
-import { elicit, log, progress, sample } from 'toolhost:tool/host@0.2.0';
+import { ask as askRound, elicit, log, progress, sample } from 'toolhost:tool/host@0.3.0';
 import { content, defineMcpComponent, mcpResult } from '../js-sdk/mcp.js';
 import { hostCall, parseArgs, requireString, toolError } from '../js-sdk/toolkit.js';
 
@@ -155,11 +156,31 @@ const TOOLS = {
   // input_required result; the client's retry carries the answer, and the guest resumes where it asked. On
   // 2025-11-25 the same host calls are server-to-client requests. The tools below ask through the same `sample`
   // and `elicit` host calls as test_sampling and test_elicitation: the protocol is the host's business.
+  // The 0.3.0 world's `ask` names the requests: the suite answers them under the keys it expects.
   test_input_required_result_elicitation: {
-    description: 'Asks the caller\'s name (elicitation), then greets it.',
+    description: 'Asks the caller\'s name (elicitation, under the key user_name), then greets it.',
     run: () => {
-      const answer = ask(() => elicit('What is your name?', JSON.stringify(oneField('name', 'string'))));
-      return output([text(`Hello, ${field(answer, 'name') ?? 'stranger'}!`)]);
+      const [answer] = ask(() => askRound([{ key: 'user_name', request: elicitation('What is your name?', oneField('name', 'string')) }]));
+      return output([text(`Hello, ${field(answer.response.val, 'name') ?? 'stranger'}!`)]);
+    },
+  },
+  test_input_required_result_list_roots: {
+    description: 'Asks which roots the client exposes (roots/list, under the key client_roots), then lists them.',
+    run: () => {
+      const [answer] = ask(() => askRound([{ key: 'client_roots', request: { tag: 'roots' } }]));
+      return output([text(`roots: ${answer.response.val.map((root) => root.uri).join(', ') || '(none)'}`)]);
+    },
+  },
+  test_input_required_result_multiple_inputs: {
+    description: 'Asks three things in one round: the user\'s name, a greeting from the model, and the client\'s roots.',
+    run: () => {
+      const answers = ask(() => askRound([
+        { key: 'user_name', request: elicitation('What is your name?', oneField('name', 'string')) },
+        { key: 'greeting', request: { tag: 'sampling', val: samplingRequest('Generate a greeting', 50) } },
+        { key: 'client_roots', request: { tag: 'roots' } },
+      ]));
+      const by = Object.fromEntries(answers.map((answer) => [answer.key, answer.response.val]));
+      return output([text(`multiple-inputs-ok: name=${field(by.user_name, 'name') ?? '?'}, greeting=${samplingText(by.greeting)}, roots=${by.client_roots.length}`)]);
     },
   },
   test_input_required_result_sampling: {
@@ -258,6 +279,11 @@ function oneField(name, type) {
 }
 
 /** One field of an accepted elicitation's answer (undefined when declined or absent). */
+/** An elicitation request of a round (form mode). */
+function elicitation(message, schema) {
+  return { tag: 'elicitation', val: { message, requestedSchema: JSON.stringify(schema) } };
+}
+
 function field(answer, name) {
   if (answer.action !== 'accept' || answer.content === undefined) return undefined;
   const value = JSON.parse(answer.content)[name];

@@ -121,6 +121,34 @@ declare module 'toolhost:tool/host@0.2.0' {
   export function elicit(message: string, requestedSchema: string): ElicitResult;
 }
 
+/**
+ * The 0.3.0 world's host interface (wit/v0.3/tool.wit): 0.2.0's calls plus `ask`, a round of requests to the
+ * calling client under keys the tool chooses (1 to 64 characters of [A-Za-z0-9_.-], unique in the round). MCP
+ * 2026-07-28 clients see one input-required result with those keys; 2025 clients get the requests side by side.
+ * `ask` blocks until every request is answered and returns the answers in the order of the requests; it throws
+ * the host's tool-error as `sample` does, for the whole round (nothing is asked when one request is refused).
+ * `roots` needs `grant.roots`, as sampling needs `grant.sampling`.
+ */
+declare module 'toolhost:tool/host@0.3.0' {
+  export type {
+    CallContext, LogLevel, Role, Media, SamplingContent, SamplingMessage, ModelPreferences, SamplingRequest, SamplingResult, ElicitAction, ElicitResult,
+  } from 'toolhost:tool/host@0.2.0';
+  export { context, progress, delta, log, getState, setState, cancelled, sample, elicit } from 'toolhost:tool/host@0.2.0';
+  import type { SamplingRequest, SamplingResult, ElicitResult } from 'toolhost:tool/host@0.2.0';
+
+  /** An elicitation request (form mode): `requestedSchema` is JSON Schema text of flat primitive properties. */
+  export interface ElicitationRequest { message: string; requestedSchema: string }
+  export type InputRequest = { tag: 'elicitation'; val: ElicitationRequest } | { tag: 'sampling'; val: SamplingRequest } | { tag: 'roots' };
+  export interface KeyedRequest { key: string; request: InputRequest }
+  /** A filesystem root the client exposes (a `file://` URI). */
+  export interface Root { uri: string; name: string | undefined }
+  export type InputResponse = { tag: 'elicitation'; val: ElicitResult } | { tag: 'sampling'; val: SamplingResult } | { tag: 'roots'; val: Root[] };
+  export interface KeyedResponse { key: string; response: InputResponse }
+
+  /** Ask the calling client several things in one round; the answers come back in the order of `requests`. */
+  export function ask(requests: KeyedRequest[]): KeyedResponse[];
+}
+
 // WASI a guest may import directly (`toolhost build` adds what the bundle imports to the component's world and
 // binds it to the version its engine imports; any 0.2.x specifier works). Typed by the WASI shim's declarations.
 declare module 'wasi:filesystem/types@0.2.3' {

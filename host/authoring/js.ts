@@ -122,6 +122,7 @@ export const tool = {
 const REFUSABLE_HOST_CALLS: Record<string, { all: readonly string[]; refusable: readonly string[] }> = {
   '0.1.0': { all: ['context', 'progress', 'delta', 'log', 'getState', 'setState', 'cancelled'], refusable: ['setState'] },
   '0.2.0': { all: ['context', 'progress', 'delta', 'log', 'getState', 'setState', 'cancelled', 'sample', 'elicit'], refusable: ['setState', 'sample', 'elicit'] },
+  '0.3.0': { all: ['context', 'progress', 'delta', 'log', 'getState', 'setState', 'cancelled', 'sample', 'elicit', 'ask'], refusable: ['setState', 'sample', 'elicit', 'ask'] },
 };
 
 const HOST_MODULE = /^toolhost:tool\/host@(\d+\.\d+\.\d+)$/;
@@ -154,8 +155,8 @@ export function checkWorldVersion(imports: readonly string[], witText: string, s
   const other = imports.find((id) => id.startsWith('toolhost:tool/') && !id.endsWith(`@${world}`));
   if (other === undefined) return;
   const version = other.slice(other.lastIndexOf('@') + 1);
-  const fix = world === '0.2.0'
-    ? `import the host from 'toolhost:tool/host@0.2.0' and define the tools with defineMcpComponent from 'toolhost/guest/mcp'; or, to build a ${version} tool, say "world": "${version}" in package.json's "toolhost" section`
+  const fix = world !== '0.1.0'
+    ? `import the host from 'toolhost:tool/host@${world}' and define the tools with defineMcpComponent from 'toolhost/guest/mcp'; or, to build a ${version} tool, say "world": "${version}" in package.json's "toolhost" section`
     : `import the host from 'toolhost:tool/host@${world}' and define the tools with defineComponent from 'toolhost/guest'; or, to build a ${version} tool, say "world": "${version}" in package.json's "toolhost" section`;
   throw new BuildError('COMPILE_FAILED', `${source} imports ${other}, but the project builds for the ${world} tool world (package.json "toolhost": { "world": ... }, default 0.1.0): ${fix}`);
 }

@@ -12,6 +12,11 @@ export function worldV2WitPath(): string {
   return join(packageRoot(), 'wit', 'v0.2', 'tool.wit');
 }
 
+/** The 0.3.0 tool world (`toolhost:tool@0.3.0`: 0.2.0 plus `ask`, a keyed round of requests to the caller), shipped in the package. */
+export function worldV3WitPath(): string {
+  return join(packageRoot(), 'wit', 'v0.3', 'tool.wit');
+}
+
 /** The C SDK (`toolhost.h` and `toolhost.c`), shipped in the package and compiled into every C tool. */
 export function cSdkDir(): string {
   return join(packageRoot(), 'guest-tools', 'c', 'sdk');

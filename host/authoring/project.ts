@@ -8,9 +8,10 @@
  * - C: the `.c` files in `src/` (or at the top), compiled with the shipped C SDK.
  * `package.json` may say `"toolhost": { "lang": "c" | "js" | "ts", "entry": "...",
  * "sources": [...], "name": "...", "out": "...", "disableFeatures": [...],
- * "world": "0.1.0" | "0.2.0" }`: the tool world to build against (default 0.1.0,
+ * "world": "0.1.0" | "0.2.0" | "0.3.0" }`: the tool world to build against (default 0.1.0,
  * wit/tool.wit; 0.2.0 is wit/v0.2/tool.wit, world tool-provider: content items,
- * title, annotations, icons, sample and elicit; `toolhost init` writes 0.2.0).
+ * title, annotations, icons, sample and elicit; `toolhost init` writes 0.2.0;
+ * 0.3.0 is wit/v0.3/tool.wit, 0.2.0 plus `ask`, for JS and TS projects).
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -23,12 +24,15 @@ import { BuildError } from './errors.js';
 import { containedDir, containedOutput, containedSource, projectRoot } from './contained.js';
 import { buildCComponent } from './c.js';
 import { buildJsComponent, type ComponentizeFeature } from './js.js';
-import { worldV2WitPath, worldWitPath } from './paths.js';
+import { worldV2WitPath, worldV3WitPath, worldWitPath } from './paths.js';
 
 export type ToolLanguage = 'c' | 'js' | 'ts';
 export const TOOL_LANGUAGES: readonly ToolLanguage[] = ['ts', 'js', 'c'];
-export type ToolWorld = '0.1.0' | '0.2.0';
-export const TOOL_WORLDS: readonly ToolWorld[] = ['0.1.0', '0.2.0'];
+export type ToolWorld = '0.1.0' | '0.2.0' | '0.3.0';
+export const TOOL_WORLDS: readonly ToolWorld[] = ['0.1.0', '0.2.0', '0.3.0'];
+
+/** The WIT file of each world, shipped in the package. */
+const WORLD_WIT: Record<ToolWorld, () => string> = { '0.1.0': worldWitPath, '0.2.0': worldV2WitPath, '0.3.0': worldV3WitPath };
 
 export interface ToolProject {
   dir: string;
@@ -127,6 +131,9 @@ export async function detectProject(dirArg: string, options: { out?: string } = 
       ? containedOutput(root, dir, section.out, 'package.json: toolhost.out')
       : containedOutput(root, dir, join('dist', `${name}.wasm`), 'the output');
   const project: ToolProject = { dir, lang, name, sources, outFile, world: (section.world as ToolWorld | undefined) ?? '0.1.0' };
+  if (project.lang === 'c' && project.world === '0.3.0') {
+    throw new BuildError('PROJECT_INVALID', 'package.json: the C SDK builds for the 0.1.0 and 0.2.0 tool worlds; 0.3.0 (`ask`) is for JS and TS tools for now: say "world": "0.2.0"');
+  }
   if (Array.isArray(section.disableFeatures)) project.disableFeatures = section.disableFeatures as ComponentizeFeature[];
   return project;
 }
@@ -171,7 +178,7 @@ export async function checkComponent(file: string): Promise<{ tools: BuildReport
 export async function buildProject(dir: string, options: { out?: string } = {}): Promise<BuildReport> {
   const project = await detectProject(dir, options);
   const started = performance.now();
-  const witPath = project.world === '0.2.0' ? worldV2WitPath() : worldWitPath();
+  const witPath = WORLD_WIT[project.world]();
   // Stages on the progress channel (base/progress.ts): a JS build is silent for 10-30 s otherwise.
   const task = basename(project.outFile);
   const stage = (text: string): void => reportProgress({ kind: 'stage', task, stage: text });
@@ -206,8 +213,8 @@ async function buildAndCheck(project: ToolProject, witPath: string, started: num
   checking();
   const checked = await checkComponent(project.outFile).catch((error: unknown) => {
     // A 0.1.0 tool (defineComponent, or a C SDK built without TOOLHOST_WORLD_0_2) in a 0.2.0 project traps in describe().
-    if (error instanceof BuildError && error.kind === 'CHECK_FAILED' && project.world === '0.2.0' && project.lang !== 'c') {
-      throw new BuildError('CHECK_FAILED', `${error.message}\n(package.json says "toolhost": { "world": "0.2.0" }: define the tools with defineMcpComponent from 'toolhost/guest/mcp', or say "world": "0.1.0" for defineComponent)`);
+    if (error instanceof BuildError && error.kind === 'CHECK_FAILED' && project.world !== '0.1.0' && project.lang !== 'c') {
+      throw new BuildError('CHECK_FAILED', `${error.message}\n(package.json says "toolhost": { "world": "${project.world}" }: define the tools with defineMcpComponent from 'toolhost/guest/mcp', or say "world": "0.1.0" for defineComponent)`);
     }
     throw error;
   });

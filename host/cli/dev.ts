@@ -59,6 +59,7 @@ export function describeGrant(grant: ToolGrant | undefined): string {
   if (grant.worktree !== undefined) parts.push(`worktree ${grant.worktree}`);
   if (grant.sampling !== undefined) parts.push('sampling');
   if (grant.elicitation !== undefined) parts.push('elicitation');
+  if (grant.roots !== undefined) parts.push('roots');
   if (grant.state?.access !== undefined) parts.push(`state ${grant.state.access}`);
   return parts.length === 0 ? 'an empty grant' : parts.join(', ');
 }

@@ -151,12 +151,11 @@ export function resolveGrant(entry: GrantEntry = {}, baseDir: string): ToolGrant
   if (entry.memory_mb !== undefined) grant.memoryMb = entry.memory_mb;
   if (entry.worktree !== undefined) grant.worktree = resolve(baseDir, entry.worktree);
   if (entry.sampling !== undefined) {
-    grant.sampling = {
-      ...(entry.sampling.max_requests === undefined ? {} : { maxRequests: entry.sampling.max_requests }),
-      ...(entry.sampling.max_tokens === undefined ? {} : { maxTokens: entry.sampling.max_tokens }),
-    };
+    const { max_requests: maxRequests, max_tokens: maxTokens } = entry.sampling;
+    grant.sampling = { ...(maxRequests === undefined ? {} : { maxRequests }), ...(maxTokens === undefined ? {} : { maxTokens }) };
   }
   if (entry.elicitation !== undefined) grant.elicitation = entry.elicitation.max_requests === undefined ? {} : { maxRequests: entry.elicitation.max_requests };
+  if (entry.roots !== undefined) grant.roots = entry.roots.max_requests === undefined ? {} : { maxRequests: entry.roots.max_requests };
   if (entry.state !== undefined) grant.state = { ...entry.state };
   return grant;
 }

@@ -159,6 +159,7 @@ export interface GrantEntry {
   worktree?: string;
   sampling?: { max_requests?: number; max_tokens?: number };
   elicitation?: { max_requests?: number };
+  roots?: { max_requests?: number };
   state?: { access?: 'none' | 'read' | 'write'; share?: string };
 }
 

@@ -1,7 +1,9 @@
 /**
  * What a tool may ask of the client that made its call: a completion from the
- * client's model (MCP `sampling/createMessage`) and an answer from its user
- * (MCP `elicitation/create`, form mode). Shapes follow MCP (media as base64).
+ * client's model (MCP `sampling/createMessage`), an answer from its user
+ * (MCP `elicitation/create`, form mode) and the filesystem roots it exposes
+ * (MCP `roots/list`), one at a time or several in a round under the tool's
+ * keys. Shapes follow MCP (media as base64).
  *
  * A caller that can answer passes a `CallClient` in `CallOptions.client` (the
  * MCP server does, for clients that declared the capability; an embedder may
@@ -57,6 +59,38 @@ export interface ElicitResult {
   content?: Record<string, unknown>;
 }
 
+/** A filesystem root the client exposes (MCP `Root`). */
+export interface Root {
+  uri: string;
+  name?: string;
+}
+
+/** MCP `roots/list` result. */
+export interface ListRootsResult {
+  roots: Root[];
+}
+
+/** The MCP method of each kind of request a tool may make of its caller. */
+export const CLIENT_REQUEST_METHODS = {
+  sampling: 'sampling/createMessage',
+  elicitation: 'elicitation/create',
+  roots: 'roots/list',
+} as const;
+
+export type ClientRequestMethod = (typeof CLIENT_REQUEST_METHODS)[ClientRequestKind];
+
+/** One request of a round (`host.ask`, world 0.3.0), under the tool's key; `params` in MCP's shape for `method`. */
+export type KeyedRequest =
+  | { key: string; method: 'sampling/createMessage'; params: SamplingRequest }
+  | { key: string; method: 'elicitation/create'; params: ElicitRequest }
+  | { key: string; method: 'roots/list'; params: Record<string, never> };
+
+/** The answers to a round, by key: each of the MCP result shape of its request's method. */
+export type KeyedAnswers = Record<string, SamplingResult | ElicitResult | ListRootsResult>;
+
+/** A key a tool may name a request by: 1 to 64 characters of [A-Za-z0-9_.-]. */
+export const INPUT_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /** What the hooks are given besides the request. */
 export interface ClientRequestOptions {
   /** Aborts when the call ends (cancelled, out of budget): stop waiting for the client. */
@@ -75,9 +109,16 @@ export interface ClientRequestOptions {
 export interface CallClient {
   sample?(request: SamplingRequest, options: ClientRequestOptions): Promise<SamplingResult>;
   elicit?(request: ElicitRequest, options: ClientRequestOptions): Promise<ElicitResult>;
+  listRoots?(options: ClientRequestOptions): Promise<ListRootsResult>;
+  /**
+   * Several requests in one round, under the tool's keys (MCP 2026-07-28: one input-required result).
+   * Optional: without it a round's requests go through the hooks above side by side. Each request's
+   * kind still needs its own hook (that is how a caller says what it can answer).
+   */
+  ask?(requests: readonly KeyedRequest[], options: ClientRequestOptions): Promise<KeyedAnswers>;
 }
 
-/** The client as a tool sees it (`ctx.client`): both methods always exist and throw a ToolhostError when the request is refused. */
+/** The client as a tool sees it (`ctx.client`): `sample`, `elicit` and `ask` always exist and throw a ToolhostError when the request is refused. */
 export interface GatedClient {
   sample(request: SamplingRequest): Promise<SamplingResult>;
   elicit(request: ElicitRequest): Promise<ElicitResult>;
@@ -95,11 +136,22 @@ export interface GatedClient {
    */
   sampleText?(text: string): Promise<SamplingResult>;
   elicitText?(text: string): Promise<ElicitResult>;
-  /** A request the runner refused by itself (`allowances`): audited and counted here as if it had been refused here. */
-  refused?(kind: ClientRequestKind, reason: ClientRefusal, bytes?: number): void;
+  /** Several requests in one round (world 0.3.0's `ask`); refused whole when one of them is. */
+  ask(requests: readonly KeyedRequest[]): Promise<KeyedAnswers>;
+  /**
+   * A round as JSON text (`{"requests":[{key, method, params}, ...]}`) a runner made and size-checked off
+   * this thread; `kinds` are its requests' kinds in order, checked (grant, count, hook) before the text is
+   * looked at, and held to what the text says once it is parsed.
+   */
+  askText?(kinds: readonly ClientRequestKind[], text: string): Promise<KeyedAnswers>;
+  /**
+   * A request the runner refused by itself (`allowances`): audited and counted here as if it had been refused
+   * here; `counted` false when the runner did not count it (a round refused before it was admitted).
+   */
+  refused?(kind: ClientRequestKind, reason: ClientRefusal, bytes?: number, counted?: boolean): void;
 }
 
-export type ClientRequestKind = 'sampling' | 'elicitation';
+export type ClientRequestKind = 'sampling' | 'elicitation' | 'roots';
 
 /** Why a runner refused a request by itself: the grant, the count, sampling's `maxTokens`, the size, or a malformed request. */
 export type ClientRefusal = 'grant' | 'requests' | 'max_tokens' | 'bytes' | 'invalid';
@@ -110,6 +162,7 @@ export interface ClientAllowances {
   bytes: number;
   sampling?: { maxRequests: number; maxTokens: number };
   elicitation?: { maxRequests: number };
+  roots?: { maxRequests: number };
 }
 
 /** Bytes a request to the client, or its answer, may take (JSON), unless configured (`guest_limits.client_request_bytes`). */
@@ -120,3 +173,5 @@ export const DEFAULT_SAMPLING_REQUESTS = 5;
 export const DEFAULT_SAMPLING_MAX_TOKENS = 4096;
 /** Elicitation requests one call may make when its grant allows elicitation without saying how many. */
 export const DEFAULT_ELICITATION_REQUESTS = 3;
+/** `roots/list` requests one call may make when its grant allows roots without saying how many. */
+export const DEFAULT_ROOTS_REQUESTS = 3;

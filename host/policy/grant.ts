@@ -32,6 +32,8 @@ export interface ToolGrant {
   sampling?: { maxRequests?: number; maxTokens?: number };
   /** Whether the tool may ask the calling client's user (MCP elicitation): requests per call (default 3). Absent: denied. */
   elicitation?: { maxRequests?: number };
+  /** Whether the tool may ask which filesystem roots the calling client exposes (MCP roots/list): requests per call (default 3). Absent: denied. */
+  roots?: { maxRequests?: number };
   /**
    * Conversation state (`get-state`/`set-state`, `ctx.state`): `access` is what the tool may do with it
    * (`write`, the default: read and write; `read`: writes refused; `none`: reads find nothing, writes

@@ -1,5 +1,5 @@
 /**
- * The main thread's side of a 0.2.0 guest's `sample` and `elicit`: the
+ * The main thread's side of a guest's `sample`, `elicit` (0.2.0) and `ask` (0.3.0): the
  * request arrives as JSON text the worker made from the guest's shapes and
  * size-checked under the call's budgets (worker/client-requests.ts); it goes
  * to the call's `ctx.client`, which checks the grant, the count and the
@@ -16,8 +16,8 @@
  */
 import { ToolhostError } from '../base/errors.js';
 import type { ToolContext } from '../core/context.js';
-import type { ElicitRequest, ElicitResult, SamplingRequest, SamplingResult } from '../core/client-requests.js';
-import type { ClientElicitAnswer, ClientSampleAnswer, GuestClientError } from './client-wire.js';
+import type { ClientRequestKind, ElicitRequest, ElicitResult, KeyedAnswers, KeyedRequest, SamplingRequest, SamplingResult } from '../core/client-requests.js';
+import type { ClientAskAnswer, ClientElicitAnswer, ClientSampleAnswer, GuestClientError } from './client-wire.js';
 
 /** A refusal as the guest gets it: its request's error (`code` a toolhost error code), never a trap. */
 export function failure(error: unknown): { ok: false; error: GuestClientError } {
@@ -58,6 +58,17 @@ export async function answerElicit(ctx: ToolContext, text: string, maxBytes: num
     const client = ctx.client;
     const result: ElicitResult = client.elicitText ? await client.elicitText(text) : await client.elicit(parsed<ElicitRequest>(text, maxBytes));
     return { ok: true, value: result };
+  } catch (error) {
+    return failure(error);
+  }
+}
+
+/** A guest's round (JSON text, its kinds beside it), sent through the call's gated client. */
+export async function answerAsk(ctx: ToolContext, kinds: ClientRequestKind[], text: string, maxBytes: number): Promise<ClientAskAnswer> {
+  try {
+    const client = ctx.client;
+    const answers: KeyedAnswers = client.askText ? await client.askText(kinds, text) : await client.ask(parsed<{ requests: KeyedRequest[] }>(text, maxBytes).requests);
+    return { ok: true, value: answers };
   } catch (error) {
     return failure(error);
   }

@@ -1,11 +1,11 @@
 /**
- * What a 0.2.0 guest's requests to its caller (`sample`, `elicit`) look like
+ * What a guest's requests to its caller (0.2.0's `sample`, `elicit`; 0.3.0's `ask`) look like
  * on each side of the worker: as jco's glue lifts them from the guest and
  * lowers the answers into it, and as the main thread answers them (MCP
  * shapes; the worker converts both ways, see worker/client-requests.ts).
  * The requests themselves cross as JSON text (protocol.ts `RpcRequest`).
  */
-import type { ElicitResult, SamplingResult } from '../core/client-requests.js';
+import type { ElicitResult, KeyedAnswers, SamplingResult } from '../core/client-requests.js';
 
 /** A 0.2.0 guest's `sample` request as the glue lifted it (see wit/v0.2/tool.wit). */
 export interface GuestSamplingRequest {
@@ -45,3 +45,27 @@ export interface GuestElicitResult {
   action: 'accept' | 'decline' | 'cancel';
   content?: string;
 }
+
+/** A 0.3.0 guest's request of a round (`ask`), as the glue lifts it. */
+export interface GuestKeyedRequest {
+  key: string;
+  request:
+    | { tag: 'elicitation'; val: { message: string; requestedSchema: string } }
+    | { tag: 'sampling'; val: GuestSamplingRequest }
+    | { tag: 'roots'; val?: undefined };
+}
+
+/** A root as the guest gets it. */
+export interface GuestRoot {
+  uri: string;
+  name?: string;
+}
+
+/** The answer to one request of a round, as the glue lowers it. */
+export interface GuestKeyedResponse {
+  key: string;
+  response: { tag: 'elicitation'; val: GuestElicitResult } | { tag: 'sampling'; val: GuestSampleResult } | { tag: 'roots'; val: GuestRoot[] };
+}
+
+/** What the main thread answers a round with: the answers by key (MCP shapes, size-checked by the gate), or the error the guest sees. */
+export type ClientAskAnswer = { ok: true; value: KeyedAnswers } | { ok: false; error: GuestClientError };

@@ -15,7 +15,7 @@ import { ToolhostError } from '../base/errors.js';
 import type { TraceSpan } from '../core/tracing.js';
 import { DEFAULT_CLIENT_REQUEST_BYTES } from '../core/client-requests.js';
 import type { GuestNetwork } from './guest-network.js';
-import { answerElicit, answerSample, failure } from './client-requests.js';
+import { answerAsk, answerElicit, answerSample, failure } from './client-requests.js';
 import type { CallClientWaits, ClientWaits } from './client-waits.js';
 import type { CoreModules, GuestOutputLimits, RpcRequest } from './protocol.js';
 
@@ -49,7 +49,7 @@ export class GuestHostCalls {
   /** `answer` inside a span of its own (the guest's host calls of a traced call). */
   async traced(parent: TraceSpan, request: RpcRequest): Promise<unknown> {
     // Sampling and elicitation get their spans from the call's client gate (core/call/client-gate.ts), as a native tool's do.
-    if (request.op === 'modules' || request.op === 'sample' || request.op === 'elicit') return this.answer(request);
+    if (request.op === 'modules' || request.op === 'sample' || request.op === 'elicit' || request.op === 'ask') return this.answer(request);
     const span = parent.child(HOST_CALL_SPANS[request.op], { attributes: hostCallAttributes(request) });
     try {
       const answer = await this.answer(request, span);
@@ -89,6 +89,7 @@ export class GuestHostCalls {
         return this.#options.network().send(request.request, span);
       case 'sample':
       case 'elicit':
+      case 'ask':
         return this.#askClient(request);
     }
   }
@@ -99,7 +100,7 @@ export class GuestHostCalls {
   }
 
   /** The worker waits, blocked, until the client answers: only with a place (client-waits.ts). */
-  async #askClient(request: Extract<RpcRequest, { op: 'sample' | 'elicit' }>): Promise<unknown> {
+  async #askClient(request: Extract<RpcRequest, { op: 'sample' | 'elicit' | 'ask' }>): Promise<unknown> {
     const { ctx, limits } = this.#options;
     const waits = (this.#clientWaits ??= this.#options.clientWaits().forCall(ctx.principal, ctx.callId));
     const full = waits.enter();
@@ -110,7 +111,11 @@ export class GuestHostCalls {
     }
     try {
       const maxBytes = limits.clientRequests?.bytes ?? DEFAULT_CLIENT_REQUEST_BYTES;
-      return await (request.op === 'sample' ? answerSample(ctx, request.request, maxBytes) : answerElicit(ctx, request.request, maxBytes));
+      switch (request.op) {
+        case 'sample': return await answerSample(ctx, request.request, maxBytes);
+        case 'elicit': return await answerElicit(ctx, request.request, maxBytes);
+        case 'ask': return await answerAsk(ctx, request.kinds, request.request, maxBytes);
+      }
     } finally {
       waits.leave();
     }
@@ -118,14 +123,14 @@ export class GuestHostCalls {
 }
 
 /** Span names of the guest's host calls (sampling's and elicitation's: core/call/client-gate.ts `CLIENT_REQUEST_SPANS`). */
-const HOST_CALL_SPANS: Record<Exclude<RpcRequest['op'], 'modules' | 'sample' | 'elicit'>, string> = {
+const HOST_CALL_SPANS: Record<Exclude<RpcRequest['op'], 'modules' | 'sample' | 'elicit' | 'ask'>, string> = {
   'get-state': 'state.get',
   'set-state': 'state.set',
   http: 'http.client',
 };
 
 /** What a host call's span says of it: its kind and sizes, never a key's or a value's text. */
-function hostCallAttributes(request: Exclude<RpcRequest, { op: 'modules' | 'sample' | 'elicit' }>): Record<string, string | number> {
+function hostCallAttributes(request: Exclude<RpcRequest, { op: 'modules' | 'sample' | 'elicit' | 'ask' }>): Record<string, string | number> {
   switch (request.op) {
     case 'get-state': return { 'toolhost.host_call': request.op };
     case 'set-state': return { 'toolhost.host_call': request.op, 'toolhost.state.value.size': request.value.length };

@@ -291,7 +291,7 @@ export type WorkerMessage =
   /** Once per call, when the guest went past one of its limits in the worker (`limit`: the limit's config key). */
   | { type: 'limit'; limit: string; message: string; max: number }
   /** A request to the client the worker refused by itself (see GuestOutputLimits.clientRequests): audited and counted on the main thread. */
-  | { type: 'client-refused'; kind: ClientRequestKind; reason: ClientRefusal; bytes?: number }
+  | { type: 'client-refused'; kind: ClientRequestKind; reason: ClientRefusal; bytes?: number; /** A round refused before it was counted. */ uncounted?: true }
   /**
    * A describe task's guest code is about to run (its instantiation, then describe()): the load's
    * budget starts here, so time queued for a worker or spent starting one is not charged to the guest.
@@ -310,7 +310,12 @@ export type RpcRequest =
    * and its size before it parses it (core/call/client-gate.ts).
    */
   | { op: 'sample'; request: string }
-  | { op: 'elicit'; request: string };
+  | { op: 'elicit'; request: string }
+  /**
+   * A 0.3.0 guest's round (`ask`): its requests' kinds in order (checked before the text is read) and the
+   * round as JSON text (`{"requests":[{key, method, params}]}`), made and size-checked in the worker.
+   */
+  | { op: 'ask'; kinds: ClientRequestKind[]; request: string };
 
 /** Main → worker, a host call's answer on the worker's lane, read synchronously by the worker. */
 export type RpcReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };

@@ -214,7 +214,7 @@ export class SandboxedTool implements Tool {
           events.limit?.(message.limit);
           stop.abort(overLimitError());
         } else if (message.type === 'log') events.log(message.level, message.message, message.source);
-        else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes);
+        else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes, message.uncounted !== true);
       },
       rpc: (request) => span === undefined ? host.answer(request) : host.traced(span, request),
     };
@@ -334,7 +334,7 @@ function watchHardStop(events: RunnerSink, onStop: (reason: unknown) => void): (
 function sameAllowances(a: ClientAllowances, b: ClientAllowances): boolean {
   return a.bytes === b.bytes
     && a.sampling?.maxRequests === b.sampling?.maxRequests && a.sampling?.maxTokens === b.sampling?.maxTokens
-    && a.elicitation?.maxRequests === b.elicitation?.maxRequests;
+    && a.elicitation?.maxRequests === b.elicitation?.maxRequests && a.roots?.maxRequests === b.roots?.maxRequests;
 }
 
 function round(ms: number): number {

@@ -1,6 +1,6 @@
 /**
- * The MCP side of a tool's requests to its caller: `sampling/createMessage`
- * and `elicitation/create` (form mode) sent to the client that made the
+ * The MCP side of a tool's requests to its caller: `sampling/createMessage`,
+ * `elicitation/create` (form mode) and `roots/list` sent to the client that made the
  * `tools/call`, as requests related to it (over Streamable HTTP they travel
  * on that call's stream), and a call result's content blocks as MCP content.
  *
@@ -18,12 +18,13 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import {
   CreateMessageResultSchema,
   ElicitResultSchema,
+  ListRootsResultSchema,
   type CallToolResult,
   type ElicitRequest as McpElicitRequest,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { CallClient, ElicitResult, SamplingResult } from '../core/client-requests.js';
+import type { CallClient, ElicitResult, ListRootsResult, SamplingResult } from '../core/client-requests.js';
 import type { ContentBlock } from '../core/result.js';
 
 /** How long a request to the client may wait at most, whatever the call's budget (the call's signal ends it sooner). */
@@ -49,6 +50,12 @@ export function clientHooks(server: Server, extra: Extra): CallClient {
       const answer: ElicitResult = { action: result.action };
       if (result.content !== undefined) answer.content = result.content as Record<string, unknown>;
       return answer;
+    };
+  }
+  if (capabilities.roots !== undefined) {
+    hooks.listRoots = async ({ signal }) => {
+      const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { signal, timeout: CLIENT_REQUEST_TIMEOUT_MS });
+      return { roots: result.roots.map((root) => ({ uri: root.uri, ...(root.name === undefined ? {} : { name: root.name }) })) } satisfies ListRootsResult;
     };
   }
   return hooks;

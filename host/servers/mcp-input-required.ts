@@ -5,12 +5,17 @@
  * guest is blocked in its host call (Node 20 has no JSPI; it could not be
  * restarted anyway), so the call is *parked*: its instance, its worker and its
  * call are kept, its wall budget keeps running. The `tools/call` request that
- * was driving it answers `resultType: "input_required"` naming the request
- * (`inputRequests`, one key) and a `requestState`; the client's retry (a new
- * `tools/call` with `inputResponses` and that `requestState`) delivers the
- * answer to the waiting host call, and the guest resumes exactly where it
- * asked. The retry's request then carries the call's further events and its
- * result (or the next input request).
+ * was driving it answers `resultType: "input_required"` naming the requests
+ * (`inputRequests`: one under a key the host names for 0.2.0's `sample` and
+ * `elicit`, or a round under the tool's own keys for 0.3.0's `ask`) and a
+ * `requestState`; the client's retry (a new `tools/call` with
+ * `inputResponses` and that `requestState`) delivers the answers to the
+ * waiting host call, and the guest resumes exactly where it asked once every
+ * key of its round is answered (keys left out are asked again). The retry's
+ * request then carries the call's further events and its result (or the next
+ * input request). `inputResponses` on the request that starts a call are
+ * offered to its first round: when they answer every key of it, the guest
+ * goes on without parking (SEP-2322's "ignore what you do not recognize").
  *
  * Guarantees:
  * - `requestState` is `<host>.<128 random bits>`: a capability naming one
@@ -43,7 +48,7 @@ import { randomBytes } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { ToolhostError } from '../base/errors.js';
 import type { CallStream } from '../core/call/options.js';
-import type { CallClient, ElicitResult, SamplingResult } from '../core/client-requests.js';
+import type { CallClient, ElicitResult, ListRootsResult, SamplingResult } from '../core/client-requests.js';
 import type { TerminalEvent } from '../core/events.js';
 import type { TraceSpan } from '../core/tracing.js';
 import { requestSpan } from './mcp-trace.js';
@@ -58,6 +63,7 @@ export const DEFAULT_MAX_PARKED_CALLS = 16;
 export interface DeclaredCapabilities {
   sampling?: unknown;
   elicitation?: unknown;
+  roots?: unknown;
 }
 
 export interface CallParkingOptions {
@@ -131,9 +137,9 @@ export class CallParking implements Parking {
    * Start a call that may park. `run` starts it with the hooks the client declared (a hook parks
    * the call) and the call's own signal (aborted while a request drives it and that request ends).
    */
-  start(principal: string, capabilities: DeclaredCapabilities, signal: AbortSignal, run: (client: CallClient, signal: AbortSignal) => CallStream, method: ParkedMethod = 'tools/call'): Leg {
+  start(principal: string, capabilities: DeclaredCapabilities, signal: AbortSignal, run: (client: CallClient, signal: AbortSignal) => CallStream, method: ParkedMethod = 'tools/call', offered?: Record<string, unknown>): Leg {
     const call = new ParkedCall(this, principal, method);
-    call.begin(run, hooksFor(call, capabilities));
+    call.begin(run, hooksFor(call, capabilities), offered);
     return call.attach(signal);
   }
 
@@ -213,6 +219,11 @@ function hooksFor(call: ParkedCall, capabilities: DeclaredCapabilities): CallCli
   if (elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined)) {
     hooks.elicit = (request, options) => call.ask<ElicitResult>('elicitation/create', { mode: 'form', ...request }, options);
   }
+  if (capabilities.roots !== undefined) {
+    hooks.listRoots = (options) => call.ask<ListRootsResult>('roots/list', {}, options);
+  }
+  // A round is one input-required result: every request under the tool's own key.
+  hooks.ask = (requests, options) => call.askRound(requests.map(({ key, method, params }) => ({ key, method, params: method === 'elicitation/create' ? { mode: 'form', ...params } : { ...params } })), options);
   return hooks;
 }
 
@@ -245,7 +256,7 @@ export function driveCall(
   if (typeof state === 'string') return parking.resume(state, principal, ctx.mcpReq.inputResponses, ctx.mcpReq.signal, { span: requestSpan(ctx), method });
   const declared = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES_KEY];
   const capabilities = typeof declared === 'object' && declared !== null ? (declared as DeclaredCapabilities) : {};
-  return { ok: true, leg: parking.start(principal, capabilities, ctx.mcpReq.signal, run, method) };
+  return { ok: true, leg: parking.start(principal, capabilities, ctx.mcpReq.signal, run, method, ctx.mcpReq.inputResponses) };
 }
 
 /** A retry whose `requestState` names no call waiting for this caller's answer (SEP-2322: a JSON-RPC error). */

@@ -49,6 +49,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/server';
 import type { CallOptions, CallStream } from '../core/call/options.js';
+import type { ClientRequestKind } from '../core/client-requests.js';
 import type { LogLevel, TerminalEvent, ToolEvent } from '../core/events.js';
 import { CALLER_AUTH_KEY } from './auth/http-guard.js';
 import { metaCallOptions } from './mcp-meta.js';
@@ -216,7 +217,7 @@ ctx: ServerContext,
     const missing = missingCapabilityOf(terminal);
     if (missing !== undefined) {
       // SEP-2575: a request that needs a capability its client did not declare ends -32021 (HTTP 400), naming it.
-      throw new MissingRequiredClientCapabilityError({ requiredCapabilities: missing === 'sampling' ? { sampling: {} } : { elicitation: { form: {} } } }, `CLIENT_UNSUPPORTED: ${terminal.type === 'error' ? terminal.message : ''} (call ${terminal.callId})`);
+      throw new MissingRequiredClientCapabilityError({ requiredCapabilities: REQUIRED_CAPABILITY[missing] }, `CLIENT_UNSUPPORTED: ${terminal.type === 'error' ? terminal.message : ''} (call ${terminal.callId})`);
     }
     return toCallToolResult(terminal, hasOutputSchema) as CallToolResult;
   } finally {
@@ -230,10 +231,17 @@ ctx: ServerContext,
  * tool's sampling or elicitation request (core/call/refusals.ts: only a refusal the host really gave this call),
  * which on this leg means the request's `clientCapabilities` did not declare it.
  */
-function missingCapabilityOf(terminal: TerminalEvent): 'sampling' | 'elicitation' | undefined {
+/** The capability each kind of request needs the client to have declared (SEP-2575's `requiredCapabilities`). */
+const REQUIRED_CAPABILITY: Record<ClientRequestKind, Record<string, unknown>> = {
+  sampling: { sampling: {} },
+  elicitation: { elicitation: { form: {} } },
+  roots: { roots: {} },
+};
+
+function missingCapabilityOf(terminal: TerminalEvent): ClientRequestKind | undefined {
   if (terminal.type !== 'error' || terminal.code !== 'CLIENT_UNSUPPORTED') return undefined;
   const reason = (terminal.details as { reason?: unknown } | undefined)?.reason;
-  return reason === 'sampling' || reason === 'elicitation' ? reason : undefined;
+  return typeof reason === 'string' && Object.hasOwn(REQUIRED_CAPABILITY, reason) ? (reason as ClientRequestKind) : undefined;
 }
 
 /** Take no new calls; resolve when those running end or `ms` passes. */

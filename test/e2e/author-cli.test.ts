@@ -114,6 +114,50 @@ describe.concurrent('toolhost build', () => {
     expect(run.stderr).toContain('define the tools with defineMcpComponent from \'toolhost/guest/mcp\', or say "world": "0.1.0"');
   }, 240_000);
 
+  it('builds a JS project for world 0.3.0 whose tool asks a keyed round (ask), answered through the caller\'s hooks', async () => {
+    const dir = join(scratch, 'keyed');
+    expect((await runCli(['init', dir, '--lang', 'js'])).code).toBe(0);
+    const manifestPath = join(dir, 'package.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { toolhost: Record<string, unknown> };
+    writeFileSync(manifestPath, JSON.stringify({ ...manifest, toolhost: { ...manifest.toolhost, world: '0.3.0' } }, null, 2));
+    writeFileSync(join(dir, 'src', 'index.js'), `import { ask } from 'toolhost:tool/host@0.3.0';
+import { defineMcpComponent } from 'toolhost/guest/mcp';
+export const tool = defineMcpComponent('keyed', [{
+  name: 'where_and_who',
+  description: 'Asks the user and the roots in one round.',
+  inputSchema: { type: 'object' },
+  run() {
+    const [who, where] = ask([
+      { key: 'who', request: { tag: 'elicitation', val: { message: 'Name?', requestedSchema: JSON.stringify({ type: 'object', properties: { name: { type: 'string' } } }) } } },
+      { key: 'where', request: { tag: 'roots' } },
+    ]);
+    return { keys: [who.key, where.key], name: JSON.parse(who.response.val.content).name, roots: where.response.val.map((root) => root.uri) };
+  },
+}]);
+`);
+    const built = await runCli(['build', dir, '--json'], 180_000);
+    expect(built.code, built.stderr).toBe(0);
+    const registry = makeRegistry();
+    try {
+      await registry.registerWasmTools((JSON.parse(built.stdout) as { outFile: string }).outFile, { grant: { elicitation: {}, roots: {} } });
+      const result = await registry.execute('where_and_who', {}, { client: { elicit: async () => ({ action: 'accept', content: { name: 'Ada' } }), listRoots: async () => ({ roots: [{ uri: 'file:///src' }] }) } });
+      expect(result.structuredContent).toEqual({ keys: ['who', 'where'], name: 'Ada', roots: ['file:///src'] });
+    } finally {
+      await registry.close();
+    }
+  }, 240_000);
+
+  it('refuses world 0.3.0 for a C project, saying which worlds the C SDK builds', async () => {
+    const dir = join(scratch, 'c-keyed');
+    expect((await runCli(['init', dir, '--lang', 'c'])).code).toBe(0);
+    const manifestPath = join(dir, 'package.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { toolhost: Record<string, unknown> };
+    writeFileSync(manifestPath, JSON.stringify({ ...manifest, toolhost: { ...manifest.toolhost, world: '0.3.0' } }, null, 2));
+    const run = await runCli(['build', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('the C SDK builds for the 0.1.0 and 0.2.0 tool worlds');
+  });
+
   it.skipIf(!hasCGuests)('reports a compile error with clang\'s message and writes nothing', async () => {
     const dir = join(scratch, 'broken');
     expect((await runCli(['init', dir, '--lang', 'c'])).code).toBe(0);

@@ -1,7 +1,9 @@
 /**
  * `ctx.client`: a tool's requests to the client that made its call (sampling,
- * elicitation), under the tool's grant, the per-call caps and the audit log,
+ * elicitation, roots), under the tool's grant, the per-call caps and the audit log,
  * whichever way the tool runs (native or sandboxed) and whoever the caller is.
+ * (Over 400 lines: one decision with one call's counts, for single requests and rounds, objects and text;
+ * the request shapes are in client-request-shapes.ts.)
  *
  * Order of checks, for each request: the grant allows the kind (else
  * PERMISSION_DENIED) → the call's count of that kind is within the grant's
@@ -24,6 +26,15 @@
  * INVALID_INPUT) → `maxTokens` → the hook. Nothing of the text is read
  * before the first three pass, and nothing is parsed past the size check.
  *
+ * A round (world 0.3.0's `ask`, `ctx.client.ask`) is admitted whole: every
+ * kind is granted, has requests left for the whole round and a hook (all
+ * checked before any is counted) → for text, its length and bytes, then
+ * parse, and the text's requests must be the kinds admitted → keys (1-64 of
+ * [A-Za-z0-9_.-], unique) and each request's shape and `maxTokens` → the
+ * caller's `ask` hook when it has one (the whole round at once), else each
+ * kind's hook side by side → every key answered, only those keys returned.
+ * A round refused before it is sent spends none of the grant's requests.
+ *
  * Traced calls: each request is a span under the call's (its attempt's), `sampling/createMessage` or
  * `elicitation/create`, from its first check to the answer, ending with the refusal's code as `error.type`;
  * the same for a native tool's request and a guest's (the sandbox opens none of its own for these). It says the
@@ -33,17 +44,24 @@
  * or check the answer beyond its size and shape (the MCP SDK validates it).
  */
 import { ToolhostError } from '../../base/errors.js';
-import { elicitationSchemaProblem } from '../elicitation-schema.js';
+import { answerOne, isElicitRequest, isRecord, isSamplingRequest, KIND_OF_METHOD } from './client-request-shapes.js';
 import {
+  CLIENT_REQUEST_METHODS,
   DEFAULT_ELICITATION_REQUESTS,
+  DEFAULT_ROOTS_REQUESTS,
   DEFAULT_SAMPLING_MAX_TOKENS,
   DEFAULT_SAMPLING_REQUESTS,
+  INPUT_KEY,
   type CallClient,
   type ClientAllowances,
   type ClientRefusal,
+  type ClientRequestKind,
+  type ClientRequestOptions,
   type ElicitRequest,
   type ElicitResult,
   type GatedClient,
+  type KeyedAnswers,
+  type KeyedRequest,
   type SamplingRequest,
   type SamplingResult,
 } from '../client-requests.js';
@@ -68,15 +86,19 @@ export interface GatedCall {
 const CLIENT_REQUEST_SPANS: Record<Kind, { name: string; hostCall: string }> = {
   sampling: { name: 'sampling/createMessage', hostCall: 'sample' },
   elicitation: { name: 'elicitation/create', hostCall: 'elicit' },
+  roots: { name: 'roots/list', hostCall: 'ask' },
 };
 
-type Kind = 'sampling' | 'elicitation';
+/** A round's span (world 0.3.0's `ask`): one for the round, saying its kinds in order. */
+const ROUND_SPAN = 'client/ask';
+
+type Kind = ClientRequestKind;
 type DenialCode = 'PERMISSION_DENIED' | 'OUTPUT_LIMIT_EXCEEDED' | 'CLIENT_UNSUPPORTED' | 'INVALID_INPUT';
 
 export class ClientGate implements GatedClient {
   readonly #call: GatedCall;
   readonly #client: CallClient | undefined;
-  readonly #counts: Record<Kind, number> = { sampling: 0, elicitation: 0 };
+  readonly #counts: Record<Kind, number> = { sampling: 0, elicitation: 0, roots: 0 };
 
   constructor(call: GatedCall, client: CallClient | undefined) {
     this.#call = call;
@@ -125,7 +147,129 @@ export class ClientGate implements GatedClient {
     const allowed: ClientAllowances = { bytes: this.#call.deps.clientRequestBytes };
     if (grant?.sampling !== undefined) allowed.sampling = { maxRequests: grant.sampling.maxRequests ?? DEFAULT_SAMPLING_REQUESTS, maxTokens: grant.sampling.maxTokens ?? DEFAULT_SAMPLING_MAX_TOKENS };
     if (grant?.elicitation !== undefined) allowed.elicitation = { maxRequests: grant.elicitation.maxRequests ?? DEFAULT_ELICITATION_REQUESTS };
+    if (grant?.roots !== undefined) allowed.roots = { maxRequests: grant.roots.maxRequests ?? DEFAULT_ROOTS_REQUESTS };
     return allowed;
+  }
+
+  ask(requests: readonly KeyedRequest[]): Promise<KeyedAnswers> {
+    const kinds = Array.isArray(requests) ? requests.map((request) => KIND_OF_METHOD[request?.method] as Kind) : [];
+    return this.#tracedRound(kinds, async (span) => {
+      const first = this.#admitRound(kinds);
+      const bytes = this.#spendingOnlyIfSent(kinds, () => {
+        this.#checkRound(first, requests);
+        return this.#checkSize(first, { requests });
+      });
+      span?.setAttributes({ 'toolhost.client_request.size': bytes });
+      return this.#askRound(requests, bytes);
+    });
+  }
+
+  askText(kinds: readonly ClientRequestKind[], text: string): Promise<KeyedAnswers> {
+    return this.#tracedRound(kinds, async (span) => {
+      const first = this.#admitRound(kinds);
+      const { bytes, round } = this.#spendingOnlyIfSent(kinds, () => {
+        const size = this.#checkTextSize(first, text);
+        const parsed = this.#parse(first, text, (value): value is { requests: KeyedRequest[] } => isRecord(value) && Array.isArray(value.requests));
+        // The text must say what `kinds` said: the checks above were made on those.
+        if (parsed.requests.length !== kinds.length || parsed.requests.some((request, index) => !isRecord(request) || request.method !== CLIENT_REQUEST_METHODS[kinds[index]!])) {
+          this.#deny(first, 'INVALID_INPUT', 'the round\'s requests are not the kinds it was admitted as');
+        }
+        this.#checkRound(first, parsed.requests);
+        return { bytes: size, round: parsed };
+      });
+      span?.setAttributes({ 'toolhost.client_request.size': bytes });
+      return this.#askRound(round.requests, bytes);
+    });
+  }
+
+  /**
+   * The grant allows every kind of the round, and the call has requests of each left for all of them
+   * (checked before any is counted: a refused round costs nothing); each kind has a hook. Returns the
+   * round's first kind (what a refusal of the round as a whole is filed under).
+   */
+  #admitRound(kinds: readonly Kind[]): Kind {
+    const list: readonly Kind[] = Array.isArray(kinds) ? kinds : [];
+    if (list.length === 0) this.#deny('elicitation', 'INVALID_INPUT', 'a round must ask at least one thing');
+    const first = list[0]!;
+    const tally: Record<Kind, number> = { sampling: 0, elicitation: 0, roots: 0 };
+    const allowed = this.allowances();
+    for (const kind of list) {
+      if (!Object.hasOwn(tally, kind)) this.#deny(first, 'INVALID_INPUT', `a round asked for an unknown kind of request (${String(kind)})`);
+      const grant = allowed[kind];
+      if (grant === undefined) this.#deny(kind, 'PERMISSION_DENIED', notGranted(kind));
+      tally[kind] += 1;
+      if (this.#counts[kind] + tally[kind] > grant.maxRequests) {
+        this.#deny(kind, 'PERMISSION_DENIED', `the round asks for more ${kind} requests than the call has left (grant.${kind}.max_requests: ${grant.maxRequests} a call)`, `${kind}_requests_per_call`, { maxRequests: grant.maxRequests });
+      }
+    }
+    for (const kind of Object.keys(tally) as Kind[]) {
+      if (tally[kind] > 0 && this.#hookFor(kind) === undefined) this.#unsupported(kind);
+    }
+    for (const kind of Object.keys(tally) as Kind[]) this.#counts[kind] += tally[kind];
+    return first;
+  }
+
+  /** `check` the admitted round (`kinds`); when it refuses, the round's requests are given back: a refused round spends nothing. */
+  #spendingOnlyIfSent<T>(kinds: readonly Kind[], check: () => T): T {
+    try {
+      return check();
+    } catch (error) {
+      for (const kind of kinds) this.#counts[kind] -= 1;
+      throw error;
+    }
+  }
+
+  /** Keys valid and unique; each request of its method's shape; sampling within its tokens (linear in the round). */
+  #checkRound(first: Kind, requests: readonly unknown[]): void {
+    const keys = new Set<string>();
+    for (const request of requests) {
+      if (!isRecord(request) || typeof request.key !== 'string' || !INPUT_KEY.test(request.key)) {
+        this.#deny(first, 'INVALID_INPUT', 'each request of a round needs a key of 1 to 64 characters of [A-Za-z0-9_.-]');
+      }
+      if (keys.has(request.key)) this.#deny(first, 'INVALID_INPUT', `the round names the key ${JSON.stringify(request.key)} twice`);
+      keys.add(request.key);
+      const kind = KIND_OF_METHOD[request.method as string];
+      const shaped = kind === 'sampling' ? isSamplingRequest(request.params) : kind === 'elicitation' ? isElicitRequest(request.params) : kind === 'roots' && isRecord(request.params);
+      if (!shaped) this.#deny(kind ?? first, 'INVALID_INPUT', `the ${kind ?? 'round'} request ${JSON.stringify(request.key)} was malformed`);
+      if (kind === 'sampling') this.#checkMaxTokens((request.params as SamplingRequest).maxTokens);
+    }
+  }
+
+  #hookFor(kind: Kind): unknown {
+    const client = this.#client;
+    return kind === 'sampling' ? client?.sample : kind === 'elicitation' ? client?.elicit : client?.listRoots;
+  }
+
+  /** A round, sent as one when the caller can take it so (`CallClient.ask`), else request by request side by side. */
+  async #askRound(requests: readonly KeyedRequest[], bytes: number): Promise<KeyedAnswers> {
+    const client = this.#client!;
+    const kinds = requests.map((request) => KIND_OF_METHOD[request.method]!);
+    const answers = await this.#ask(kinds, bytes, async (options) => {
+      if (client.ask !== undefined) return client.ask(requests, options);
+      const settled = await Promise.all(requests.map((request) => answerOne(client, request, options)));
+      return Object.fromEntries(requests.map((request, index) => [request.key, settled[index]!]));
+    });
+    const missing = requests.find((request) => !isRecord(answers?.[request.key]));
+    if (missing !== undefined) {
+      throw new ToolhostError('TOOL_ERROR', `the client gave no answer to the request ${JSON.stringify(missing.key)}`, { callId: this.#call.id, details: { reason: `${KIND_OF_METHOD[missing.method]}-failed` } });
+    }
+    // Only the keys asked, in the round's order.
+    return Object.fromEntries(requests.map((request) => [request.key, answers[request.key]!]));
+  }
+
+  /** The round inside one span when the call is traced (its refusal's code as `error.type`). */
+  async #tracedRound<T>(kinds: readonly Kind[], work: (span: TraceSpan | undefined) => Promise<T>): Promise<T> {
+    const parent = this.#call.attemptSpan;
+    if (parent === undefined) return work(undefined);
+    const span = parent.child(ROUND_SPAN, { attributes: { 'toolhost.host_call': 'ask', 'toolhost.client_request.kinds': Array.isArray(kinds) ? kinds.slice(0, 16).join(',') : '' } });
+    try {
+      return await work(span);
+    } catch (error) {
+      span.fail(error instanceof ToolhostError ? error.code : 'INTERNAL');
+      throw error;
+    } finally {
+      span.end();
+    }
   }
 
   async #sampleText(text: string, span: TraceSpan | undefined): Promise<SamplingResult> {
@@ -151,11 +295,12 @@ export class ClientGate implements GatedClient {
     return this.#ask('elicitation', bytes, (options) => hook.call(this.#client, request, options));
   }
 
-  refused(kind: Kind, reason: ClientRefusal, bytes?: number): void {
+  refused(kind: Kind, reason: ClientRefusal, bytes?: number, counted = true): void {
     try {
+      if (!Object.hasOwn(this.#counts, kind)) return;
       if (reason === 'grant') this.#deny(kind, 'PERMISSION_DENIED', notGranted(kind));
-      // The runner counted the request before refusing it, as #admit does.
-      this.#counts[kind] += 1;
+      // The runner counted the request before refusing it, as #admit does (a round it refused whole, not).
+      if (counted) this.#counts[kind] += 1;
       switch (reason) {
         case 'requests': {
           const maxRequests = this.allowances()[kind]?.maxRequests ?? 0;
@@ -250,10 +395,13 @@ export class ClientGate implements GatedClient {
     this.#deny(kind, 'CLIENT_UNSUPPORTED', message);
   }
 
-  async #ask<T>(kind: Kind, bytes: number, run: (options: { signal: AbortSignal; callId: string; tool: string }) => Promise<T>): Promise<T> {
+  /** Send what was admitted (one request, or a round of `kinds`) and wait for the answer, at most until the call ends. */
+  async #ask<T>(kinds: Kind | readonly Kind[], bytes: number, run: (options: ClientRequestOptions) => Promise<T>): Promise<T> {
     const call = this.#call;
     const signal = call.softSignal;
-    this.#audit(kind, 'allowed', undefined, undefined, bytes);
+    const list: readonly Kind[] = typeof kinds === 'string' ? [kinds] : kinds;
+    const kind = list.length === 1 ? list[0]! : `round's (${list.join(', ')})`;
+    for (const each of new Set(list)) this.#audit(each, 'allowed', undefined, undefined, bytes);
     if (signal.aborted) throw new ToolhostError('CANCELLED', `the call ended before its ${kind} request was sent`, { callId: call.id });
     let stop: (() => void) | undefined;
     const ended = new Promise<never>((_, reject) => {
@@ -265,7 +413,7 @@ export class ClientGate implements GatedClient {
       answer = await Promise.race([run({ signal, callId: call.id, tool: call.plan.tool.name }), ended]);
     } catch (error) {
       if (error instanceof ToolhostError) throw error;
-      throw new ToolhostError('TOOL_ERROR', `the client failed the ${kind} request: ${(error as Error)?.message ?? String(error)}`, { callId: call.id, details: { reason: `${kind}-failed` } });
+      throw new ToolhostError('TOOL_ERROR', `the client failed the ${kind} request: ${(error as Error)?.message ?? String(error)}`, { callId: call.id, details: { reason: `${list[0]}-failed` } });
     } finally {
       signal.removeEventListener('abort', stop!);
       ended.catch(() => {});
@@ -310,26 +458,4 @@ function notGranted(kind: Kind): string {
 
 function tooMany(kind: Kind, maxRequests: number): string {
   return `the call made more than ${maxRequests} ${kind} requests (grant.${kind}.max_requests)`;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A sampling request's shape: messages of text, image or audio content (what the hooks and the MCP SDK are handed). */
-function isSamplingRequest(value: unknown): value is SamplingRequest {
-  if (!isRecord(value) || !Array.isArray(value.messages) || typeof value.maxTokens !== 'number') return false;
-  for (const message of value.messages as unknown[]) {
-    if (!isRecord(message) || (message.role !== 'user' && message.role !== 'assistant') || !isRecord(message.content)) return false;
-    const content = message.content;
-    if (content.type === 'text' ? typeof content.text !== 'string' : (content.type !== 'image' && content.type !== 'audio') || typeof content.data !== 'string' || typeof content.mimeType !== 'string') return false;
-  }
-  return true;
-}
-
-/** An elicitation request's shape: a message and an object schema with properties (form mode). */
-function isElicitRequest(value: unknown): value is ElicitRequest {
-  if (!isRecord(value) || typeof value.message !== 'string' || !isRecord(value.requestedSchema)) return false;
-  // Again here (linear in the capped text): the SDK checks the client's answer against it on this thread.
-  return elicitationSchemaProblem(value.requestedSchema) === undefined;
 }

@@ -1,6 +1,6 @@
 /**
  * A component's prompts and resources (the optional `prompts` and `resources`
- * interfaces of `toolhost:tool@0.2.0`), run in the worker like a call: the
+ * interfaces of `toolhost:tool@0.2.0` and `@0.3.0`), run in the worker like a call: the
  * host sends a call of the reserved tool name `SURFACE_GUEST_NAME` whose
  * arguments name the operation, and gets back the answer as JSON text in MCP's
  * shapes (media and blobs base64). The call path's budgets, limits
@@ -17,15 +17,18 @@ import { contentBlock } from './content-block.js';
 /** The tool name the host calls to reach a component's prompts and resources. */
 export const SURFACE_GUEST_NAME = 'toolhost:surface';
 
-/** The optional interfaces, as jco names them. */
-export const SURFACE_EXPORTS = {
-  prompts: 'toolhost:tool/prompts@0.2.0',
-  resources: 'toolhost:tool/resources@0.2.0',
-} as const;
+/** The optional interfaces, as jco names them, by world (the same shapes in 0.2.0 and 0.3.0), newest first. */
+export const SURFACE_EXPORTS = [
+  { prompts: 'toolhost:tool/prompts@0.3.0', resources: 'toolhost:tool/resources@0.3.0' },
+  { prompts: 'toolhost:tool/prompts@0.2.0', resources: 'toolhost:tool/resources@0.2.0' },
+] as const;
 
 /** What a component offers besides tools, from the export names jco lists. */
 export function surfaceOfExports(exports: readonly string[]): { prompts: boolean; resources: boolean } {
-  return { prompts: exports.includes(SURFACE_EXPORTS.prompts), resources: exports.includes(SURFACE_EXPORTS.resources) };
+  return {
+    prompts: SURFACE_EXPORTS.some((names) => exports.includes(names.prompts)),
+    resources: SURFACE_EXPORTS.some((names) => exports.includes(names.resources)),
+  };
 }
 
 /** One operation on a component's prompts or resources (the reserved call's arguments). */
@@ -57,8 +60,8 @@ export class SurfaceExports {
   readonly #resources: ResourcesInterface | undefined;
 
   constructor(exports: Record<string, unknown>) {
-    this.#prompts = exports[SURFACE_EXPORTS.prompts] as PromptsInterface | undefined;
-    this.#resources = exports[SURFACE_EXPORTS.resources] as ResourcesInterface | undefined;
+    this.#prompts = SURFACE_EXPORTS.map((names) => exports[names.prompts]).find((found) => found !== undefined) as PromptsInterface | undefined;
+    this.#resources = SURFACE_EXPORTS.map((names) => exports[names.resources]).find((found) => found !== undefined) as ResourcesInterface | undefined;
   }
 
   /** Run the operation `args` (JSON text) names; the answer as JSON text. Throws what the guest or the glue threw. */
@@ -95,12 +98,12 @@ export class SurfaceExports {
   }
 
   #promptsOrThrow(): PromptsInterface {
-    if (!this.#prompts) throw new Error(`the component does not export ${SURFACE_EXPORTS.prompts}`);
+    if (!this.#prompts) throw new Error(`the component does not export ${SURFACE_EXPORTS.map((names) => names.prompts).join(' or ')}`);
     return this.#prompts;
   }
 
   #resourcesOrThrow(): ResourcesInterface {
-    if (!this.#resources) throw new Error(`the component does not export ${SURFACE_EXPORTS.resources}`);
+    if (!this.#resources) throw new Error(`the component does not export ${SURFACE_EXPORTS.map((names) => names.resources).join(' or ')}`);
     return this.#resources;
   }
 }

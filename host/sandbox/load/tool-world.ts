@@ -1,13 +1,15 @@
 /**
  * Which version of the tool world a component targets, told by the tool
- * interface it exports: `toolhost:tool/tool@0.1.0` (wit/tool.wit) or
- * `toolhost:tool/tool@0.2.0` (wit/v0.2/tool.wit). Both import the host
- * interface under the same unversioned name in jco's instantiation glue, and
- * the host offers the 0.2.0 functions to both (a 0.1.0 component never calls
- * them). What differs is what `describe` and `call` return; this module turns
- * both into the same plain data (GuestToolInfo, GuestCallOutput), in the worker.
+ * interface it exports: `toolhost:tool/tool@0.1.0` (wit/tool.wit),
+ * `toolhost:tool/tool@0.2.0` (wit/v0.2/tool.wit) or `toolhost:tool/tool@0.3.0`
+ * (wit/v0.3/tool.wit). All import the host interface under the same
+ * unversioned name in jco's instantiation glue, and the host offers the
+ * newest functions to all (an older component never calls them). What
+ * differs is what `describe` and `call` return (0.3.0's are 0.2.0's); this
+ * module turns them into the same plain data (GuestToolInfo,
+ * GuestCallOutput), in the worker.
  *
- * It guarantees: a component exporting both versions is served as 0.2.0; the
+ * It guarantees: a component exporting several versions is served as the newest; the
  * shapes are checked only as far as jco's glue lifts them (the glue checks
  * the canonical ABI). It does not check what the content says (URIs, MIME types).
  */
@@ -16,6 +18,7 @@ import { SURFACE_GUEST_NAME, SurfaceExports } from './surface-exports.js';
 
 /** The tool interfaces, newest first. */
 export const TOOL_EXPORTS = {
+  '0.3.0': 'toolhost:tool/tool@0.3.0',
   '0.2.0': 'toolhost:tool/tool@0.2.0',
   '0.1.0': 'toolhost:tool/tool@0.1.0',
 } as const;
@@ -47,13 +50,13 @@ interface ToolInterface {
 export class ToolExports {
   readonly world: ToolWorld;
   readonly #tool: ToolInterface;
-  /** The optional prompts and resources interfaces (0.2.0), reached by the reserved call name (surface-exports.ts). */
+  /** The optional prompts and resources interfaces (0.2.0 and later), reached by the reserved call name (surface-exports.ts). */
   #surface: SurfaceExports | undefined;
 
   private constructor(world: ToolWorld, tool: ToolInterface, exports?: Record<string, unknown>) {
     this.world = world;
     this.#tool = tool;
-    if (world === '0.2.0' && exports !== undefined) this.#surface = new SurfaceExports(exports);
+    if (world !== '0.1.0' && exports !== undefined) this.#surface = new SurfaceExports(exports);
   }
 
   /** The tool interface of a component's exports (jco's instantiation result), or undefined. */

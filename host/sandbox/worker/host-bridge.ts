@@ -68,7 +68,7 @@ const HTTP_TIMEOUT_MS = 600_000;
  */
 const MODULES_TIMEOUT_MS = 60_000;
 /** Host calls that wait on the outside world (a server, the client's model or user): as long as the call may run. */
-const LONG_OPS: ReadonlySet<RpcRequest['op']> = new Set(['http', 'sample', 'elicit']);
+const LONG_OPS: ReadonlySet<RpcRequest['op']> = new Set(['http', 'sample', 'elicit', 'ask']);
 
 export class HostBridge {
   readonly #taskId: number;
@@ -79,7 +79,7 @@ export class HostBridge {
   #eventBytes = 0;
   #hostCalls = 0;
   /** Requests to the client this call made, by kind (worker/client-requests.ts counts them against the grant). */
-  readonly clientCounts: Record<ClientRequestKind, number> = { sampling: 0, elicitation: 0 };
+  readonly clientCounts: Record<ClientRequestKind, number> = { sampling: 0, elicitation: 0, roots: 0 };
   /** Set once the guest went past its host-call limit: later host calls are refused here. */
   #hostCallsExceeded = false;
   /** Why the call went over its output limits, once it has. */
