@@ -46,6 +46,7 @@ describe.runIf(hasRedis && hasCGuests)('2026-07-28 input-required round trips ac
     for (let i = 0; i < 2; i += 1) {
       const registry = makeRegistry({ defaults: { wallMs: 60_000 } });
       await registry.registerWasmTools(fixture('mcp_rich'), { grant: { sampling: { maxRequests: 3, maxTokens: 1000 }, elicitation: { maxRequests: 2 } } });
+      await registry.registerWasmTools(fixture('keyed_rounds'), { grant: { sampling: { maxRequests: 1, maxTokens: 100 }, elicitation: { maxRequests: 1 }, roots: { maxRequests: 1 } } });
       const fleet = openFleet({ redis: redis.url, keyPrefix: prefix }, silentLogger);
       await fleet.link.ready();
       const server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0, tokens: TOKENS, sessionDirectory: fleet.sessions, fleetRelay: { link: fleet.link, prefix: fleet.prefix } });
@@ -80,6 +81,22 @@ describe.runIf(hasRedis && hasCGuests)('2026-07-28 input-required round trips ac
     expect(elicited.structuredContent).toEqual({ action: 'accept', content: { name: 'Fleet' } });
     // Both hosts served requests of these calls (4 + 2 legs, alternating).
     expect(hosts.map((host, i) => host.hits - before[i]!).every((hits) => hits >= 2)).toBe(true);
+  });
+
+  it('answers a keyed round of three kinds (world 0.3.0 `ask`) with its retry on the other host', async () => {
+    const client = new Client({ name: 'pinned-2026-roots', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    client.setRequestHandler('sampling/createMessage', (async () => ({ role: 'assistant', content: { type: 'text', text: 'Hi' }, model: 'fleet-model' })) as never);
+    client.setRequestHandler('elicitation/create', (async () => ({ action: 'accept', content: { name: 'Fleet' } })) as never);
+    client.setRequestHandler('roots/list', (async () => ({ roots: [{ uri: 'file:///fleet', name: 'fleet' }] })) as never);
+    await client.connect(new StreamableHTTPClientTransport(new URL(hosts[0]!.server.url), { fetch: alternating(), requestInit: { headers: { Authorization: `Bearer ${TOKENS[0]!.token}` } } }));
+    clients.push(client);
+    const round = [{ key: 'user_name', kind: 'elicitation' }, { key: 'greeting', kind: 'sampling' }, { key: 'client_roots', kind: 'roots' }];
+    const result = (await client.callTool({ name: 'rounds', arguments: { rounds: [round] } })) as CallToolResult;
+    expect(result.structuredContent).toEqual({ rounds: [{ answers: [
+      { key: 'user_name', kind: 'elicitation', action: 'accept', content: { name: 'Fleet' } },
+      { key: 'greeting', kind: 'sampling', model: 'fleet-model', text: 'Hi' },
+      { key: 'client_roots', kind: 'roots', roots: [{ uri: 'file:///fleet', name: 'fleet' }] },
+    ] }] });
   });
 
   it('a retry relayed with another principal\'s token is refused, and the owner can still answer', async () => {
