@@ -124,8 +124,13 @@ export class ComponentCache {
     return this.#transpiles;
   }
 
+  /** The directory this build's entries live in (`v<format>-jco-transpile-<version>`); other ones are stale. */
+  get formatDir(): string {
+    return join(this.#root, `v${CACHE_FORMAT}-jco-transpile-${this.#transpiler}`);
+  }
+
   #entryDir(id: string): string {
-    return join(this.#root, `v${CACHE_FORMAT}-jco-transpile-${this.#transpiler}`, id);
+    return join(this.formatDir, id);
   }
 
   /** The cached entry for `id`, transpiling the component's bytes (`source`, or what it reads) first when there is none. */

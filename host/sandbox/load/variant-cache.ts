@@ -178,11 +178,31 @@ export class VariantCache {
   }
 
   async #removeOtherPipelines(entry: CachedComponent): Promise<void> {
-    const root = join(entry.dir, VARIANTS_DIR);
-    for (const name of await readdir(root).catch(() => [] as string[])) {
-      if (name !== pipelineDigest && !name.includes('.tmp-')) await rm(join(root, name), { recursive: true, force: true });
-    }
+    await removeOtherPipelines(entry.dir);
   }
+}
+
+/** Remove the variants under the cache entry `entryDir` that another pipeline made; returns how many. */
+async function removeOtherPipelines(entryDir: string): Promise<number> {
+  const root = join(entryDir, VARIANTS_DIR);
+  let removed = 0;
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    if (name === pipelineDigest || name.includes('.tmp-')) continue;
+    await rm(join(root, name), { recursive: true, force: true });
+    removed += 1;
+  }
+  return removed;
+}
+
+/**
+ * Every entry's variants made by another pipeline, under `formatDir` (a cache's entries): `toolhost gc`'s sweep,
+ * for entries no load rewrites (a load removes its own entry's). Safe beside a running host: a variant removed
+ * under a reader is made again from its entry (`read` finds nothing, or `#load` throws and the caller remakes it).
+ */
+export async function removeStaleVariants(formatDir: string): Promise<number> {
+  let removed = 0;
+  for (const id of await readdir(formatDir).catch(() => [] as string[])) removed += await removeOtherPipelines(join(formatDir, id));
+  return removed;
 }
 
 /**
