@@ -10,7 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineNativeTool, type CallClient, type KeyedRequest, type ToolRegistry } from '../host/index.js';
+import { startMcpHttpServer, type McpHttpServer } from '../host/servers/mcp-http.js';
 import { fixture, makeRegistry } from './helpers.js';
+import { rawCall } from './mcp-raw-2026.js';
 
 type Seen = { key: string; kind: string; action?: string; content?: unknown; model?: string; text?: string | null; roots?: Array<{ uri: string; name: string | null }> };
 type Round = { answers?: Seen[]; refused?: { code: string; message: string; details: Record<string, unknown> | null } };
@@ -90,6 +92,21 @@ describe.each(['thread', 'process'] as const)('a sandboxed guest\'s rounds (worl
       { key: 'greeting', kind: 'sampling', model: 'm', text: 'Hi' },
       { key: 'client_roots', kind: 'roots', roots: [] },
     ]);
+  });
+
+  it('refuses the key __proto__ (JSON readers make it a prototype), and takes other inherited names as any key', async () => {
+    const [proto] = await rounds([[{ key: '__proto__', kind: 'roots' }]], answeringClient([]));
+    expect(proto!.refused).toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('other than __proto__') });
+    const client: CallClient = { ...answeringClient([]), ask: async () => JSON.parse('{"constructor":{"action":"decline"},"toString":{"roots":[{"uri":"file:///p"}]}}') as Record<string, never> };
+    const [round] = await rounds([[{ key: 'toString', kind: 'roots' }, { key: 'constructor', kind: 'elicitation' }]], client);
+    expect(round!.answers).toEqual([
+      { key: 'toString', kind: 'roots', roots: [{ uri: 'file:///p', name: null }] },
+      { key: 'constructor', kind: 'elicitation', action: 'decline', content: null },
+    ]);
+    // A caller that does not answer them: the round fails, it is not answered by what every object inherits.
+    const silent: CallClient = { ...answeringClient([]), ask: async () => ({}) };
+    const [unanswered] = await rounds([[{ key: 'constructor', kind: 'elicitation' }]], silent);
+    expect(unanswered!.refused).toMatchObject({ code: 'TOOL_ERROR', message: expect.stringContaining('"constructor"') });
   });
 
   it('refuses malformed rounds whole with INVALID_INPUT, asking nothing', async () => {
@@ -215,5 +232,37 @@ describe('a native tool\'s rounds (ctx.client.ask), checked by the gate alone', 
     expect(missing.structuredContent).toMatchObject({ refused: 'TOOL_ERROR', message: expect.stringContaining('"other"') });
     const extra = await registry.execute('native_rounds', { requests: [elicitation('who')] }, { client: partial });
     expect(extra.structuredContent).toEqual({ answers: { who: { action: 'cancel' } } });
+  });
+});
+
+describe('a round over MCP 2026-07-28 (input-required), keys as the tool names them', () => {
+  let registry: ToolRegistry;
+  let server: McpHttpServer;
+  beforeAll(async () => {
+    registry = makeRegistry({ sandbox: { threads: 2 } });
+    await registry.registerWasmTools(fixture('keyed_rounds'), { grant: { elicitation: { maxRequests: 2 }, roots: {} } });
+    server = await startMcpHttpServer(registry, { host: '127.0.0.1', port: 0 });
+  }, 120_000);
+  afterAll(async () => {
+    await server?.close();
+    await registry?.close();
+  });
+
+  const capabilities = { _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} }, roots: {} } } };
+
+  it('asks under keys that name Object.prototype\'s members, and takes only answers given under them', async () => {
+    const round = [{ key: 'toString', kind: 'roots' }, { key: 'constructor', kind: 'elicitation' }];
+    const first = await rawCall(server.url, { params: { name: 'rounds', arguments: { rounds: [round] }, ...capabilities } });
+    expect(first.resultType).toBe('input_required');
+    expect(Object.keys(first.inputRequests as object).sort()).toEqual(['constructor', 'toString']);
+    // A retry that answers nothing: every object inherits these names, and still both are asked again.
+    const again = await rawCall(server.url, { params: { name: 'rounds', arguments: { rounds: [round] }, requestState: first.requestState, inputResponses: {}, ...capabilities } });
+    expect(Object.keys(again.inputRequests as object).sort()).toEqual(['constructor', 'toString']);
+    const answers = { toString: { roots: [{ uri: 'file:///p' }] }, constructor: { action: 'accept', content: { name: 'Ada' } } };
+    const done = await rawCall(server.url, { params: { name: 'rounds', arguments: { rounds: [round] }, requestState: again.requestState, inputResponses: answers, ...capabilities } });
+    expect(done.structuredContent).toEqual({ rounds: [{ answers: [
+      { key: 'toString', kind: 'roots', roots: [{ uri: 'file:///p', name: null }] },
+      { key: 'constructor', kind: 'elicitation', action: 'accept', content: { name: 'Ada' } },
+    ] }] });
   });
 });

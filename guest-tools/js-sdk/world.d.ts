@@ -123,7 +123,7 @@ declare module 'toolhost:tool/host@0.2.0' {
 
 /**
  * The 0.3.0 world's host interface (wit/v0.3/tool.wit): 0.2.0's calls plus `ask`, a round of requests to the
- * calling client under keys the tool chooses (1 to 64 characters of [A-Za-z0-9_.-], unique in the round). MCP
+ * calling client under keys the tool chooses (1 to 64 characters of [A-Za-z0-9_.-] other than __proto__, unique in the round). MCP
  * 2026-07-28 clients see one input-required result with those keys; 2025 clients get the requests side by side.
  * `ask` blocks until every request is answered and returns the answers in the order of the requests; it throws
  * the host's tool-error as `sample` does, for the whole round (nothing is asked when one request is refused).

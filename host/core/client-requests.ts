@@ -88,8 +88,16 @@ export type KeyedRequest =
 /** The answers to a round, by key: each of the MCP result shape of its request's method. */
 export type KeyedAnswers = Record<string, SamplingResult | ElicitResult | ListRootsResult>;
 
-/** A key a tool may name a request by: 1 to 64 characters of [A-Za-z0-9_.-]. */
-export const INPUT_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+/**
+ * Whether a tool may name a request by `key`: 1 to 64 characters of [A-Za-z0-9_.-], not `__proto__`
+ * (JSON readers, the MCP SDK's among them, turn that key into a prototype: its answer would never arrive).
+ */
+export function isInputKey(key: unknown): key is string {
+  return typeof key === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(key) && key !== '__proto__';
+}
+
+/** What a refused key is told. */
+export const INPUT_KEY_RULE = 'each request of a round needs a key of 1 to 64 characters of [A-Za-z0-9_.-], other than __proto__';
 
 /** What the hooks are given besides the request. */
 export interface ClientRequestOptions {

@@ -116,12 +116,13 @@ export class ParkedCall {
   askRound(requests: readonly RoundRequest[], options: ClientRequestOptions): Promise<KeyedAnswers> {
     if (this.#asked !== undefined) return Promise.reject(new ToolhostError('INTERNAL', 'a call asked its client twice at once', { callId: options.callId }));
     this.#askCount += 1;
-    const round: Asked = { requests: Object.fromEntries(requests.map(({ key, method, params }) => [key, { method, params }])), answers: {}, sent: false, resolve: () => {}, reject: () => {} };
+    // Keyed by the tool's keys (`__proto__` is a valid one): objects without a prototype, read with hasOwn.
+    const round: Asked = { requests: Object.assign(Object.create(null) as Record<string, EmbeddedInputRequest>, Object.fromEntries(requests.map(({ key, method, params }) => [key, { method, params }]))), answers: Object.create(null) as KeyedAnswers, sent: false, resolve: () => {}, reject: () => {} };
     const offered = this.#offered;
     this.#offered = undefined;
     if (offered !== undefined) {
       for (const key of Object.keys(round.requests)) {
-        const checked = checkedAnswer(round.requests[key]!.method, offered[key]);
+        const checked = checkedAnswer(round.requests[key]!.method, Object.hasOwn(offered, key) ? offered[key] : undefined);
         if (checked.ok) round.answers[key] = checked.value;
       }
       if (unanswered(round).length === 0) return Promise.resolve(round.answers);
@@ -170,7 +171,7 @@ export class ParkedCall {
     const leg = this.attach(signal);
     if (asked === undefined) return leg;
     for (const key of unanswered(asked)) {
-      const answer = responses?.[key];
+      const answer = responses !== undefined && Object.hasOwn(responses, key) ? responses[key] : undefined;
       if (answer === undefined) continue;
       const method = asked.requests[key]!.method;
       const checked = checkedAnswer(method, answer);
@@ -273,7 +274,7 @@ export class ParkedCall {
 
 /** The keys of a round not answered yet. */
 function unanswered(round: Asked): string[] {
-  return Object.keys(round.requests).filter((key) => round.answers[key] === undefined);
+  return Object.keys(round.requests).filter((key) => !Object.hasOwn(round.answers, key));
 }
 
 /** A client's answer checked against MCP's result shape for `method` (zod; linear in a body already capped), as the tool is given it. */

@@ -30,7 +30,7 @@
  * kind is granted, has requests left for the whole round and a hook (all
  * checked before any is counted) → for text, its length and bytes, then
  * parse, and the text's requests must be the kinds admitted → keys (1-64 of
- * [A-Za-z0-9_.-], unique) and each request's shape and `maxTokens` → the
+ * [A-Za-z0-9_.-] but `__proto__`, unique) and each request's shape and `maxTokens` → the
  * caller's `ask` hook when it has one (the whole round at once), else each
  * kind's hook side by side → every key answered, only those keys returned.
  * A round refused before it is sent spends none of the grant's requests.
@@ -44,14 +44,15 @@
  * or check the answer beyond its size and shape (the MCP SDK validates it).
  */
 import { ToolhostError } from '../../base/errors.js';
-import { answerOne, isElicitRequest, isRecord, isSamplingRequest, KIND_OF_METHOD } from './client-request-shapes.js';
+import { answerOne, isElicitRequest, isRecord, isSamplingRequest, kindOfMethod } from './client-request-shapes.js';
 import {
   CLIENT_REQUEST_METHODS,
   DEFAULT_ELICITATION_REQUESTS,
   DEFAULT_ROOTS_REQUESTS,
   DEFAULT_SAMPLING_MAX_TOKENS,
   DEFAULT_SAMPLING_REQUESTS,
-  INPUT_KEY,
+  INPUT_KEY_RULE,
+  isInputKey,
   type CallClient,
   type ClientAllowances,
   type ClientRefusal,
@@ -152,7 +153,7 @@ export class ClientGate implements GatedClient {
   }
 
   ask(requests: readonly KeyedRequest[]): Promise<KeyedAnswers> {
-    const kinds = Array.isArray(requests) ? requests.map((request) => KIND_OF_METHOD[request?.method] as Kind) : [];
+    const kinds = Array.isArray(requests) ? requests.map((request) => kindOfMethod(request?.method) as Kind) : [];
     return this.#tracedRound(kinds, async (span) => {
       const first = this.#admitRound(kinds);
       const bytes = this.#spendingOnlyIfSent(kinds, () => {
@@ -223,12 +224,10 @@ export class ClientGate implements GatedClient {
   #checkRound(first: Kind, requests: readonly unknown[]): void {
     const keys = new Set<string>();
     for (const request of requests) {
-      if (!isRecord(request) || typeof request.key !== 'string' || !INPUT_KEY.test(request.key)) {
-        this.#deny(first, 'INVALID_INPUT', 'each request of a round needs a key of 1 to 64 characters of [A-Za-z0-9_.-]');
-      }
+      if (!isRecord(request) || !isInputKey(request.key)) this.#deny(first, 'INVALID_INPUT', INPUT_KEY_RULE);
       if (keys.has(request.key)) this.#deny(first, 'INVALID_INPUT', `the round names the key ${JSON.stringify(request.key)} twice`);
       keys.add(request.key);
-      const kind = KIND_OF_METHOD[request.method as string];
+      const kind = kindOfMethod(request.method);
       const shaped = kind === 'sampling' ? isSamplingRequest(request.params) : kind === 'elicitation' ? isElicitRequest(request.params) : kind === 'roots' && isRecord(request.params);
       if (!shaped) this.#deny(kind ?? first, 'INVALID_INPUT', `the ${kind ?? 'round'} request ${JSON.stringify(request.key)} was malformed`);
       if (kind === 'sampling') this.#checkMaxTokens((request.params as SamplingRequest).maxTokens);
@@ -243,15 +242,15 @@ export class ClientGate implements GatedClient {
   /** A round, sent as one when the caller can take it so (`CallClient.ask`), else request by request side by side. */
   async #askRound(requests: readonly KeyedRequest[], bytes: number): Promise<KeyedAnswers> {
     const client = this.#client!;
-    const kinds = requests.map((request) => KIND_OF_METHOD[request.method]!);
+    const kinds = requests.map((request) => kindOfMethod(request.method)!);
     const answers = await this.#ask(kinds, bytes, async (options) => {
       if (client.ask !== undefined) return client.ask(requests, options);
       const settled = await Promise.all(requests.map((request) => answerOne(client, request, options)));
       return Object.fromEntries(requests.map((request, index) => [request.key, settled[index]!]));
     });
-    const missing = requests.find((request) => !isRecord(answers?.[request.key]));
+    const missing = requests.find((request) => !(isRecord(answers) && Object.hasOwn(answers, request.key) && isRecord(answers[request.key])));
     if (missing !== undefined) {
-      throw new ToolhostError('TOOL_ERROR', `the client gave no answer to the request ${JSON.stringify(missing.key)}`, { callId: this.#call.id, details: { reason: `${KIND_OF_METHOD[missing.method]}-failed` } });
+      throw new ToolhostError('TOOL_ERROR', `the client gave no answer to the request ${JSON.stringify(missing.key)}`, { callId: this.#call.id, details: { reason: `${kindOfMethod(missing.method)}-failed` } });
     }
     // Only the keys asked, in the round's order.
     return Object.fromEntries(requests.map((request) => [request.key, answers[request.key]!]));

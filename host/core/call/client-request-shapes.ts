@@ -6,8 +6,12 @@
 import { elicitationSchemaProblem } from '../elicitation-schema.js';
 import { CLIENT_REQUEST_METHODS, type CallClient, type ClientRequestKind, type ClientRequestOptions, type ElicitRequest, type KeyedAnswers, type KeyedRequest, type SamplingRequest } from '../client-requests.js';
 
-/** The kind of each MCP method a round may carry (undefined: none). */
-export const KIND_OF_METHOD: Readonly<Record<string, ClientRequestKind>> = Object.fromEntries(Object.entries(CLIENT_REQUEST_METHODS).map(([kind, method]) => [method, kind as ClientRequestKind]));
+const KINDS_BY_METHOD: ReadonlyMap<unknown, ClientRequestKind> = new Map(Object.entries(CLIENT_REQUEST_METHODS).map(([kind, method]) => [method, kind as ClientRequestKind]));
+
+/** The kind of an MCP method a round may carry; undefined for anything else (a Map: no inherited names). */
+export function kindOfMethod(method: unknown): ClientRequestKind | undefined {
+  return KINDS_BY_METHOD.get(method);
+}
 
 /** One request of a round through the caller's hook for its kind (the round's admission checked the hook exists). */
 export async function answerOne(client: CallClient, request: KeyedRequest, options: ClientRequestOptions): Promise<KeyedAnswers[string]> {

@@ -29,7 +29,7 @@
  * so the call's CPU budget does not run meanwhile.
  * Does not: decide for the main thread (its gate checks everything again).
  */
-import { CLIENT_REQUEST_METHODS, DEFAULT_CLIENT_REQUEST_BYTES, INPUT_KEY, type ClientRefusal, type ClientRequestKind, type ElicitResult, type KeyedAnswers, type ListRootsResult, type SamplingContent, type SamplingResult } from '../../core/client-requests.js';
+import { CLIENT_REQUEST_METHODS, DEFAULT_CLIENT_REQUEST_BYTES, INPUT_KEY_RULE, isInputKey, type ClientRefusal, type ClientRequestKind, type ElicitResult, type KeyedAnswers, type ListRootsResult, type SamplingContent, type SamplingResult } from '../../core/client-requests.js';
 import type { ClientElicitAnswer, ClientSampleAnswer, GuestClientError, GuestElicitResult, GuestKeyedRequest, GuestKeyedResponse, GuestSampleResult, GuestSamplingContent, GuestSamplingRequest } from '../client-wire.js';
 import { elicitationSchemaProblem } from '../../core/elicitation-schema.js';
 import type { RpcRequest } from '../protocol.js';
@@ -191,7 +191,7 @@ function admitRound(bridge: HostBridge, requests: readonly GuestKeyedRequest[]):
   const kinds: ClientRequestKind[] = [];
   for (const { key, request } of list) {
     const kind = KIND_OF_TAG[request.tag];
-    if (!INPUT_KEY.test(key)) refuse(bridge, kind, 'invalid', 'INVALID_INPUT', 'each request of a round needs a key of 1 to 64 characters of [A-Za-z0-9_.-]', undefined, undefined, false);
+    if (!isInputKey(key)) refuse(bridge, kind, 'invalid', 'INVALID_INPUT', INPUT_KEY_RULE, undefined, undefined, false);
     if (keys.has(key)) refuse(bridge, kind, 'invalid', 'INVALID_INPUT', `the round names the key ${JSON.stringify(key)} twice`, undefined, undefined, false);
     keys.add(key);
     kinds.push(kind);
@@ -242,7 +242,7 @@ function askRound(bridge: HostBridge | undefined, requests: GuestKeyedRequest[])
   if (bytes > max) overSize(bridge, kinds[0]!, bytes, max, false);
   for (const kind of Object.keys(tally) as ClientRequestKind[]) bridge.clientCounts[kind] += tally[kind];
   const answers = ask<KeyedAnswers>(bridge, { op: 'ask', kinds, request: text });
-  return requests.map(({ key, request }) => ({ key, response: toGuestResponse(request.tag, answers[key]) }));
+  return requests.map(({ key, request }) => ({ key, response: toGuestResponse(request.tag, Object.hasOwn(answers, key) ? answers[key] : undefined) }));
 }
 
 function toGuestResponse(tag: GuestKeyedRequest['request']['tag'], answer: KeyedAnswers[string] | undefined): GuestKeyedResponse['response'] {
