@@ -228,7 +228,8 @@ function askRound(bridge: HostBridge | undefined, requests: GuestKeyedRequest[])
       if (typeof text !== 'string') overSize(bridge, kind, size + text.over, max, false);
       params = text;
     } else if (request.tag === 'elicitation') {
-      params = elicitationText(bridge, request.val.message, request.val.requestedSchema, room, false);
+      // Checked against the whole limit (its message names it); the round's size is checked below.
+      params = elicitationText(bridge, request.val.message, request.val.requestedSchema, max, false);
     } else {
       params = '{}';
     }
