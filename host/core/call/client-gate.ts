@@ -256,19 +256,9 @@ export class ClientGate implements GatedClient {
     return Object.fromEntries(requests.map((request) => [request.key, answers[request.key]!]));
   }
 
-  /** The round inside one span when the call is traced (its refusal's code as `error.type`). */
-  async #tracedRound<T>(kinds: readonly Kind[], work: (span: TraceSpan | undefined) => Promise<T>): Promise<T> {
-    const parent = this.#call.attemptSpan;
-    if (parent === undefined) return work(undefined);
-    const span = parent.child(ROUND_SPAN, { attributes: { 'toolhost.host_call': 'ask', 'toolhost.client_request.kinds': Array.isArray(kinds) ? kinds.slice(0, 16).join(',') : '' } });
-    try {
-      return await work(span);
-    } catch (error) {
-      span.fail(error instanceof ToolhostError ? error.code : 'INTERNAL');
-      throw error;
-    } finally {
-      span.end();
-    }
+  /** The round inside one span when the call is traced. */
+  #tracedRound<T>(kinds: readonly Kind[], work: (span: TraceSpan | undefined) => Promise<T>): Promise<T> {
+    return this.#inSpan(ROUND_SPAN, { 'toolhost.host_call': 'ask', 'toolhost.client_request.kinds': Array.isArray(kinds) ? kinds.slice(0, 16).join(',') : '' }, work);
   }
 
   async #sampleText(text: string, span: TraceSpan | undefined): Promise<SamplingResult> {
@@ -322,12 +312,17 @@ export class ClientGate implements GatedClient {
     }
   }
 
-  /** `work` inside the request's span when the call is traced (its refusal's code as `error.type`). */
-  async #traced<T>(kind: Kind, work: (span: TraceSpan | undefined) => Promise<T>): Promise<T> {
+  /** `work` inside the request's span when the call is traced. */
+  #traced<T>(kind: Kind, work: (span: TraceSpan | undefined) => Promise<T>): Promise<T> {
+    const { name, hostCall } = CLIENT_REQUEST_SPANS[kind];
+    return this.#inSpan(name, { 'toolhost.host_call': hostCall }, work);
+  }
+
+  /** `work` inside a span `name` under the call's when the call is traced (a refusal's code as `error.type`). */
+  async #inSpan<T>(name: string, attributes: Record<string, string>, work: (span: TraceSpan | undefined) => Promise<T>): Promise<T> {
     const parent = this.#call.attemptSpan;
     if (parent === undefined) return work(undefined);
-    const { name, hostCall } = CLIENT_REQUEST_SPANS[kind];
-    const span = parent.child(name, { attributes: { 'toolhost.host_call': hostCall } });
+    const span = parent.child(name, { attributes });
     try {
       return await work(span);
     } catch (error) {
