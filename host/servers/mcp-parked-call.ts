@@ -116,7 +116,7 @@ export class ParkedCall {
   askRound(requests: readonly RoundRequest[], options: ClientRequestOptions): Promise<KeyedAnswers> {
     if (this.#asked !== undefined) return Promise.reject(new ToolhostError('INTERNAL', 'a call asked its client twice at once', { callId: options.callId }));
     this.#askCount += 1;
-    // Keyed by the tool's keys (`__proto__` is a valid one): objects without a prototype, read with hasOwn.
+    // Keyed by the tool's keys (`toString` is a valid one): objects without a prototype, read with hasOwn.
     const round: Asked = { requests: Object.assign(Object.create(null) as Record<string, EmbeddedInputRequest>, Object.fromEntries(requests.map(({ key, method, params }) => [key, { method, params }]))), answers: Object.create(null) as KeyedAnswers, sent: false, resolve: () => {}, reject: () => {} };
     const offered = this.#offered;
     this.#offered = undefined;
