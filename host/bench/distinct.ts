@@ -30,6 +30,7 @@ import type { ResolvedConfig } from '../config/resolve.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { ChunkStore } from '../base/chunk-store.js';
 import { ComponentStore } from '../distribution/store.js';
+import { isCacheFormatDir } from '../sandbox/load/cache-location.js';
 import { CHUNKS_DIR } from '../sandbox/load/cache-location.js';
 import { listTools } from '../servers/mcp-server.js';
 import { benchDir, distinctTools, type DistinctTool } from './distinct-tools.js';
@@ -235,7 +236,7 @@ async function transpiledBytes(cacheDir: string): Promise<number> {
   const { readdir } = await import('node:fs/promises');
   let sum = 0;
   for (const format of await readdir(cacheDir).catch(() => [] as string[])) {
-    if (!/^v\d+-jco-transpile-/.test(format)) continue;
+    if (!isCacheFormatDir(format)) continue;
     for (const id of await readdir(join(cacheDir, format)).catch(() => [] as string[])) {
       try {
         const meta = JSON.parse(await readFile(join(cacheDir, format, id, 'meta.json'), 'utf8')) as { chunked?: Record<string, string> };

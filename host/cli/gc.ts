@@ -26,7 +26,7 @@ const mib = (bytes: number): string => `${(bytes / (1024 * 1024)).toFixed(1)} Mi
 async function gc(flags: GcFlags): Promise<number> {
   const grace = flags.grace === undefined ? undefined : Number(flags.grace);
   if (grace !== undefined && !(Number.isFinite(grace) && grace >= 0)) throw new UsageError('--grace must be a number of seconds, 0 or more');
-  const [{ loadHostConfig }, { ChunkStore }, { collectChunks, DEFAULT_GC_GRACE_MS }, { CHUNKS_DIR, defaultCacheDir }, { ComponentCache }, { removeStaleVariants }] = await Promise.all([
+  const [{ loadHostConfig }, { ChunkStore }, { collectChunks, DEFAULT_GC_GRACE_MS }, { CHUNKS_DIR, defaultCacheDir, isCacheFormatDir }, { ComponentCache }, { removeStaleVariants }] = await Promise.all([
     import('../compose/host.js'),
     import('../base/chunk-store.js'),
     import('../base/chunk-gc.js'),
@@ -40,7 +40,8 @@ async function gc(flags: GcFlags): Promise<number> {
   const cacheDir = config.sandbox.cacheDir ?? defaultCacheDir();
   const formatDir = new ComponentCache(cacheDir).formatDir;
   const staleVariants = await removeStaleVariants(formatDir);
-  const oldFormats = await otherFormats(cacheDir, basename(formatDir));
+  const current = basename(formatDir);
+  const oldFormats = (await readdir(cacheDir).catch(() => [] as string[])).filter((name) => isCacheFormatDir(name) && name !== current).sort();
   if (flags.oldFormats) for (const name of oldFormats) await rm(join(cacheDir, name), { recursive: true, force: true });
   // The cache's chunks serve the cache and the default store (in the cache); a store of its own keeps its own.
   const stores: Array<{ chunks: string; roots: string[] }> = [{ chunks: join(cacheDir, CHUNKS_DIR), roots: [cacheDir] }];
@@ -63,12 +64,6 @@ async function gc(flags: GcFlags): Promise<number> {
     process.stdout.write(`${r.chunks}: removed ${r.removed} chunk${r.removed === 1 ? '' : 's'} (${mib(r.removedBytes)}); kept ${r.kept + r.young} (${mib(r.keptBytes)}, ${r.young} unnamed but younger than the grace of ${graceMs / 1000} s); ${r.recipes} recipes read${r.unreadable > 0 ? `, ${r.unreadable} unreadable` : ''}\n`);
   }
   return 0;
-}
-
-/** The cache directories of other formats than `current` (`v<N>-jco-transpile-<version>`). */
-async function otherFormats(cacheDir: string, current: string): Promise<string[]> {
-  const names = await readdir(cacheDir).catch(() => [] as string[]);
-  return names.filter((name) => /^v\d+-jco-transpile-/.test(name) && name !== current).sort();
 }
 
 export function addGcCommand(root: Command): void {

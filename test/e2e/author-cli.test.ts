@@ -27,6 +27,16 @@ async function declared(file: string, tool: string): Promise<{ title?: string; a
   }
 }
 
+/** A project `toolhost init` made in `scratch/name`, its package.json then saying `world`. */
+async function initProject(name: string, lang: 'js' | 'c', world: string): Promise<string> {
+  const dir = join(scratch, name);
+  expect((await runCli(['init', dir, '--lang', lang])).code).toBe(0);
+  const manifestPath = join(dir, 'package.json');
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { toolhost: Record<string, unknown> };
+  writeFileSync(manifestPath, JSON.stringify({ ...manifest, toolhost: { ...manifest.toolhost, world } }, null, 2));
+  return dir;
+}
+
 describe('toolhost --version', () => {
   it('prints the package version', async () => {
     const run = await runCli(['--version']);
@@ -115,11 +125,7 @@ describe.concurrent('toolhost build', () => {
   }, 240_000);
 
   it('builds a JS project for world 0.3.0 whose tool asks a keyed round (ask), answered through the caller\'s hooks', async () => {
-    const dir = join(scratch, 'keyed');
-    expect((await runCli(['init', dir, '--lang', 'js'])).code).toBe(0);
-    const manifestPath = join(dir, 'package.json');
-    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { toolhost: Record<string, unknown> };
-    writeFileSync(manifestPath, JSON.stringify({ ...manifest, toolhost: { ...manifest.toolhost, world: '0.3.0' } }, null, 2));
+    const dir = await initProject('keyed', 'js', '0.3.0');
     writeFileSync(join(dir, 'src', 'index.js'), `import { ask } from 'toolhost:tool/host@0.3.0';
 import { defineMcpComponent } from 'toolhost/guest/mcp';
 export const tool = defineMcpComponent('keyed', [{
@@ -148,11 +154,7 @@ export const tool = defineMcpComponent('keyed', [{
   }, 240_000);
 
   it('refuses world 0.3.0 for a C project, saying which worlds the C SDK builds', async () => {
-    const dir = join(scratch, 'c-keyed');
-    expect((await runCli(['init', dir, '--lang', 'c'])).code).toBe(0);
-    const manifestPath = join(dir, 'package.json');
-    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { toolhost: Record<string, unknown> };
-    writeFileSync(manifestPath, JSON.stringify({ ...manifest, toolhost: { ...manifest.toolhost, world: '0.3.0' } }, null, 2));
+    const dir = await initProject('c-keyed', 'c', '0.3.0');
     const run = await runCli(['build', dir]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('the C SDK builds for the 0.1.0 and 0.2.0 tool worlds');

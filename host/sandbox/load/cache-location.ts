@@ -16,3 +16,8 @@ export function defaultCacheDir(): string {
 
 /** Where a cache keeps its content-addressed chunks (base/chunk-store.ts), and the store too when it lies in the cache. */
 export const CHUNKS_DIR = 'chunks-v1';
+
+/** Whether a name in the cache directory is a directory of transpiled entries (`v<format>-jco-transpile-<version>`). */
+export function isCacheFormatDir(name: string): boolean {
+  return /^v\d+-jco-transpile-/.test(name);
+}

@@ -171,15 +171,12 @@ export class VariantCache {
       }
       // The next process reads these files' ids back instead of hashing them again (component-ids.ts).
       await Promise.all(written.map(([file, id]) => this.#cache.ids.wrote(join(dir, file), id)));
-      await this.#removeOtherPipelines(entry);
+      await removeOtherPipelines(entry.dir);
     } finally {
       await rm(temporary, { recursive: true, force: true });
     }
   }
 
-  async #removeOtherPipelines(entry: CachedComponent): Promise<void> {
-    await removeOtherPipelines(entry.dir);
-  }
 }
 
 /** Remove the variants under the cache entry `entryDir` that another pipeline made; returns how many. */
