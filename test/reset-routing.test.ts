@@ -17,10 +17,14 @@
  * per-component async state at the first export call). Before, a
  * componentize-js tool's second call got a new instance, on the other worker
  * or from a new spare (10-40 ms against a reset's ~1).
+ *
+ * A tool whose calls come back to back, each waiting for its home's reset
+ * while the other worker idles, gets an instance made ahead on that worker
+ * (a second home, component-homes.ts); a warm that fails is not tried again.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
-import { example, makeRegistry } from './helpers.js';
+import { CONTAINMENTS, example, fixture, makeRegistry } from './helpers.js';
 
 const registries: ToolRegistry[] = [];
 afterAll(async () => {
@@ -58,5 +62,43 @@ describe('a tight loop in the default isolation', () => {
       expect(second.accounting?.workerThreadId).toBe(first.accounting?.workerThreadId);
       await registry.close();
     }
+  });
+
+  it.each(CONTAINMENTS)('makes a second home for a tool called back to back (%s containment): its calls then go to both workers, each pristine', async (containment) => {
+    const registry = makeRegistry({ sandbox: { threads: 2, containment } });
+    registries.push(registry);
+    await registry.registerWasmTools(example('text'));
+    // A sandbox process reports its count with its utilization (every second): the calls say where they ran at once.
+    const threads = new Set<number>();
+    for (let i = 0; i < 600 && threads.size < 2; i += 1) {
+      const result = await registry.execute('js_echo', { text: `call ${i}` });
+      expect(result.isError).toBe(false);
+      expect(result.structuredContent).toEqual({ text: `call ${i}` });
+      // After its first call, served from an instance made ahead or reset, never one made during the call.
+      if (i > 0) expect(['restored', 'prewarmed']).toContain(result.accounting?.instance);
+      threads.add(result.accounting!.workerThreadId!);
+    }
+    expect(threads.size).toBe(2);
+    for (let i = 0; i < 100; i += 1) await registry.execute('js_echo', { text: `after ${i}` });
+    await expect.poll(() => registry.sandboxStats()?.warms, { timeout: 5_000, interval: 100 }).toEqual({ made: 1, failed: 0 });
+  });
+
+  it('stops an instance made ahead that overruns the spare budget, never tries it again, and the calls go on', async () => {
+    // slow_start's instances take 60 ms to describe themselves: past a 30 ms spare budget. Its resets fit.
+    const registry = makeRegistry({ sandbox: { threads: 2, spareTimeoutMs: 30 } });
+    registries.push(registry);
+    await registry.registerWasmTools(fixture('slow_start'));
+    for (let i = 0; i < 400 && (registry.sandboxStats()?.warms?.failed ?? 0) === 0; i += 1) {
+      const result = await registry.execute('slow_start_echo', { text: `call ${i}` });
+      expect(result.structuredContent).toEqual({ text: `call ${i}` });
+    }
+    expect(registry.sandboxStats()?.warms).toEqual({ made: 0, failed: 1 });
+    // One hang is not a quarantine (two are); the worker that made it was replaced, and the tool's calls go on at home.
+    for (let i = 0; i < 100; i += 1) {
+      const result = await registry.execute('slow_start_echo', { text: `after ${i}` });
+      expect(result.error).toBeUndefined();
+      expect(result.structuredContent).toEqual({ text: `after ${i}` });
+    }
+    expect(registry.sandboxStats()?.warms).toEqual({ made: 0, failed: 1 });
   });
 });

@@ -267,6 +267,68 @@ describe('task dispatch', () => {
     expect(homed.task.worker).toBe(2);
   });
 
+  it('counts the calls that wait for a busy home while a worker outside it idles, until one finds its home ready', async () => {
+    let preparing = new Set([2]);
+    const states = { isDying: () => false, isPreparing: (threadId: number) => preparing.has(threadId), isAwake: () => false };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    openLanes(dispatch, 2);
+    const hot = callOf(60, [2], 20);
+    for (let i = 0; i < 3; i += 1) {
+      expect(hot.home.wantsAnotherHome).toBe(false);
+      const call = task(61 + i);
+      call.task.profile = hot.task.profile;
+      await dispatch.dispatch(call.task, call.wire);
+      expect(call.task.worker).toBe(2);
+    }
+    // Three in a row: worker 1, idle and no home of it, is where another instance would spare the next ones their wait.
+    expect(hot.home.busyWaits).toBe(3);
+    expect(hot.home.wantsAnotherHome).toBe(true);
+    expect(dispatch.idleOutside(hot.home)).toBe(1);
+    // Its home ready: the count starts over.
+    preparing = new Set();
+    const ready = task(70);
+    ready.task.profile = hot.task.profile;
+    await dispatch.dispatch(ready.task, ready.wire);
+    expect(ready.task.worker).toBe(2);
+    expect(hot.home.busyWaits).toBe(0);
+    // Nothing idle outside the homes: no worker to make one on.
+    const both = callOf(71, [1, 2], 20);
+    expect(dispatch.idleOutside(both.home)).toBeUndefined();
+  });
+
+  it('does not count a wait when no worker outside the home is free, and sends a warm task only where it was made for', async () => {
+    const states = { isDying: () => false, isPreparing: (threadId: number) => threadId === 2, isAwake: () => false };
+    const dispatch = new TaskDispatch(states, noWaiting);
+    const ends = [channel(), channel()];
+    for (const [i, end] of ends.entries()) dispatch.lanes.open(i + 1, end.pool);
+    // Worker 1 holds an unanswered task: not free.
+    const busy = task(80);
+    void dispatch.dispatch(busy.task, busy.wire);
+    expect(busy.task.worker).toBe(1);
+    const hot = callOf(81, [2], 20);
+    const answered = dispatch.dispatch(hot.task, hot.wire);
+    expect(hot.task.worker).toBe(2);
+    expect(hot.home.busyWaits).toBe(0);
+    expect(dispatch.idleOutside(hot.home)).toBeUndefined();
+    for (const end of ends) answering(end.worker, (wire) => outcome(wire.taskId));
+    await answered;
+    // A warm task goes to its worker, busy or preparing as it may be seen.
+    const warm = task(82);
+    warm.task.onlyTo = 2;
+    await dispatch.dispatch(warm.task, warm.wire);
+    expect(warm.task.worker).toBe(2);
+    // Its worker gone, or being stopped: it fails, and is never queued (a queued one would hold the queue's head).
+    const lost = task(83);
+    lost.task.onlyTo = 9;
+    await expect(dispatch.dispatch(lost.task, lost.wire)).rejects.toThrow(LaneClosed);
+    const stopping = new TaskDispatch({ ...states, isDying: (threadId: number) => threadId === 2 }, noWaiting);
+    openLanes(stopping, 2);
+    const late = task(84);
+    late.task.onlyTo = 2;
+    await expect(stopping.dispatch(late.task, late.wire)).rejects.toThrow(LaneClosed);
+    expect(dispatch.queue.length + stopping.queue.length).toBe(0);
+  });
+
   it('fails queued tasks when asked (the pool closes)', async () => {
     const dispatch = new TaskDispatch(idle, noWaiting);
     const waiting = task(11);

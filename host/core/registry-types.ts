@@ -77,6 +77,8 @@ export interface SandboxStats {
   handedBack?: { abandoned: number; reposted: number };
   /** Idle workers' spins for their next task that caught one, and those that ended without (thread containment; see `host.pool.spin_us`). */
   spins?: { caught: number; missed: number };
+  /** Instances made ahead for hot components on a second worker (their calls came back to back), and those that failed. */
+  warms?: { made: number; failed: number };
   /** Workers held by calls waiting for their clients now, and the limits (host.pool.client_waits, client_waits_per_principal). */
   clientWaits?: { waiting: number; max: number; perPrincipal: number };
   /** The sandbox process (process containment): its pid (none between a death and the next start) and its restarts so far. */

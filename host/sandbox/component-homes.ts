@@ -19,6 +19,19 @@
  * costs what every call cost before: a new instance on the worker chosen.
  * Bounded: one home per component and memory cap, at most MAX_HOMES before
  * the table starts over.
+ *
+ * A second home for a hot component: a costly component whose calls keep
+ * finding their only home busy resetting (calls back to back: each waits for
+ * the last one's reset, ~0.3-0.6 ms of a componentize-js call's ~0.6-1 ms)
+ * while another worker is idle gets an instance made ahead on that worker
+ * (the pool's warm task, off every call's path); its calls then alternate
+ * between the two, each reset done while the other worker serves. What it
+ * costs: one more instance of that component, counted in the worker's memory
+ * budget like any other (evicted first when least recently called). What it
+ * does not do: make a home on a busy worker, make two instances ahead at once
+ * (instances-made-ahead.ts), or make one twice for a component (`madeAhead`,
+ * made or failed, until the table starts over): a memory budget that keeps
+ * evicting cannot turn it into a loop of instantiations.
  */
 import type { WorkerAccounting } from './protocol.js';
 
@@ -35,6 +48,9 @@ const COSTLY_INSTANCE_MS = 2;
 /** Weight of the newest fresh instance in `instantiateMs`. */
 const WEIGHT = 0.25;
 
+/** Calls in a row that waited for their busy home while another worker was idle, before another home is made. */
+const BUSY_WAITS_BEFORE_ANOTHER_HOME = 3;
+
 /** One component at one memory cap. */
 export class ComponentHome {
   /** Workers (thread ids) that answered a call of it and have not said since that they dropped components. */
@@ -42,9 +58,29 @@ export class ComponentHome {
   /** What its fresh instances took to make in a worker (ms, moving average; undefined before the first). */
   instantiateMs: number | undefined;
 
+  /** Calls in a row that waited for a busy home while a worker outside it was idle (see `wantsAnotherHome`). */
+  busyWaits = 0;
+  /** An instance of it was made ahead on another worker, or tried (instances-made-ahead.ts): never twice. */
+  madeAhead = false;
+
   /** Whether a new instance costs enough that a home busy with its own preparation is worth waiting for. */
   get costly(): boolean {
     return this.instantiateMs !== undefined && this.instantiateMs > COSTLY_INSTANCE_MS;
+  }
+
+  /** A call was sent to a home busy with its reset although a worker outside its homes was idle. */
+  waitedForBusyHome(): void {
+    this.busyWaits += 1;
+  }
+
+  /** A call found a home ready for it. */
+  servedAtHome(): void {
+    this.busyWaits = 0;
+  }
+
+  /** Whether an instance made ahead on another worker would spare its calls their waits (see the file comment). */
+  get wantsAnotherHome(): boolean {
+    return this.busyWaits >= BUSY_WAITS_BEFORE_ANOTHER_HOME && !this.madeAhead;
   }
 }
 

@@ -123,6 +123,8 @@ export class PoolTask {
   handedAt = 0;
   /** Handed to an awake worker: spinning for its next task, or about to (see lane-bell.ts); it takes the task without a wake-up. */
   toAwakeWorker = false;
+  /** A warm task's worker (an instance made ahead there, see component-homes.ts): it goes there and nowhere else. */
+  onlyTo: number | undefined;
   /** What becomes of the task until a worker gives it back (the pool's; see SandboxPool.#work). */
   work: Promise<unknown> | undefined;
 

@@ -29,6 +29,7 @@ import { SpareWatch } from './spare-watch.js';
 import { TaskDispatch } from './task-dispatch.js';
 import { LaneClosed } from './transport/task-lanes.js';
 import { TaskProfiles, recordRun, type ProfileEntry } from './transport/task-profiles.js';
+import { InstancesMadeAhead, type MadeAheadCounts } from './instances-made-ahead.js';
 import type { StopSignal } from './task-stop.js';
 import {
   CLAIM_DONE,
@@ -36,6 +37,7 @@ import {
   type CallProfile,
   type CallTask,
   type CollectTask,
+  type CoreModules,
   type DescribeTask,
   type SandboxWorkerData,
   type TaskAbandoned,
@@ -53,6 +55,8 @@ export type GuestEventMessage = Exclude<WorkerMessage, { type: 'rpc' }>;
 export interface TaskHandlers extends PoolTaskHandlers {
   /** What the pool measured about a task whose worker was stopped (no worker accounting exists then). */
   onStopped?(measured: StoppedMeasures): void;
+  /** The call's component's modules at a cap, for an instance made ahead elsewhere (instances-made-ahead.ts); without it, none is. */
+  modulesFor?(memoryMb: number): Promise<CoreModules>;
 }
 
 export type TaskInput = Omit<CallTask, 'taskId' | 'control' | 'submittedAt'> | Omit<DescribeTask, 'taskId' | 'control' | 'submittedAt'>;
@@ -96,6 +100,8 @@ export class SandboxPool {
   /** Which tasks each worker holds (what decides whether a task may wait behind another). */
   readonly #held: WorkerHoldings;
   readonly clientWaits: ClientWaits;
+  /** Instances of hot components made ahead on another worker (a second home). */
+  readonly #madeAhead: InstancesMadeAhead;
 
   constructor(options: SandboxPoolOptions = {}) {
     this.#options = resolveOptions(options);
@@ -108,11 +114,14 @@ export class SandboxPool {
       isPreparing: (threadId) => this.#spares.isPreparing(threadId),
       isAwake: (threadId) => this.#bells.isSpinning(threadId) || this.#spares.isQuickPreparing(threadId),
       homes: (threadId) => this.#profiles.homes.count(threadId),
+      preparingSince: (threadId) => this.#spares.preparingSince(threadId),
     }, this.#held, {
       // A task whose caller already gave up (its worker was stopped) has no route: drop the message.
       event: (threadId, taskId, message) => this.#routes.get(taskId)?.receive(message, threadId),
       closed: (threadId) => this.#forgetWorker(threadId),
     }, this.#options);
+    this.#madeAhead = new InstancesMadeAhead({ spareTimeoutMs: this.#options.spareTimeoutMs, dispatch: this.#dispatch, homes: this.#profiles.homes,
+      spares: this.#spares, closing: () => this.#closing, run: (input, handlers, threadId) => this.#run(input, handlers, threadId) });
     const script = workerScript();
     this.#piscina = new Piscina({
       filename: script.filename,
@@ -161,6 +170,11 @@ export class SandboxPool {
     return this.#handedBack;
   }
 
+  /** Instances made ahead for hot components on a second worker, and those that failed (instances-made-ahead.ts). */
+  get warms(): MadeAheadCounts {
+    return this.#madeAhead.counts;
+  }
+
   get threads(): number {
     return this.#options.threads;
   }
@@ -189,9 +203,10 @@ export class SandboxPool {
 
   readonly #reply = (threadId: number, reply: RpcReply): void => this.#dispatch.lanes.reply(threadId, reply);
 
-  async #run(input: TaskInput, handlers: TaskHandlers): Promise<WorkerOutcome> {
+  async #run(input: TaskInput, handlers: TaskHandlers, onlyToWorker?: number): Promise<WorkerOutcome> {
     const slot = this.#slots.acquire();
     const task = new PoolTask(this.#nextTaskId++, slot, handlers, this.#reply);
+    if (onlyToWorker !== undefined) task.onlyTo = onlyToWorker;
     const { taskId } = task;
     this.#routes.set(taskId, task);
     try {
@@ -222,6 +237,7 @@ export class SandboxPool {
       if (profile) {
         recordRun(profile, accounting.ranMs ?? performance.timeOrigin + performance.now() - accounting.startedAt);
         this.#profiles.homes.answered(profile.home, accounting);
+        if (profile.home.wantsAnotherHome && handlers.modulesFor !== undefined) this.#madeAhead.consider(profile.home, input, handlers.modulesFor);
       }
       if (accounting.preparing) this.#spares.watch(accounting.threadId, taskId, input.componentId);
       // Its events and host calls were all handled: the lane delivers them before the answer (see transport/host-end.ts).

@@ -167,6 +167,11 @@ export interface DescribeTask extends TaskBase {
   kind: 'describe';
   /** Check that each tool's schemas compile, within these limits, before answering (worker/args-check.ts). */
   schemaLimits?: SchemaLimits;
+  /**
+   * An instance made ahead for calls (a second home, see ../component-homes.ts), not a load's describe:
+   * the worker keeps it as the component's spare and answers with no tools.
+   */
+  warm?: true;
 }
 
 export type SandboxTask = CallTask | DescribeTask;

@@ -26,6 +26,8 @@ export interface SandboxRunner {
   readonly handedBack?: { readonly abandoned: number; readonly reposted: number };
   /** Idle workers' spins for their next task: caught one, or ended without (see lane-bell.ts). The in-process pool only. */
   readonly spins?: { readonly caught: number; readonly missed: number };
+  /** Instances made ahead for hot components on another worker, and those that failed (see component-homes.ts). */
+  readonly warms?: { readonly made: number; readonly failed: number };
   /** The sandbox process, with process containment (for tests and metrics). */
   readonly process?: { readonly pid: number | undefined; readonly restarts: number };
   /** The workers calls may keep waiting for their clients (see client-waits.ts). */

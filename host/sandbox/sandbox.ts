@@ -74,6 +74,7 @@ export class Sandbox implements SandboxHandle {
     if (pool.process) stats.process = { ...pool.process };
     if (pool.handedBack) stats.handedBack = { ...pool.handedBack };
     if (pool.spins) stats.spins = { ...pool.spins };
+    if (pool.warms) stats.warms = { ...pool.warms };
     return stats;
   }
 

@@ -90,6 +90,8 @@ export class SandboxedTool implements Tool {
   #withClient: GuestOutputLimits | undefined;
   /** The input schema as the worker gets it (with the call's profile, so once per worker). */
   readonly #argsSchema: ArgsSchema;
+  /** For an instance the pool makes ahead on another worker when the tool's calls come back to back (pool.ts). */
+  readonly #modulesFor = (memoryMb: number): Promise<CoreModules> => this.#component.modulesFor(memoryMb);
 
   constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: () => SandboxRunner, isolation: Isolation, limits: GuestOutputLimits, schemaLimits: SchemaLimits) {
     this.name = spec.name ?? spec.guestName;
@@ -217,6 +219,7 @@ export class SandboxedTool implements Tool {
         else if (message.type === 'client-refused') ctx.client.refused?.(message.kind, message.reason, message.bytes, message.uncounted !== true);
       },
       rpc: (request) => span === undefined ? host.answer(request) : host.traced(span, request),
+      modulesFor: this.#modulesFor,
     };
     if (events.watch) handlers.onCancel = (raise) => events.watch!({ cancel: raise });
     else handlers.cancelSignal = ctx.signal;

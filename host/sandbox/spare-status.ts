@@ -63,6 +63,12 @@ export class SpareStatus {
     return Atomics.load(this.#flags, STATUS_PREPARING_TASK);
   }
 
+  /** Pool: when the running preparation started (epoch ms), or undefined when none runs (announced ones wait). */
+  get runningSince(): number | undefined {
+    if (Atomics.load(this.#flags, STATUS_PREPARING_RUNNING) === 0) return undefined;
+    return this.#times[STATUS_F64_PREPARING_SINCE];
+  }
+
   /** Pool: whether a preparation has run for `budgetMs` or more at `now` (epoch ms). */
   overran(budgetMs: number, now = epochMs()): boolean {
     if (Atomics.load(this.#flags, STATUS_PREPARING_RUNNING) === 0) return false;

@@ -61,6 +61,11 @@ export class SpareWatch {
     return status !== undefined && status.slow !== 0;
   }
 
+  /** When the worker's running preparation started (epoch ms); undefined when none runs yet (it has yet to start). */
+  preparingSince(threadId: number): number | undefined {
+    return this.#statuses.get(threadId)?.runningSince;
+  }
+
   /** Whether the worker's only preparations are quick resets (it spins for its next task once they are done). */
   isQuickPreparing(threadId: number): boolean {
     const status = this.#statuses.get(threadId);
@@ -71,6 +76,11 @@ export class SpareWatch {
   onWedged(listener: (componentId: string, threadId: number) => void): () => void {
     this.#wedgedListeners.add(listener);
     return () => this.#wedgedListeners.delete(listener);
+  }
+
+  /** A worker was stopped because an instance of `componentId` it was making did not initialize in time (a warm task, pool.ts). */
+  reportWedged(componentId: string, threadId: number): void {
+    for (const listener of this.#wedgedListeners) listener(componentId, threadId);
   }
 
   /** Task `taskId`'s answer announced a spare of `componentId` on `threadId`: watch it. */

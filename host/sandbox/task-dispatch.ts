@@ -16,9 +16,10 @@
  * worker.
  */
 import { CLAIM_ABANDONED, CONTROL_CLAIM, type TaskAnswer, type TaskWire } from './protocol.js';
+import type { ComponentHome } from './component-homes.js';
 import type { PoolTask } from './pool-task.js';
 import { TaskQueue } from './task-queue.js';
-import { TaskLanes, type TaskLaneEvents } from './transport/task-lanes.js';
+import { LaneClosed, TaskLanes, type TaskLaneEvents } from './transport/task-lanes.js';
 import type { WorkerHoldings } from './worker-holdings.js';
 
 /** What the pool knows of its workers that decides where a task goes. */
@@ -31,6 +32,8 @@ export interface WorkerStates {
   isAwake(threadId: number): boolean;
   /** How many components the worker is believed to hold (component-homes.ts); absent: not known. */
   homes?(threadId: number): number;
+  /** When the worker's running preparation started (epoch ms), undefined when none has started; absent: not known. */
+  preparingSince?(threadId: number): number | undefined;
 }
 
 interface QueuedTask {
@@ -62,6 +65,12 @@ export class TaskDispatch {
 
   /** Post `wire` to a worker that fits now, or queue it until one does. */
   dispatch(task: PoolTask, wire: TaskWire): Promise<TaskAnswer> {
+    // A warm task goes to the worker it was made for (the pool saw it idle, see `idleOutside`), or fails: never queued.
+    const onlyTo = task.onlyTo;
+    if (onlyTo !== undefined) {
+      if (this.#workers.isDying(onlyTo)) return Promise.reject(new LaneClosed(onlyTo, true));
+      return this.lanes.post(this.#held.handOver(onlyTo, task), wire);
+    }
     if (this.queue.length === 0) {
       const threadId = this.#pick(task);
       if (threadId !== undefined) return this.lanes.post(threadId, wire);
@@ -117,13 +126,15 @@ export class TaskDispatch {
         const isHome = homes?.has(threadId) === true;
         // An awake worker (spinning, or about to once its quick reset is done) takes the task without a wake-up.
         if (this.#workers.isAwake(threadId)) {
+          if (isHome) home!.servedAtHome();
           if (isHome || homes === undefined) return this.#toAwake(threadId, task);
           awake ??= threadId;
         } else if (!this.#workers.isPreparing(threadId)) {
           if (isHome) homeIdle ??= threadId;
           else idle ??= threadId;
         } else if (isHome) {
-          homePreparing ??= threadId;
+          // Of two homes busy preparing, the one that started first is done first (an unstarted one is last).
+          if (homePreparing === undefined || this.#startedEarlier(threadId, homePreparing)) homePreparing = threadId;
         } else {
           preparing ??= threadId;
         }
@@ -132,6 +143,11 @@ export class TaskDispatch {
       }
     }
     const atHome = homeIdle ?? (home?.costly === true ? homePreparing : undefined);
+    if (atHome !== undefined) {
+      // Waiting for a busy home while a worker outside it idles: calls back to back (component-homes.ts).
+      if (atHome === homeIdle) home!.servedAtHome();
+      else if (awake !== undefined || idle !== undefined) home!.waitedForBusyHome();
+    }
     if (atHome === undefined && awake !== undefined) return this.#toAwake(awake, task);
     const pick = atHome ?? idle ?? homePreparing ?? preparing ?? behind;
     return pick === undefined ? undefined : this.#held.handOver(pick, task);
@@ -165,6 +181,27 @@ export class TaskDispatch {
     if (best !== undefined && this.#workers.isAwake(best)) return this.#toAwake(best, task);
     const pick = best ?? behind;
     return pick === undefined ? undefined : this.#held.handOver(pick, task);
+  }
+
+  /**
+   * A worker that could take an instance of `home`'s component made ahead
+   * now: idle (no task, no preparation, not being stopped), holding none of
+   * its instances; undefined when none is, or tasks are waiting (they come first).
+   */
+  idleOutside(home: ComponentHome): number | undefined {
+    if (this.queue.length > 0) return undefined;
+    for (const threadId of this.lanes.threads()) {
+      if (home.threads.has(threadId) || this.#workers.isDying(threadId) || this.lanes.load(threadId) !== 0) continue;
+      if (this.#workers.isPreparing(threadId)) continue;
+      return threadId;
+    }
+    return undefined;
+  }
+
+  #startedEarlier(a: number, b: number): boolean {
+    const since = this.#workers.preparingSince;
+    if (since === undefined) return false;
+    return (since(a) ?? Number.POSITIVE_INFINITY) < (since(b) ?? Number.POSITIVE_INFINITY);
   }
 
   #toAwake(threadId: number, task: PoolTask): number {

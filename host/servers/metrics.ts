@@ -195,6 +195,18 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
       this.inc({ outcome: 'missed' }, spins?.missed ?? 0);
     },
   });
+  new Counter({
+    name: 'toolhost_pool_instances_made_ahead_total',
+    help: 'Instances of a hot component (its calls came back to back, each waiting for the last one\'s reset) made ahead on a second worker: outcome="made", or outcome="failed" (that component gets no more). A sandbox process reports its own with its utilization.',
+    labelNames: ['outcome'] as const,
+    registers: [prometheus],
+    collect() {
+      const warms = registry.sandboxStats()?.warms;
+      this.reset();
+      this.inc({ outcome: 'made' }, warms?.made ?? 0);
+      this.inc({ outcome: 'failed' }, warms?.failed ?? 0);
+    },
+  });
   new Gauge({
     name: 'toolhost_sandbox_process_up',
     help: 'Whether the sandbox process (process containment) is running (1) or not (0: between a death and its restart, or thread containment).',

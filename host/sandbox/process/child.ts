@@ -82,8 +82,11 @@ function accept(message: Extract<ToChild, { type: 'run' }>): void {
 function start(message: Extract<ToChild, { type: 'run' }>): void {
   const { id } = message;
   const task = tasks.get(id)!;
-  pool.run(message.input, {
+  const { input } = message;
+  pool.run(input, {
     signal: task.stop.signal,
+    // A hot component's instance made ahead on another of this process's workers (pool.ts): its modules come from here too.
+    ...(input.kind === 'call' ? { modulesFor: (memoryMb: number) => modulesFor(input.componentId, memoryMb) } : {}),
     cancelSignal: task.cancel.signal,
     ...(message.cpuBudgetMs === undefined ? {} : { cpuBudgetMs: message.cpuBudgetMs }),
     onMessage: (event) => send({ type: 'message', id, message: event }),
@@ -137,7 +140,7 @@ let statsDue = false;
 setInterval(() => {
   if (!statsDue) return;
   statsDue = false;
-  send({ type: 'stats', utilization: pool.utilization });
+  send({ type: 'stats', utilization: pool.utilization, warms: { ...pool.warms } });
 }, STATS_INTERVAL_MS).unref();
 
 function onMessage(message: ToChild): void {

@@ -71,7 +71,7 @@ export type FromChild =
   | { type: 'outcome'; id: number; outcome: WorkerOutcome; next?: number }
   | { type: 'failed'; id: number; error: ToolErrorData; next?: number }
   /** The pool's utilization, sent at most once a STATS_INTERVAL_MS while tasks finish (reading it costs ~0.2 ms). */
-  | { type: 'stats'; utilization: number }
+  | { type: 'stats'; utilization: number; warms?: { made: number; failed: number } }
   /** The child needs a component's module bytes (it compiles them once per cap). */
   | { type: 'modules'; requestId: number; componentId: string; memoryMb: number }
   | { type: 'wedged'; componentId: string; threadId: number };

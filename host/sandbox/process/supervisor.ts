@@ -1,17 +1,14 @@
 /**
- * Process containment: the SandboxPool runs in a child process (child.ts)
- * and this supervisor stands in for it in the host, with the same surface.
- * A fatal error of V8 in a sandbox worker (an abort, an out-of-memory inside
- * V8 itself) then ends the child, never the host:
- * - the calls the child was running end with TOOL_CRASHED (one each), naming
- *   the signal or exit code;
+ * Process containment: the SandboxPool runs in a child process (child.ts) and this supervisor stands in for it in
+ * the host, with the same surface. A fatal error of V8 in a sandbox worker (an abort, an out-of-memory inside V8
+ * itself) then ends the child, never the host:
+ * - the calls the child was running end with TOOL_CRASHED (one each), naming the signal or exit code;
  * - calls not yet handed to it wait here and run on the next child (started at once);
  * - a child that answers no heartbeat for `heartbeatMs` (stopped with SIGSTOP, or its main thread wedged) is
  *   killed with SIGKILL and counts as such a death (heartbeat.ts), its calls ending with
  *   `details.reason: "sandbox-process-unresponsive"`;
- * - a child that dies without running anything (it cannot start) is started
- *   again after a growing delay, and after MAX_IDLE_DEATHS such deaths in a row
- *   calls fail at once with a clear TOOL_CRASHED for CRASH_LOOP_COOLDOWN_MS.
+ * - a child that dies without running anything (it cannot start) is started again after a growing delay, and
+ *   after MAX_IDLE_DEATHS such deaths in a row calls fail at once with a clear TOOL_CRASHED for CRASH_LOOP_COOLDOWN_MS.
  *
  * The child holds a few tasks beyond one per worker (so a worker never waits
  * for a round trip to the host); this side knows which of them started, and
@@ -75,6 +72,8 @@ export class ProcessSandboxPool implements SandboxRunner {
   #brokenUntil = 0;
   #lastDeath = '';
   #utilization = 0;
+  /** Instances the sandbox process made ahead for hot components (component-homes.ts), as it last said; they start over with it. */
+  readonly warms = { made: 0, failed: 0 };
   #closed = false;
 
   constructor(options: ProcessPoolOptions) {
@@ -271,6 +270,7 @@ export class ProcessSandboxPool implements SandboxRunner {
       }
       case 'stats':
         this.#utilization = message.utilization;
+        Object.assign(this.warms, message.warms);
         return;
       case 'outcome':
       case 'failed': {

@@ -113,17 +113,23 @@ async function runtimeFor(task: SandboxTask, bridge: HostBridge): Promise<Compon
 }
 
 
+/**
+ * A load's describe, or a warm task (`task.warm`: an instance made ahead, as
+ * every spare is: warmed with describe() and snapshotted, then kept as the
+ * spare; no tools in the answer).
+ */
 async function describe(task: DescribeTask, bridge: HostBridge, startedAt: number): Promise<WorkerOutcome> {
   const runtime = await runtimeFor(task, bridge);
   // The schema compiler loads before the clock starts: only the guest's own work is charged to its budget.
   if (task.schemaLimits !== undefined) await loadArgsCheck();
   bridge.post({ type: 'guest-starting' });
   const t0 = now();
-  const instance = new GuestInstance(runtime.instantiate, runtime.modules);
+  // A warm task that finds a spare (a call came first) has nothing to make.
+  const instance = task.warm === true && runtime.spare ? undefined : new GuestInstance(runtime.instantiate, runtime.modules);
   const instantiateMs = now() - t0;
-  const tools = instance.describe();
+  const tools = instance?.describe() ?? [];
   // describe ran no call: the instance is as fresh as a new one, so keep it as the spare.
-  if (!runtime.spare) {
+  if (instance && !runtime.spare) {
     instance.snapshot();
     runtime.spare = instance;
     runtime.spareRestored = false;
@@ -131,6 +137,12 @@ async function describe(task: DescribeTask, bridge: HostBridge, startedAt: numbe
   memoryBudget.touch(runtime, t0);
   memoryBudget.enforce(runtime);
   const accounting: WorkerAccounting = { startedAt, instance: 'fresh', isolation: 'call', instantiateMs, cpuClock: 'none', threadId };
+  if (task.warm === true) {
+    // Said here so the pool's homes forget this worker's dropped components, and left for the next call to
+    // report as its limit hits (memory_budget_mb), as any eviction between calls is.
+    if (memoryBudget.unreported > 0) accounting.evictions = memoryBudget.unreported;
+    return { ok: true, tools: [], accounting };
+  }
   // The tools' schemas are checked here, under the describe budget, never on the main thread (args-check.ts).
   const refused = task.schemaLimits === undefined ? undefined : await describeCheck(tools, task.schemaLimits);
   if (refused !== undefined) return { ok: false, error: refused, refused: true, accounting };

@@ -136,6 +136,11 @@ export class MemoryBudget {
     return this.#idleMs <= 0 ? undefined : Math.max(100, Math.floor(this.#idleMs / 4));
   }
 
+  /** Evictions since the last call, not taken. */
+  get unreported(): number {
+    return this.#unreported;
+  }
+
   /** Evictions since the last call (reported with its answer, then forgotten). */
   takeUnreported(): number {
     const count = this.#unreported;
