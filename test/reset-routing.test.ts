@@ -65,21 +65,23 @@ describe('a tight loop in the default isolation', () => {
   });
 
   it.each(CONTAINMENTS)('makes a second home for a tool called back to back (%s containment): its calls then go to both workers, each pristine', async (containment) => {
+    // slow_start: a new instance takes 60 ms, a reset ~1 ms (26 MB compared), a call far less, so each call of a
+    // tight loop finds its last instance resetting, however slow the way to the worker (a sandbox process's pipe).
     const registry = makeRegistry({ sandbox: { threads: 2, containment } });
     registries.push(registry);
-    await registry.registerWasmTools(example('text'));
+    await registry.registerWasmTools(fixture('slow_start'));
     // A sandbox process reports its count with its utilization (every second): the calls say where they ran at once.
     const threads = new Set<number>();
     for (let i = 0; i < 600 && threads.size < 2; i += 1) {
-      const result = await registry.execute('js_echo', { text: `call ${i}` });
+      const result = await registry.execute('slow_start_echo', { text: `call ${i}` });
       expect(result.isError).toBe(false);
-      expect(result.structuredContent).toEqual({ text: `call ${i}` });
+      expect(result.structuredContent).toEqual({ text: `call ${i}`, table: 16 * 1024 * 1024 });
       // After its first call, served from an instance made ahead or reset, never one made during the call.
       if (i > 0) expect(['restored', 'prewarmed']).toContain(result.accounting?.instance);
       threads.add(result.accounting!.workerThreadId!);
     }
     expect(threads.size).toBe(2);
-    for (let i = 0; i < 100; i += 1) await registry.execute('js_echo', { text: `after ${i}` });
+    for (let i = 0; i < 50; i += 1) await registry.execute('slow_start_echo', { text: `after ${i}` });
     await expect.poll(() => registry.sandboxStats()?.warms, { timeout: 5_000, interval: 100 }).toEqual({ made: 1, failed: 0 });
   });
 
@@ -90,14 +92,14 @@ describe('a tight loop in the default isolation', () => {
     await registry.registerWasmTools(fixture('slow_start'));
     for (let i = 0; i < 400 && (registry.sandboxStats()?.warms?.failed ?? 0) === 0; i += 1) {
       const result = await registry.execute('slow_start_echo', { text: `call ${i}` });
-      expect(result.structuredContent).toEqual({ text: `call ${i}` });
+      expect(result.structuredContent).toEqual({ text: `call ${i}`, table: 16 * 1024 * 1024 });
     }
     expect(registry.sandboxStats()?.warms).toEqual({ made: 0, failed: 1 });
     // One hang is not a quarantine (two are); the worker that made it was replaced, and the tool's calls go on at home.
     for (let i = 0; i < 100; i += 1) {
       const result = await registry.execute('slow_start_echo', { text: `after ${i}` });
       expect(result.error).toBeUndefined();
-      expect(result.structuredContent).toEqual({ text: `after ${i}` });
+      expect(result.structuredContent).toEqual({ text: `after ${i}`, table: 16 * 1024 * 1024 });
     }
     expect(registry.sandboxStats()?.warms).toEqual({ made: 0, failed: 1 });
   });
