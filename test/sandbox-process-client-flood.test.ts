@@ -79,6 +79,8 @@ process.send('ready');
     const child = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'] });
     try {
       const pipe = child.stdio[4] as Socket;
+      // Killed at the end: a read then may fail with ECONNRESET (once an uncaught error that failed the run).
+      pipe.on('error', () => {});
       const answers: number[] = [];
       pipe.on('data', (chunk: Buffer) => {
         for (let at = 0; at + 4 <= chunk.length; at += 4) answers.push(chunk.readUInt32LE(at));

@@ -143,6 +143,7 @@ describe('toolhost serve --mcp http', () => {
     expect(metrics).toContain('toolhost_calls_total');
     expect(metrics).toContain('toolhost_pool_queue_depth');
     expect(metrics).toContain('toolhost_pool_worker_spins_total');
+    expect(metrics).toContain('toolhost_pool_instances_made_ahead_total');
   });
 
   it('runs its sandbox in a process of its own by default, and keeps serving when that process is killed', async () => {
