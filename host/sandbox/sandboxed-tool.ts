@@ -90,7 +90,7 @@ export class SandboxedTool implements Tool {
   #withClient: GuestOutputLimits | undefined;
   /** The input schema as the worker gets it (with the call's profile, so once per worker). */
   readonly #argsSchema: ArgsSchema;
-  /** For an instance the pool makes ahead on another worker when the tool's calls come back to back (pool.ts). */
+  /** For an instance the pool makes ahead on another worker when the tool's calls come back to back (instances-made-ahead.ts). */
   readonly #modulesFor = (memoryMb: number): Promise<CoreModules> => this.#component.modulesFor(memoryMb);
 
   constructor(spec: SandboxedToolSpec, component: ComponentHandle, pool: () => SandboxRunner, isolation: Isolation, limits: GuestOutputLimits, schemaLimits: SchemaLimits) {

@@ -78,7 +78,7 @@ export class SpareWatch {
     return () => this.#wedgedListeners.delete(listener);
   }
 
-  /** A worker was stopped because an instance of `componentId` it was making did not initialize in time (a warm task, pool.ts). */
+  /** A worker was stopped because an instance of `componentId` it was making did not initialize in time (a spare, or one made ahead: instances-made-ahead.ts). */
   reportWedged(componentId: string, threadId: number): void {
     for (const listener of this.#wedgedListeners) listener(componentId, threadId);
   }
@@ -119,7 +119,7 @@ export class SpareWatch {
         // Usually the first left; a task posted again after its worker was lost can answer out of order.
         const at = announced?.taskIds.indexOf(current) ?? -1;
         const component = at === -1 ? undefined : announced!.components[at];
-        if (component !== undefined) for (const listener of this.#wedgedListeners) listener(component, id);
+        if (component !== undefined) this.reportWedged(component, id);
       }
       if (busy) this.#sweep = setTimeout(sweep, interval).unref();
     };

@@ -85,7 +85,7 @@ function start(message: Extract<ToChild, { type: 'run' }>): void {
   const { input } = message;
   pool.run(input, {
     signal: task.stop.signal,
-    // A hot component's instance made ahead on another of this process's workers (pool.ts): its modules come from here too.
+    // A hot component's instance made ahead on another of this process's workers (instances-made-ahead.ts): its modules come from here too.
     ...(input.kind === 'call' ? { modulesFor: (memoryMb: number) => modulesFor(input.componentId, memoryMb) } : {}),
     cancelSignal: task.cancel.signal,
     ...(message.cpuBudgetMs === undefined ? {} : { cpuBudgetMs: message.cpuBudgetMs }),
