@@ -13,7 +13,8 @@
  * - D3, on that host: the first call of up to 20 JS tools never called in it,
  *   then their second call (and C tools' first calls, for comparison);
  * - D4, a distinct JS tool's hot call against the floor (a bare piscina round
- *   trip), paired: alternating blocks, the median of the per-round ratios.
+ *   trip), in npm run bench's paired phase: warmed up until its rate settles,
+ *   alternating blocks, the median of the per-round ratios.
  *
  * Thread containment, so the process's RSS holds the workers. The bench's own
  * directory (`$TOOLHOST_BENCH_DIR`, else the temp dir) keeps the built
@@ -36,9 +37,9 @@ import { listTools } from '../servers/mcp-server.js';
 import { benchDir, distinctTools, type DistinctTool } from './distinct-tools.js';
 import { checkDistinctTargets, type DistinctReport } from './distinct-targets.js';
 import { diskBytes, distinctBytes } from './disk-usage.js';
-import { startFloor } from './floor.js';
+import { runPaired, type PairedSource } from './paired.js';
 import { prime, round, rssMb, settledRss, summary } from './scale.js';
-import { benchRegistryOptions } from './sandboxed.js';
+import { benchRegistryOptions, outcomeOf } from './sandboxed.js';
 
 export interface DistinctOptions {
   /** Distinct JS tools (C tools: a quarter as many, at least 1). */
@@ -52,7 +53,8 @@ const IDLE_RELEASE_MS = 1000;
 const COLD_SAMPLES = 20;
 const PER_TOOL_SAMPLES = 100;
 const PAIRED_ROUNDS = 7;
-const PAIRED_CALLS = 100;
+/** Calls per block of the paired phase, as npm run bench has them (2,000 calls over 5 rounds). */
+const PAIRED_CALLS = 400;
 const PAYLOAD = { text: 'hello from a distinct run' };
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -168,7 +170,6 @@ export async function runDistinct(options: DistinctOptions): Promise<DistinctRep
   progress(`D1: ${tools.length} tools on one host`);
   const before = await settledRss();
   const registry = open();
-  const floor = startFloor({ threads, calls: PAIRED_CALLS, payload: PAYLOAD });
   try {
     t1 = performance.now();
     const names = await register(registry, tools);
@@ -197,38 +198,58 @@ export async function runDistinct(options: DistinctOptions): Promise<DistinctRep
     for (const tool of c.slice(-COLD_SAMPLES)) coldC.push(await timed(registry, names.get(tool.path)!));
     const d3 = { coldJs: summary(coldJs), secondJs: summary(secondJs), coldC: summary(coldC), coldJsCpu, secondJsCpu };
 
-    progress(`D4: a JS tool's hot call against the floor, ${PAIRED_ROUNDS} paired rounds`);
-    const hot = names.get(js[0]!.path)!;
-    for (let i = 0; i < 30; i += 1) await timed(registry, hot);
-    for (let i = 0; i < 30; i += 1) await floor.subject.call();
-    takeCpu();
-    const ratios: number[] = [];
-    const jsAll: number[] = [];
-    const floorAll: number[] = [];
-    for (let round = 0; round < PAIRED_ROUNDS; round += 1) {
-      const floorTimes: number[] = [];
-      for (let i = 0; i < PAIRED_CALLS; i += 1) {
-        const f0 = performance.now();
-        await floor.subject.call();
-        floorTimes.push(performance.now() - f0);
-      }
-      const jsTimes: number[] = [];
-      for (let i = 0; i < PAIRED_CALLS; i += 1) jsTimes.push(await timed(registry, hot));
-      ratios.push(summary(jsTimes).p50 / Math.max(0.001, summary(floorTimes).p50));
-      jsAll.push(...jsTimes);
-      floorAll.push(...floorTimes);
-    }
-    const sortedRatios = [...ratios].sort((a, b) => a - b);
-    const d4 = {
-      rounds: PAIRED_ROUNDS, jsP50: round(summary(jsAll).p50, 3), jsCpuP50: takeCpu(), floorP50: round(summary(floorAll).p50, 3),
-      ratio: sortedRatios[Math.floor(sortedRatios.length / 2)]!, ratioMin: sortedRatios[0]!, ratioMax: sortedRatios[sortedRatios.length - 1]!,
-    };
+    const d4 = await hotCallAgainstFloor(registry, names.get(js[0]!.path)!, tools.length, threads, progress);
     const done = { meta, primeMs, transpiled, d1, d2, d3, d4, d5 };
     return { ...done, targets: checkDistinctTargets(done) };
   } finally {
-    await floor.close();
     await registry.close();
   }
+}
+
+/**
+ * D4: one distinct JS tool's hot call on the D1 host (every tool loaded),
+ * against the floor in npm run bench's paired phase (paired.ts): both warmed
+ * up until their rates settle, then alternating blocks, ABBA, the median of
+ * the per-round ratios. A warm-up of a few dozen calls measured a call whose
+ * JIT was still cold (0.89 ms, against 0.30 ms once warm).
+ */
+async function hotCallAgainstFloor(registry: ToolRegistry, tool: string, loaded: number, threads: number, progress: (message: string) => void): Promise<DistinctReport['d4']> {
+  progress(`D4: ${tool}'s hot call against the floor, ${PAIRED_ROUNDS} paired rounds`);
+  takeCpu();
+  const calls = PAIRED_ROUNDS * PAIRED_CALLS;
+  const source: PairedSource = {
+    label: tool,
+    concurrency: [1],
+    open: async () => ({
+      subject: {
+        id: `toolhost:${tool}:call`,
+        label: `${tool}, a distinct JS tool among ${loaded}`,
+        kind: 'toolhost',
+        tool,
+        isolation: 'call',
+        calls,
+        threads,
+        call: async () => {
+          const result = await registry.execute(tool, PAYLOAD);
+          cpuLog.push(result.accounting?.cpuMs ?? Number.NaN);
+          return outcomeOf(result);
+        },
+      },
+      // The host is D1's: closed by the caller.
+      close: async () => {},
+    }),
+  };
+  const { phase } = await runPaired({ rounds: PAIRED_ROUNDS, calls, threads, payload: PAYLOAD, sources: [source], progress });
+  const row = phase.rows[0];
+  if (row === undefined || row.errors > 0) throw new Error(`D4: ${tool} failed in the paired phase: ${row?.firstError ?? 'no row'}`);
+  // The worker CPU of the measured blocks only: the log's tail (each block is preceded by its settling calls).
+  const measured = PAIRED_ROUNDS * (phase.callsPerBlock + phase.settleCalls);
+  cpuLog = cpuLog.slice(-measured);
+  const ratio = row.p50VsFloorPerRound;
+  return {
+    rounds: PAIRED_ROUNDS, warmUpCalls: row.warmUpCalls ?? 0, jsP50: row.p50Ms, jsCpuP50: takeCpu(), floorP50: row.floorP50Ms,
+    ratio: ratio.median, ratioMin: ratio.min, ratioMax: ratio.max,
+  };
 }
 
 /** The bytes of the transpile cache's entries as whole files: a chunked file counts its assembled size. */
