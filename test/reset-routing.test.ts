@@ -20,7 +20,9 @@
  *
  * A tool whose calls come back to back, each waiting for its home's reset
  * while the other worker idles, gets an instance made ahead on that worker
- * (a second home, component-homes.ts); a warm that fails is not tried again.
+ * (a second home, component-homes.ts); a warm that fails is not tried again,
+ * and one made is not made again (both homes stay homes through an idle
+ * release: each makes its instance anew at its next call).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ToolRegistry } from '../host/index.js';
@@ -83,6 +85,35 @@ describe('a tight loop in the default isolation', () => {
     expect(threads.size).toBe(2);
     for (let i = 0; i < 50; i += 1) await registry.execute('slow_start_echo', { text: `after ${i}` });
     await expect.poll(() => registry.sandboxStats()?.warms, { timeout: 5_000, interval: 100 }).toEqual({ made: 1, failed: 0 });
+  });
+
+  it('keeps both homes of a hot tool through an idle release: each makes its instance again at its next call, and no second warm is sent', async () => {
+    const registry = makeRegistry({ sandbox: { threads: 2, idleReleaseMs: 300 } });
+    registries.push(registry);
+    await registry.registerWasmTools(fixture('slow_start'));
+    // Calls until both workers have served one (a loaded machine may let one worker's resets keep up for a while).
+    const loop = async (label: string, calls: number): Promise<{ threads: Set<number>; fresh: number }> => {
+      const threads = new Set<number>();
+      let fresh = 0;
+      for (let i = 0; i < calls && threads.size < 2; i += 1) {
+        const result = await registry.execute('slow_start_echo', { text: `${label} ${i}` });
+        expect(result.structuredContent).toEqual({ text: `${label} ${i}`, table: 16 * 1024 * 1024 });
+        threads.add(result.accounting!.workerThreadId!);
+        if (result.accounting?.instance === 'fresh') fresh += 1;
+      }
+      return { threads, fresh };
+    };
+    const before = await loop('before', 600);
+    expect(before.threads.size).toBe(2);
+    await expect.poll(() => registry.sandboxStats()?.warms, { timeout: 5_000, interval: 100 }).toEqual({ made: 1, failed: 0 });
+    // Idle past the release: both workers drop the tool's instances (the instance made ahead too).
+    await expect.poll(async () => (await registry.collectWorkerGarbage())?.reduce((sum, heap) => sum + (heap.components ?? 0), 0), { timeout: 10_000, interval: 200 }).toBe(0);
+    const after = await loop('after', 600);
+    // Each home made its instance anew at its first call since (no other call waits 60 ms for one), and both serve.
+    expect(after.fresh).toBeLessThanOrEqual(2);
+    expect(after.threads.size).toBe(2);
+    // Once per component: the release did not make it want a second home again, so nothing was made ahead twice.
+    expect(registry.sandboxStats()?.warms).toEqual({ made: 1, failed: 0 });
   });
 
   it('stops an instance made ahead that overruns the spare budget, never tries it again, and the calls go on', async () => {
