@@ -55,11 +55,19 @@ export interface SplitModule {
   image: Uint8Array;
 }
 
-export function engineSplitEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.TOOLHOST_ENGINE_SPLIT !== 'off';
+/** Which modules are split: none (`off`), those with a large image (the default), or every one that can be (`always`). */
+export type EngineSplitSetting = 'off' | 'large' | 'always';
+
+export function engineSplitSetting(env: NodeJS.ProcessEnv = process.env): EngineSplitSetting {
+  const value = env.TOOLHOST_ENGINE_SPLIT;
+  return value === 'off' || value === 'always' ? value : 'large';
 }
 
-const minDataBytes = (env: NodeJS.ProcessEnv = process.env): number => (env.TOOLHOST_ENGINE_SPLIT === 'always' ? 1 : SPLIT_MIN_DATA_BYTES);
+export function engineSplitEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return engineSplitSetting(env) !== 'off';
+}
+
+const minDataBytes = (env: NodeJS.ProcessEnv = process.env): number => (engineSplitSetting(env) === 'always' ? 1 : SPLIT_MIN_DATA_BYTES);
 
 const section = (id: number, content: Uint8Array): Uint8Array => concatBytes([Uint8Array.of(id, ...encodeLeb(content.length)), content]);
 const name = (text: string): Uint8Array => {

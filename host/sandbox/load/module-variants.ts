@@ -14,7 +14,7 @@ import { capModuleMemory, coreInstantiations, definedMemories, definedTables, pa
 import type { CoreModuleBytes } from '../process/messages.js';
 import type { ComponentHandle } from '../sandboxed-tool.js';
 import { exposeSnapshotState } from './snapshot-exports.js';
-import { engineSplitEnabled, IMAGE_SUFFIX, splitVerified } from './engine-split.js';
+import { engineSplitEnabled, engineSplitSetting, IMAGE_SUFFIX, splitVerified, type EngineSplitSetting } from './engine-split.js';
 import { compileStoredModules, type StoredVariant, type VariantCache } from './variant-cache.js';
 import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
 
@@ -27,10 +27,13 @@ import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
  */
 export type SharedVariants = Map<string, Promise<unknown>>;
 
+/** A stored variant's name for the split setting it was made under (`split` for the default, as before `always` had its own). */
+const STORED_SPLIT: Record<EngineSplitSetting, string> = { off: 'whole', large: 'split', always: 'split-all' };
+
 /** What a component's variants are made from, by digest: entries whose core modules and glue are the same share them. */
 export function variantDigest(cached: CachedComponent, tableElements: number): string {
   const { sha256 } = cached.meta;
-  return `${tableElements}:${[...cached.meta.coreModules.map((name) => sha256[name]), sha256[GLUE_FILE]].join(',')}`;
+  return `${STORED_SPLIT[engineSplitSetting()]}:${tableElements}:${[...cached.meta.coreModules.map((name) => sha256[name]), sha256[GLUE_FILE]].join(',')}`;
 }
 
 /** How long capped bytes for the sandbox process are kept after they are made (ms). */
@@ -50,6 +53,7 @@ const releaseTimers = new WeakMap<SharedVariants, Map<string, NodeJS.Timeout>>()
  */
 const KEPT_CALLER_VARIANTS = 2;
 
+
 /**
  * The component's core modules with their memories and tables capped, once
  * per (component, cap) and kept, so no call compiles: compiled here
@@ -60,7 +64,9 @@ const KEPT_CALLER_VARIANTS = 2;
  */
 export function modulesPerCap(cached: CachedComponent, what: string, tableElements: number, cache: Pick<ComponentCache, 'readEntryFile'>, shared: SharedVariants = new Map(), releaseMs = 0, stored?: VariantCache): Pick<ComponentHandle, 'modulesFor' | 'bytesFor'> {
   const digest = variantDigest(cached, tableElements);
-  const storedKey = (memoryMb: number): string => `${memoryMb}-${tableElements}-${engineSplitEnabled() ? 'split' : 'whole'}`;
+  // The split setting is part of the key: a variant stored under one (a small module left whole by default) is never
+  // read under another (`always` splits it).
+  const storedKey = (memoryMb: number): string => `${memoryMb}-${tableElements}-${STORED_SPLIT[engineSplitSetting()]}`;
   /** Kept for later loads once it compiled (or, for bytes, once made). */
   const keep = (memoryMb: number, modules: CoreModuleBytes): void => {
     stored?.write(cached, storedKey(memoryMb), modules).catch(() => {});
