@@ -27,7 +27,7 @@ import { DEFAULT_POLICY_DEFAULTS } from '../../policy/execution-policy.js';
  */
 export type SharedVariants = Map<string, Promise<unknown>>;
 
-/** A stored variant's name for the split setting it was made under (`split` for the default, as before `always` had its own). */
+/** The name of the split setting a variant was made under, in its stored key and its digest (the default keeps the name it had). */
 const STORED_SPLIT: Record<EngineSplitSetting, string> = { off: 'whole', large: 'split', always: 'split-all' };
 
 /** What a component's variants are made from, by digest: entries whose core modules and glue are the same share them. */
@@ -52,7 +52,6 @@ const releaseTimers = new WeakMap<SharedVariants, Map<string, NodeJS.Timeout>>()
  * only saves a compile for the next worker. Caps come in size classes (policy/memory-classes.ts).
  */
 const KEPT_CALLER_VARIANTS = 2;
-
 
 /**
  * The component's core modules with their memories and tables capped, once
