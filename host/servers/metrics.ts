@@ -18,7 +18,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../base/errors.js';
 import type { TerminalEvent } from '../core/events.js';
-import type { ToolRegistry } from '../core/registry.js';
+import type { SandboxStats, ToolRegistry } from '../core/registry.js';
 import { SURFACE_TOOL_PREFIX } from '../core/surfaces.js';
 import type { IntrospectionStats } from './auth/introspection.js';
 import { DEFAULT_MAX_LABEL_VALUES, LabelValues, UNKNOWN_TOOL } from './metric-labels.js';
@@ -171,42 +171,38 @@ export function createMetrics(registry: ToolRegistry, options: MetricsOptions = 
       this.inc(registry.sandboxStats()?.process?.restarts ?? 0);
     },
   });
-  new Counter({
-    name: 'toolhost_pool_tasks_handed_back_total',
-    help: 'Sandbox tasks a worker held but never claimed: taken back because their caller stopped them (outcome="abandoned"), or posted again because the worker holding them was lost (outcome="reposted"). Thread containment.',
-    labelNames: ['outcome'] as const,
-    registers: [prometheus],
-    collect() {
-      const handedBack = registry.sandboxStats()?.handedBack;
-      this.reset();
-      this.inc({ outcome: 'abandoned' }, handedBack?.abandoned ?? 0);
-      this.inc({ outcome: 'reposted' }, handedBack?.reposted ?? 0);
-    },
-  });
-  new Counter({
-    name: 'toolhost_pool_worker_spins_total',
-    help: 'Spins of idle workers for their next call (host.pool.spin_us): outcome="caught" took a call without a wake-up, outcome="missed" ended without one (its CPU spent for nothing). Thread containment.',
-    labelNames: ['outcome'] as const,
-    registers: [prometheus],
-    collect() {
-      const spins = registry.sandboxStats()?.spins;
-      this.reset();
-      this.inc({ outcome: 'caught' }, spins?.caught ?? 0);
-      this.inc({ outcome: 'missed' }, spins?.missed ?? 0);
-    },
-  });
-  new Counter({
-    name: 'toolhost_pool_instances_made_ahead_total',
-    help: 'Instances of a hot component (its calls came back to back, each waiting for the last one\'s reset) made ahead on a second worker: outcome="made", or outcome="failed" (that component gets no more). A sandbox process reports its own with its utilization.',
-    labelNames: ['outcome'] as const,
-    registers: [prometheus],
-    collect() {
-      const warms = registry.sandboxStats()?.warms;
-      this.reset();
-      this.inc({ outcome: 'made' }, warms?.made ?? 0);
-      this.inc({ outcome: 'failed' }, warms?.failed ?? 0);
-    },
-  });
+  // Counts the sandbox keeps by outcome, reported as they are at each scrape.
+  const outcomeCounter = <O extends string>(name: string, help: string, outcomes: readonly O[], read: (stats: SandboxStats | undefined) => Partial<Record<O, number>> | undefined): void => {
+    new Counter({
+      name,
+      help,
+      labelNames: ['outcome'] as const,
+      registers: [prometheus],
+      collect() {
+        const counts = read(registry.sandboxStats());
+        this.reset();
+        for (const outcome of outcomes) this.inc({ outcome }, counts?.[outcome] ?? 0);
+      },
+    });
+  };
+  outcomeCounter(
+    'toolhost_pool_tasks_handed_back_total',
+    'Sandbox tasks a worker held but never claimed: taken back because their caller stopped them (outcome="abandoned"), or posted again because the worker holding them was lost (outcome="reposted"). Thread containment.',
+    ['abandoned', 'reposted'],
+    (stats) => stats?.handedBack,
+  );
+  outcomeCounter(
+    'toolhost_pool_worker_spins_total',
+    'Spins of idle workers for their next call (host.pool.spin_us): outcome="caught" took a call without a wake-up, outcome="missed" ended without one (its CPU spent for nothing). Thread containment.',
+    ['caught', 'missed'],
+    (stats) => stats?.spins,
+  );
+  outcomeCounter(
+    'toolhost_pool_instances_made_ahead_total',
+    'Instances of a hot component (its calls came back to back, each waiting for the last one\'s reset) made ahead on a second worker: outcome="made", or outcome="failed" (that component gets no more). A sandbox process reports its own with its utilization.',
+    ['made', 'failed'],
+    (stats) => stats?.warms,
+  );
   new Gauge({
     name: 'toolhost_sandbox_process_up',
     help: 'Whether the sandbox process (process containment) is running (1) or not (0: between a death and its restart, or thread containment).',
